@@ -1,0 +1,208 @@
+//! `Agent`: a model, tools, instructions and an approval policy, built once and run many times.
+
+mod run;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use run::{SessionState, Start, drive};
+
+use crate::error::{Error, Result};
+use crate::hitl::{ApprovalPolicy, ApprovalRule};
+use crate::model::Model;
+use crate::registry::{ToolRegistry, Toolset};
+use crate::result::RunResult;
+use crate::session::Session;
+use crate::stream::RunStream;
+use crate::tool::{Dependencies, Tool, ToolDefinition};
+
+/// How many model requests a run may make unless the agent says otherwise.
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+
+/// An agent: cheap to clone, shareable across tasks.
+///
+/// ```
+/// use starweaver::{Agent, ModelResponse, RunStatus, ToolBuilder, ToolCallPart, ToolContext};
+/// use starweaver::testing::TestModel;
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct AddArgs { left: i64, right: i64 }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let add = ToolBuilder::new("add")
+///     .handler(|_: ToolContext, a: AddArgs| async move { Ok(json!({"total": a.left + a.right})) })
+///     .unwrap();
+/// let model = TestModel::new([
+///     TestModel::tool_call_response([ToolCallPart::new("call_add", "add", json!({"left": 2, "right": 3}))]),
+///     ModelResponse::text("done"),
+/// ]);
+/// let agent = Agent::builder(model).tool(add).build().unwrap();
+/// let result = agent.run("Add two numbers").await.unwrap();
+/// assert_eq!(result.status, RunStatus::Completed);
+/// assert_eq!(result.output.as_deref(), Some("done"));
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    pub model: Arc<dyn Model>,
+    pub registry: ToolRegistry,
+    pub instructions: Option<String>,
+    pub max_steps: u32,
+    pub max_concurrency: Option<usize>,
+    pub dependencies: Dependencies,
+}
+
+/// Per-run options.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Cancel this token to cancel the run: running tools are cancelled and the run ends
+    /// with status `cancelled`.
+    pub cancellation: Option<CancellationToken>,
+    /// Dependencies for this run instead of the agent's.
+    pub dependencies: Option<Dependencies>,
+}
+
+impl Agent {
+    /// Starts building an agent on `model`.
+    pub fn builder(model: impl Model) -> AgentBuilder {
+        AgentBuilder {
+            model: Arc::new(model),
+            tools: Vec::new(),
+            instructions: None,
+            rules: Vec::new(),
+            max_steps: DEFAULT_MAX_STEPS,
+            max_concurrency: None,
+            dependencies: Dependencies::new(),
+        }
+    }
+
+    /// A new session: a conversation that keeps its history across runs and can wait for
+    /// human decisions.
+    pub fn session(&self) -> Session {
+        Session::new(self.clone())
+    }
+
+    /// Runs `prompt` in a fresh session. To resume a waiting run, use [`Agent::session`].
+    ///
+    /// # Errors
+    /// Only misuse; run failures are reported in the [`RunResult`].
+    pub async fn run(&self, prompt: impl Into<String>) -> Result<RunResult> {
+        self.session().run(prompt).await
+    }
+
+    /// Runs `prompt` in a fresh session with options.
+    ///
+    /// # Errors
+    /// Only misuse; run failures are reported in the [`RunResult`].
+    pub async fn run_with(&self, prompt: impl Into<String>, options: RunOptions) -> Result<RunResult> {
+        self.session().run_with(prompt, options).await
+    }
+
+    /// Runs `prompt` in a fresh session, yielding events as they happen.
+    pub fn run_stream(&self, prompt: impl Into<String>) -> RunStream<'static> {
+        let mut session = self.session();
+        let prompt = prompt.into();
+        RunStream::new(move |live| async move {
+            drive(&session.agent.inner, &mut session.state, Start::Prompt(prompt), RunOptions::default(), Some(live))
+                .await
+        })
+    }
+
+    /// The tool definitions models are sent, in registration order.
+    pub fn definitions(&self) -> &[ToolDefinition] {
+        self.inner.registry.definitions()
+    }
+}
+
+/// Builds an [`Agent`]; every registration rule is checked in [`build`](Self::build).
+#[must_use]
+pub struct AgentBuilder {
+    model: Arc<dyn Model>,
+    tools: Vec<(Arc<dyn Tool>, Option<(String, String)>)>,
+    instructions: Option<String>,
+    rules: Vec<ApprovalRule>,
+    max_steps: u32,
+    max_concurrency: Option<usize>,
+    dependencies: Dependencies,
+}
+
+impl AgentBuilder {
+    /// Adds a tool.
+    pub fn tool(self, tool: impl Tool) -> Self {
+        self.shared_tool(Arc::new(tool))
+    }
+
+    /// Adds a tool that is shared with other agents.
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push((tool, None));
+        self
+    }
+
+    /// Adds every tool of a toolset; approval rules may name the toolset.
+    pub fn toolset(mut self, toolset: Toolset) -> Self {
+        let key = (toolset.name().to_owned(), toolset.id().to_owned());
+        self.tools.extend(toolset.into_tools().into_iter().map(|t| (t, Some(key.clone()))));
+        self
+    }
+
+    /// Instructions sent as the system prompt at the start of each session.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Tools that need a human decision before every call: names, toolset names or ids,
+    /// metadata bundles, or `"*"`.
+    pub fn approval_required_tools<R: Into<ApprovalRule>>(mut self, rules: impl IntoIterator<Item = R>) -> Self {
+        self.rules.extend(rules.into_iter().map(Into::into));
+        self
+    }
+
+    /// The most model requests one run may make ([`DEFAULT_MAX_STEPS`] by default).
+    pub fn max_steps(mut self, max_steps: u32) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// The most tool calls that may run at once in a run (unbounded by default).
+    pub fn max_concurrency(mut self, limit: usize) -> Self {
+        self.max_concurrency = Some(limit);
+        self
+    }
+
+    /// Values tools can read with [`crate::ToolContext::dependency`].
+    pub fn dependencies(mut self, dependencies: Dependencies) -> Self {
+        self.dependencies = dependencies;
+        self
+    }
+
+    /// Validates every tool and option and builds the agent.
+    ///
+    /// # Errors
+    /// An invalid definition, a duplicate tool name, or an out-of-range option.
+    pub fn build(self) -> Result<Agent> {
+        if self.max_steps == 0 {
+            return Err(Error::InvalidOption { option: "max_steps", message: "must be at least 1".into() });
+        }
+        if self.max_concurrency == Some(0) {
+            return Err(Error::InvalidOption { option: "max_concurrency", message: "must be at least 1".into() });
+        }
+        let registry = ToolRegistry::new(self.tools, &ApprovalPolicy::new(self.rules))?;
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                model: self.model,
+                registry,
+                instructions: self.instructions,
+                max_steps: self.max_steps,
+                max_concurrency: self.max_concurrency,
+                dependencies: self.dependencies,
+            }),
+        })
+    }
+}

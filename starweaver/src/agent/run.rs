@@ -1,0 +1,423 @@
+//! The agent loop: ask the model, run its tool calls, feed the returns back, until a final
+//! answer, a failure, a cancellation, or a wait for human decisions.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{AgentInner, RunOptions};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventKind, EventLog};
+use crate::hitl::{
+    ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, PendingApproval, PendingDeferred, Resolution, canonical_id,
+    resolve,
+};
+use crate::message::{History, Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::model::ModelRequest;
+use crate::result::{RunError, RunResult, RunStatus};
+use crate::scheduler::{self, CallEnv, CallOutcome, CallRequest, ToolReturn};
+use crate::tool::{Dependencies, ToolError, ToolErrorKind, ToolResult};
+
+/// What a session keeps between runs.
+#[derive(Default)]
+pub(crate) struct SessionState {
+    pub history: History,
+    pub waiting: Option<Suspended>,
+    /// Canonical ids of every decision already applied, to refuse replays.
+    pub decided: HashSet<String>,
+}
+
+/// A run waiting for decisions: the calls of the response it stopped at, and each call's slot.
+pub(crate) struct Suspended {
+    pub run_id: Arc<str>,
+    step: u32,
+    retries: HashMap<String, u32>,
+    next_seq: u64,
+    calls: Vec<ToolCallPart>,
+    slots: Vec<Slot>,
+}
+
+impl Suspended {
+    pub(crate) fn hitl(&self) -> Hitl {
+        let mut hitl = Hitl::default();
+        for slot in &self.slots {
+            match slot {
+                Slot::Done(_) => {}
+                Slot::Approval(a) => hitl.approvals.push(a.clone()),
+                Slot::Deferred(d) => hitl.deferred.push(d.clone()),
+            }
+        }
+        hitl
+    }
+}
+
+/// Where one call of a batch stands.
+enum Slot {
+    Done(ToolReturn),
+    Approval(PendingApproval),
+    Deferred(PendingDeferred),
+}
+
+/// How a run starts: from a prompt, or from decisions on a waiting run.
+pub(crate) enum Start {
+    Prompt(String),
+    Resume(HitlDecisions),
+}
+
+enum End {
+    Completed(String),
+    Waiting(Vec<ToolCallPart>, Vec<Slot>),
+    Failed(RunError),
+    Cancelled,
+}
+
+/// A batch of calls after execution.
+struct Batch {
+    calls: Vec<ToolCallPart>,
+    slots: Vec<Slot>,
+    cancelled: bool,
+}
+
+/// Runs (or resumes) one run of a session to its end.
+pub(crate) async fn drive(
+    agent: &AgentInner,
+    state: &mut SessionState,
+    start: Start,
+    options: RunOptions,
+    live: Option<UnboundedSender<Event>>,
+) -> Result<RunResult> {
+    // Every check happens before the first event, so a refused call leaves no trace.
+    let (run_id, step, retries, next_seq, first) = match start {
+        Start::Prompt(prompt) => {
+            if let Some(waiting) = &state.waiting {
+                let pending = waiting.slots.iter().filter(|s| !matches!(s, Slot::Done(_))).count();
+                return Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending });
+            }
+            let run_id: Arc<str> = format!("run_{}", uuid::Uuid::new_v4().simple()).into();
+            (run_id, 0, HashMap::new(), 0, First::Prompt(prompt))
+        }
+        Start::Resume(decisions) => {
+            let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
+            let pending = pending_items(waiting);
+            let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
+            let waiting = state.waiting.take().expect("checked above");
+            for (slot, _) in &resolved {
+                state.decided.insert(canonical_id(&waiting.run_id, &waiting.calls[*slot].id));
+            }
+            let Suspended { run_id, step, retries, next_seq, calls, slots } = waiting;
+            (run_id, step, retries, next_seq, First::Resume(calls, slots, resolved))
+        }
+    };
+    let span = tracing::info_span!("starweaver.run", run_id = %run_id);
+    let run = Run {
+        agent,
+        events: EventLog::new(run_id.clone(), next_seq, live),
+        run_id,
+        step,
+        retries: Mutex::new(retries),
+        cancellation: options.cancellation.unwrap_or_default(),
+        dependencies: options.dependencies.unwrap_or_else(|| agent.dependencies.clone()),
+        limit: agent.max_concurrency.map(Semaphore::new),
+        state,
+    };
+    run.go(first).instrument(span).await
+}
+
+enum First {
+    Prompt(String),
+    Resume(Vec<ToolCallPart>, Vec<Slot>, Vec<(usize, Resolution)>),
+}
+
+fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
+    waiting
+        .slots
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, s)| {
+            let (id, tool_call_id, is_approval) = match s {
+                Slot::Done(_) => return None,
+                Slot::Approval(a) => (&a.id, &a.tool_call_id, true),
+                Slot::Deferred(d) => (&d.id, &d.tool_call_id, false),
+            };
+            Some(crate::hitl::Pending { slot, id, tool_call_id, is_approval })
+        })
+        .collect()
+}
+
+struct Run<'a> {
+    agent: &'a AgentInner,
+    state: &'a mut SessionState,
+    run_id: Arc<str>,
+    step: u32,
+    retries: Mutex<HashMap<String, u32>>,
+    events: EventLog,
+    cancellation: CancellationToken,
+    dependencies: Dependencies,
+    limit: Option<Semaphore>,
+}
+
+impl Run<'_> {
+    async fn go(mut self, first: First) -> Result<RunResult> {
+        let mut batch = match first {
+            First::Prompt(prompt) => {
+                self.events.emit(EventKind::RunStart { prompt: prompt.clone() });
+                let mut parts = Vec::with_capacity(2);
+                if self.state.history.messages().is_empty()
+                    && let Some(instructions) = &self.agent.instructions
+                {
+                    parts.push(RequestPart::SystemPrompt { text: instructions.clone() });
+                }
+                parts.push(RequestPart::UserPrompt { text: prompt });
+                self.state.history.push(Message::Request { parts });
+                None
+            }
+            First::Resume(calls, slots, resolved) => {
+                let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
+                let deferred_results = resolved.len() - approvals;
+                self.events.emit(EventKind::RunResumed { approvals, deferred_results });
+                Some(self.apply(calls, slots, resolved).await)
+            }
+        };
+        loop {
+            if let Some(batch) = batch.take()
+                && let Some(end) = self.settle(batch)
+            {
+                return Ok(self.finish(end));
+            }
+            match self.step_model().await {
+                Ok(calls) => {
+                    let requests: Vec<CallRequest<'_>> =
+                        calls.iter().map(|part| CallRequest { part, approval: None }).collect();
+                    let (slots, cancelled) = self.run_calls(&requests).await;
+                    drop(requests);
+                    batch = Some(Batch { calls, slots, cancelled });
+                }
+                Err(end) => return Ok(self.finish(end)),
+            }
+        }
+    }
+
+    /// One model request; `Ok` holds the tool calls to run, `Err` how the run ends.
+    async fn step_model(&mut self) -> Result<Vec<ToolCallPart>, End> {
+        if self.step >= self.agent.max_steps {
+            return Err(End::Failed(RunError::StepLimit { max_steps: self.agent.max_steps }));
+        }
+        self.step += 1;
+        let step = self.step;
+        let messages = self.state.history.messages();
+        self.events.emit(EventKind::ModelRequest { step, messages: messages.len() });
+        let request = ModelRequest { messages, tools: self.agent.registry.definitions(), run_id: &self.run_id, step };
+        let span = tracing::info_span!("starweaver.model_request", step);
+        let response = tokio::select! {
+            biased;
+            () = self.cancellation.cancelled() => return Err(End::Cancelled),
+            response = self.agent.model.request(request).instrument(span) => response,
+        };
+        let response = response.map_err(|e| End::Failed(RunError::Model { message: e.to_string() }))?;
+        self.events.emit(EventKind::ModelResponse { step, parts: response.parts.clone() });
+        let mut calls = Vec::new();
+        let mut texts = Vec::new();
+        for part in &response.parts {
+            match part {
+                ResponsePart::ToolCall(call) => calls.push(call.clone()),
+                ResponsePart::Text { text } => texts.push(text.as_str()),
+            }
+        }
+        let output = texts.join("\n");
+        let empty = response.parts.is_empty();
+        self.state.history.push(Message::Response { parts: response.parts });
+        match () {
+            () if !calls.is_empty() => Ok(calls),
+            () if empty => Err(End::Failed(RunError::EmptyResponse)),
+            () => Err(End::Completed(output)),
+        }
+    }
+
+    /// Runs calls through the scheduler and turns each outcome into a slot.
+    async fn run_calls(&self, requests: &[CallRequest<'_>]) -> (Vec<Slot>, bool) {
+        let env = CallEnv {
+            registry: &self.agent.registry,
+            run_id: &self.run_id,
+            cancellation: &self.cancellation,
+            dependencies: &self.dependencies,
+            events: &self.events,
+            retries: &self.retries,
+            limit: self.limit.as_ref(),
+        };
+        let batch = scheduler::execute(&env, requests).await;
+        let slots =
+            batch.outcomes.into_iter().zip(requests).map(|(outcome, request)| self.slot(outcome, request)).collect();
+        (slots, batch.cancelled)
+    }
+
+    fn slot(&self, outcome: CallOutcome, request: &CallRequest<'_>) -> Slot {
+        let call = request.part;
+        let id = canonical_id(&self.run_id, &call.id);
+        let arguments = request
+            .approval
+            .as_ref()
+            .and_then(|a| a.override_arguments.clone())
+            .unwrap_or_else(|| call.arguments.clone());
+        match outcome {
+            CallOutcome::Returned(ret) => Slot::Done(ret),
+            CallOutcome::NeedsApproval { reason, metadata } => {
+                let pending = PendingApproval {
+                    id,
+                    run_id: self.run_id.to_string(),
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    arguments,
+                    reason,
+                    metadata,
+                };
+                self.events.emit(EventKind::ApprovalRequested(pending.clone()));
+                Slot::Approval(pending)
+            }
+            CallOutcome::Deferred { reason, metadata } => {
+                let pending = PendingDeferred {
+                    id,
+                    run_id: self.run_id.to_string(),
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    arguments,
+                    reason,
+                    metadata,
+                };
+                self.events.emit(EventKind::DeferredRequested(pending.clone()));
+                Slot::Deferred(pending)
+            }
+        }
+    }
+
+    /// Applies resolved decisions: denials and deferred results become returns; approved
+    /// calls run again, with their decision in the context, under the usual scheduling.
+    async fn apply(&self, calls: Vec<ToolCallPart>, mut slots: Vec<Slot>, resolved: Vec<(usize, Resolution)>) -> Batch {
+        let mut approved: Vec<(usize, Arc<ApprovalDecision>)> = Vec::new();
+        for (slot, resolution) in resolved {
+            let call = &calls[slot];
+            let ret = match resolution {
+                Resolution::Approval(decision) if decision.approved => {
+                    approved.push((slot, Arc::new(decision)));
+                    continue;
+                }
+                Resolution::Approval(decision) => {
+                    let reason = decision.reason.unwrap_or_else(|| "the call was denied".to_owned());
+                    let mut extra = Map::new();
+                    if let Some(who) = decision.decided_by {
+                        extra.insert("decided_by".into(), Value::String(who));
+                    }
+                    ToolReturn::failure(call, ToolError::new(ToolErrorKind::ApprovalDenied, reason), extra)
+                }
+                Resolution::Deferred(result) => match result.outcome {
+                    DeferredOutcome::Completed { value } => ToolReturn::success(call, ToolResult::new(value)),
+                    DeferredOutcome::Failed { error } => {
+                        ToolReturn::failure(call, ToolError::new(ToolErrorKind::DeferredFailed, error), Map::new())
+                    }
+                },
+            };
+            self.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
+            slots[slot] = Slot::Done(ret);
+        }
+        approved.sort_by_key(|(slot, _)| *slot);
+        let requests: Vec<CallRequest<'_>> =
+            approved.iter().map(|(slot, d)| CallRequest { part: &calls[*slot], approval: Some(d.clone()) }).collect();
+        let (rerun, cancelled) = self.run_calls(&requests).await;
+        drop(requests);
+        for ((slot, _), new) in approved.into_iter().zip(rerun) {
+            slots[slot] = new;
+        }
+        Batch { calls, slots, cancelled }
+    }
+
+    /// Decides what follows a batch: wait, fail, stop, or go on to the next model request.
+    fn settle(&mut self, batch: Batch) -> Option<End> {
+        let Batch { calls, mut slots, cancelled } = batch;
+        if cancelled {
+            self.close_pending(&calls, &mut slots, "the run was cancelled before this call was decided");
+            self.push_returns(slots);
+            return Some(End::Cancelled);
+        }
+        let exhausted = self.exhausted_budget(&slots);
+        if exhausted.is_none() && slots.iter().any(|s| !matches!(s, Slot::Done(_))) {
+            return Some(End::Waiting(calls, slots));
+        }
+        self.close_pending(&calls, &mut slots, "the run failed before this call was decided");
+        self.push_returns(slots);
+        exhausted.map(End::Failed)
+    }
+
+    /// The first tool (in model order) whose model retries now exceed its budget.
+    fn exhausted_budget(&self, slots: &[Slot]) -> Option<RunError> {
+        let retries = self.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots.iter().find_map(|slot| {
+            let Slot::Done(ret) = slot else { return None };
+            ret.error.filter(|k| k.counts_model_retry())?;
+            let tool = self.agent.registry.get(&ret.part.name)?;
+            let spent = retries.get(&ret.part.name).copied().unwrap_or(0);
+            (spent > tool.max_retries).then(|| RunError::RetriesExhausted {
+                tool: ret.part.name.clone(),
+                max_retries: tool.max_retries,
+                message: ret.part.content["message"].as_str().unwrap_or_default().to_owned(),
+            })
+        })
+    }
+
+    /// Gives every still-pending call a `cancelled` return, so the history never holds a
+    /// call without a return.
+    fn close_pending(&self, calls: &[ToolCallPart], slots: &mut [Slot], message: &str) {
+        for (slot, call) in slots.iter_mut().zip(calls) {
+            if !matches!(slot, Slot::Done(_)) {
+                let ret = ToolReturn::failure(call, ToolError::cancelled(message), Map::new());
+                self.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
+                *slot = Slot::Done(ret);
+            }
+        }
+    }
+
+    fn push_returns(&mut self, slots: Vec<Slot>) {
+        self.state.history.push_request(slots.into_iter().map(|slot| match slot {
+            Slot::Done(ret) => (RequestPart::ToolReturn(ret.part), ret.host),
+            Slot::Approval(_) | Slot::Deferred(_) => unreachable!("pending calls are closed before returns are pushed"),
+        }));
+    }
+
+    fn finish(self, end: End) -> RunResult {
+        let Run { events, state, run_id, step, retries, .. } = self;
+        let (status, output, error) = match end {
+            End::Completed(output) => {
+                events.emit(EventKind::RunComplete { output: output.clone() });
+                (RunStatus::Completed, Some(output), None)
+            }
+            End::Waiting(calls, slots) => {
+                let retries = retries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let suspended = Suspended { run_id: run_id.clone(), step, retries, next_seq: 0, calls, slots };
+                let hitl = suspended.hitl();
+                events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
+                state.waiting = Some(suspended);
+                (RunStatus::Waiting, None, None)
+            }
+            End::Failed(error) => {
+                events.emit(EventKind::RunFailed { error: error.to_string() });
+                (RunStatus::Failed, None, Some(error))
+            }
+            End::Cancelled => {
+                events.emit(EventKind::RunCancelled);
+                (RunStatus::Cancelled, None, None)
+            }
+        };
+        let (events, next_seq) = events.finish();
+        let hitl = match &mut state.waiting {
+            Some(waiting) => {
+                waiting.next_seq = next_seq;
+                waiting.hitl()
+            }
+            None => Hitl::default(),
+        };
+        RunResult { run_id: run_id.to_string(), status, output, error, hitl, messages: state.history.clone(), events }
+    }
+}

@@ -1,0 +1,149 @@
+//! The crate's one error type: everything a caller can get wrong, each naming what is wrong.
+//!
+//! Failures that happen *inside* a run (a tool error, a model error, an exhausted budget)
+//! are not `Error`s: they end up in the history or in [`crate::RunResult::error`].
+
+use thiserror::Error;
+
+use crate::schema::SchemaError;
+
+/// A tool definition broke a registration rule (DESIGN.md §3–§4).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid tool `{tool}`: {kind}")]
+pub struct DefinitionError {
+    /// The tool's name as given (it may itself be the problem).
+    pub tool: String,
+    /// Which rule was broken.
+    pub kind: DefinitionErrorKind,
+}
+
+impl DefinitionError {
+    pub(crate) fn new(tool: &str, kind: DefinitionErrorKind) -> Self {
+        Self { tool: tool.to_owned(), kind }
+    }
+}
+
+/// The registration rules a definition can break.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum DefinitionErrorKind {
+    /// The name is empty, too long, or uses characters providers refuse.
+    #[error("names must match `[A-Za-z0-9_-]{{1,64}}`")]
+    InvalidName,
+    /// `strict: true` without a description.
+    #[error("strict tools need a description (a doc comment, a docstring or `description`)")]
+    StrictWithoutDescription,
+    /// `timeout_ms: 0` would cancel every call before it starts.
+    #[error("`timeout_ms` must be at least 1")]
+    ZeroTimeout,
+    /// The parameter schema is malformed.
+    #[error(transparent)]
+    Schema(SchemaError),
+}
+
+/// What a caller of the runtime can get wrong.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A tool definition is invalid.
+    #[error(transparent)]
+    Definition(#[from] DefinitionError),
+    /// Two tools of one agent share a name.
+    #[error("duplicate tool name `{name}`: tool names must be unique within an agent")]
+    DuplicateTool {
+        /// The shared name.
+        name: String,
+    },
+    /// An `approval_required_tools` entry is malformed.
+    #[error("invalid approval rule {rule}: {message}")]
+    InvalidApprovalRule {
+        /// The entry as JSON.
+        rule: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// `run` on a session that is waiting for human decisions.
+    #[error("session is waiting on run `{run_id}` for {pending} decision(s); resume it before starting a new run")]
+    SessionWaiting {
+        /// The suspended run.
+        run_id: String,
+        /// How many approvals and deferred results it waits for.
+        pending: usize,
+    },
+    /// `resume` on a session with nothing to resume.
+    #[error("session is not waiting for decisions; there is nothing to resume")]
+    NotWaiting,
+    /// A decision names no pending item of this session.
+    #[error("unknown decision id `{id}`: no pending approval or deferred call has that id (pending: {pending})")]
+    UnknownDecision {
+        /// The id given.
+        id: String,
+        /// The ids that are pending, comma-separated.
+        pending: String,
+    },
+    /// A decision was made for a different run.
+    #[error("decision `{id}` belongs to run `{decision_run}`, but this session is waiting on run `{waiting_run}`")]
+    ForeignDecision {
+        /// The id given.
+        id: String,
+        /// The run the id names.
+        decision_run: String,
+        /// The run that is waiting.
+        waiting_run: String,
+    },
+    /// A decision that was already applied was sent again.
+    #[error("decision `{id}` was already applied; decisions cannot be replayed")]
+    ReplayedDecision {
+        /// The id given.
+        id: String,
+    },
+    /// Two decisions in one resume name the same item.
+    #[error("two decisions name `{id}`; give each pending item exactly one decision")]
+    DuplicateDecision {
+        /// The id given twice.
+        id: String,
+    },
+    /// A pending item got no decision.
+    #[error("missing decision(s) for {ids}: every pending approval and deferred call needs one")]
+    MissingDecisions {
+        /// The undecided canonical ids, comma-separated.
+        ids: String,
+    },
+    /// An approval was sent for a deferred call or the other way round.
+    #[error("`{id}` is a pending {actual}, but was given a {given}")]
+    WrongDecisionKind {
+        /// The id given.
+        id: String,
+        /// What the item is (`approval` or `deferred call`).
+        actual: &'static str,
+        /// What was sent for it.
+        given: &'static str,
+    },
+    /// A decision is malformed.
+    #[error("invalid decision `{id}`: {message}")]
+    InvalidDecision {
+        /// The id given.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An agent option is out of range.
+    #[error("invalid option `{option}`: {message}")]
+    InvalidOption {
+        /// The option.
+        option: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// Canonical JSON (history, script, decisions) could not be read.
+    #[error("invalid {what}: {message}")]
+    InvalidJson {
+        /// What was being read.
+        what: &'static str,
+        /// What is wrong, with its location.
+        message: String,
+    },
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,138 @@
+//! Run events (DESIGN.md §9): every run records an ordered stream of them, and can hand
+//! them out live.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::hitl::{PendingApproval, PendingDeferred};
+use crate::message::{HostFields, ResponsePart, ToolReturnPart};
+
+/// One thing that happened in a run, numbered within the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the run's stream, from 0; continues across a resume.
+    pub seq: u64,
+    /// The run.
+    pub run_id: Arc<str>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What an [`Event`] reports. Serialised with a `type` tag in snake case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventKind {
+    /// A run started from a prompt.
+    RunStart {
+        /// The user's prompt.
+        prompt: String,
+    },
+    /// A waiting run resumed with decisions.
+    RunResumed {
+        /// Approval decisions received.
+        approvals: usize,
+        /// Deferred results received.
+        deferred_results: usize,
+    },
+    /// The model is about to be asked.
+    ModelRequest {
+        /// Model request number within the run, from 1.
+        step: u32,
+        /// Messages in the history sent.
+        messages: usize,
+    },
+    /// The model answered.
+    ModelResponse {
+        /// Model request number within the run.
+        step: u32,
+        /// What it answered.
+        parts: Vec<ResponsePart>,
+    },
+    /// A tool attempt starts.
+    ToolCall {
+        /// The model's call id.
+        tool_call_id: String,
+        /// The tool.
+        name: String,
+        /// The arguments used (after any approved override).
+        arguments: Value,
+    },
+    /// An attempt failed with an `Execution` error and will be tried again.
+    ToolRetry {
+        /// The model's call id.
+        tool_call_id: String,
+        /// The tool.
+        name: String,
+        /// The attempt that failed, from 1.
+        attempt: u32,
+        /// Why it failed.
+        error: String,
+    },
+    /// A call ended; host-only fields included.
+    ToolReturn {
+        /// The model-facing return.
+        #[serde(flatten)]
+        part: ToolReturnPart,
+        /// The host-only fields.
+        #[serde(flatten)]
+        host: HostFields,
+    },
+    /// A call waits for approval.
+    ApprovalRequested(PendingApproval),
+    /// A call waits for an outside result.
+    DeferredRequested(PendingDeferred),
+    /// The run suspended, waiting for decisions.
+    Waiting {
+        /// Pending approvals.
+        approvals: usize,
+        /// Pending deferred calls.
+        deferred: usize,
+    },
+    /// The run finished with an answer.
+    RunComplete {
+        /// The answer.
+        output: String,
+    },
+    /// The run failed.
+    RunFailed {
+        /// Why.
+        error: String,
+    },
+    /// The run was cancelled.
+    RunCancelled,
+}
+
+/// Collects a run's events in order and forwards each to a live listener, if any.
+pub(crate) struct EventLog {
+    run_id: Arc<str>,
+    inner: Mutex<(u64, Vec<Event>)>,
+    live: Option<UnboundedSender<Event>>,
+}
+
+impl EventLog {
+    pub(crate) fn new(run_id: Arc<str>, next_seq: u64, live: Option<UnboundedSender<Event>>) -> Self {
+        Self { run_id, inner: Mutex::new((next_seq, Vec::new())), live }
+    }
+
+    pub(crate) fn emit(&self, kind: EventKind) {
+        let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let event = Event { seq: inner.0, run_id: self.run_id.clone(), kind };
+        inner.0 += 1;
+        if let Some(live) = &self.live {
+            // A listener that went away only stops listening; the run goes on.
+            let _ = live.send(event.clone());
+        }
+        inner.1.push(event);
+    }
+
+    /// The events so far and the next sequence number.
+    pub(crate) fn finish(self) -> (Vec<Event>, u64) {
+        let (next, events) = self.inner.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (events, next)
+    }
+}

@@ -1,0 +1,217 @@
+//! Human in the loop (DESIGN.md §8): what a waiting run asks for, and the decisions that
+//! resume it.
+
+mod policy;
+mod resolve;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use policy::{ApprovalPolicy, ApprovalRule};
+pub(crate) use resolve::{Pending, Resolution, resolve};
+
+/// The stable id of a pending item: derived from the run id and the model's tool-call id.
+pub fn canonical_id(run_id: &str, tool_call_id: &str) -> String {
+    format!("{run_id}:{tool_call_id}")
+}
+
+/// A tool call waiting for a human to approve or deny it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// Canonical id (`<run id>:<tool-call id>`).
+    pub id: String,
+    /// The waiting run.
+    pub run_id: String,
+    /// The model's call id.
+    pub tool_call_id: String,
+    /// The tool to be approved.
+    pub tool_name: String,
+    /// The arguments the call would run with.
+    pub arguments: Value,
+    /// Why approval is needed.
+    pub reason: String,
+    /// Context for the person deciding (from `ApprovalRequired(metadata=...)`).
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+impl PendingApproval {
+    /// Approves the call as it stands; refine with the decision's builder methods.
+    pub fn approve(&self) -> ApprovalDecision {
+        ApprovalDecision { id: self.id.clone(), approved: true, ..ApprovalDecision::default() }
+    }
+
+    /// Denies the call; the model is told `reason`.
+    pub fn deny(&self, reason: impl Into<String>) -> ApprovalDecision {
+        ApprovalDecision {
+            id: self.id.clone(),
+            approved: false,
+            reason: Some(reason.into()),
+            ..ApprovalDecision::default()
+        }
+    }
+}
+
+/// A human's decision on a [`PendingApproval`]; canonical JSON when serialised.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalDecision {
+    /// The canonical id of the pending approval (the bare tool-call id is accepted too).
+    pub id: String,
+    /// Whether the call may run.
+    pub approved: bool,
+    /// Who decided (for the audit trail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// Why; shown to the model when denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Arguments to run with instead of the model's (a JSON object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub override_arguments: Option<Value>,
+    /// Anything else the application records with the decision.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+impl ApprovalDecision {
+    /// Records who decided.
+    #[must_use]
+    pub fn decided_by(mut self, who: impl Into<String>) -> Self {
+        self.decided_by = Some(who.into());
+        self
+    }
+
+    /// Runs the call with these arguments instead of the model's.
+    #[must_use]
+    pub fn override_arguments(mut self, arguments: Value) -> Self {
+        self.override_arguments = Some(arguments);
+        self
+    }
+
+    /// Records extra data with the decision.
+    #[must_use]
+    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+}
+
+/// A tool call whose result will be supplied from outside the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingDeferred {
+    /// Canonical id (`<run id>:<tool-call id>`).
+    pub id: String,
+    /// The waiting run.
+    pub run_id: String,
+    /// The model's call id.
+    pub tool_call_id: String,
+    /// The deferred tool.
+    pub tool_name: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// Why the call was deferred.
+    pub reason: String,
+    /// Context from `CallDeferred(metadata=...)`.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+impl PendingDeferred {
+    /// Supplies the call's value.
+    pub fn complete(&self, value: Value) -> DeferredResult {
+        DeferredResult { id: self.id.clone(), outcome: DeferredOutcome::Completed { value } }
+    }
+
+    /// Supplies a failure; the model sees a `deferred_failed` error.
+    pub fn fail(&self, error: impl Into<String>) -> DeferredResult {
+        DeferredResult { id: self.id.clone(), outcome: DeferredOutcome::Failed { error: error.into() } }
+    }
+}
+
+/// The outside result of a [`PendingDeferred`]; canonical JSON when serialised:
+/// `{"id", "status": "completed", "value"}` or `{"id", "status": "failed", "error"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeferredResult {
+    /// The canonical id of the deferred call (the bare tool-call id is accepted too).
+    pub id: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: DeferredOutcome,
+}
+
+/// How a deferred call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum DeferredOutcome {
+    /// It produced this value.
+    Completed {
+        /// The tool's value.
+        value: Value,
+    },
+    /// It failed with this message.
+    Failed {
+        /// Shown to the model.
+        error: String,
+    },
+}
+
+/// What a waiting run needs before it can go on.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Hitl {
+    /// Calls waiting for approval, in model order.
+    pub approvals: Vec<PendingApproval>,
+    /// Calls waiting for an outside result, in model order.
+    pub deferred: Vec<PendingDeferred>,
+}
+
+impl Hitl {
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.approvals.is_empty() && self.deferred.is_empty()
+    }
+}
+
+/// Everything a resume carries; canonical JSON: `{"approvals": [...], "deferred_results": [...]}`.
+///
+/// ```
+/// let decisions: starweaver::HitlDecisions = serde_json::from_value(serde_json::json!({
+///     "approvals": [{"id": "run_1:call_1", "approved": true, "decided_by": "ui"}],
+/// })).unwrap();
+/// assert!(decisions.approvals[0].approved);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HitlDecisions {
+    /// Decisions on pending approvals.
+    #[serde(default)]
+    pub approvals: Vec<ApprovalDecision>,
+    /// Results of deferred calls.
+    #[serde(default)]
+    pub deferred_results: Vec<DeferredResult>,
+}
+
+impl HitlDecisions {
+    /// Decisions from canonical JSON.
+    ///
+    /// # Errors
+    /// `InvalidJson` saying which field does not fit.
+    pub fn from_json(json: &Value) -> crate::Result<Self> {
+        serde_path_to_error::deserialize(json).map_err(|e| crate::Error::InvalidJson {
+            what: "decisions",
+            message: format!("at `{}`: {}", e.path(), e.inner()),
+        })
+    }
+}
+
+impl From<Vec<ApprovalDecision>> for HitlDecisions {
+    fn from(approvals: Vec<ApprovalDecision>) -> Self {
+        Self { approvals, deferred_results: Vec::new() }
+    }
+}
+
+impl From<Vec<DeferredResult>> for HitlDecisions {
+    fn from(deferred_results: Vec<DeferredResult>) -> Self {
+        Self { approvals: Vec::new(), deferred_results }
+    }
+}

@@ -1,0 +1,89 @@
+//! Matching a resume's decisions to a waiting run's pending items. Every check lives here,
+//! so no decision reaches a tool unless it names exactly one pending item of this run.
+
+use std::collections::HashSet;
+
+use super::{ApprovalDecision, DeferredResult, HitlDecisions, canonical_id};
+use crate::error::{Error, Result};
+
+/// A pending item as the resolver sees it.
+pub(crate) struct Pending<'a> {
+    pub slot: usize,
+    pub id: &'a str,
+    pub tool_call_id: &'a str,
+    pub is_approval: bool,
+}
+
+/// A decision matched to the slot of the call it decides.
+pub(crate) enum Resolution {
+    Approval(ApprovalDecision),
+    Deferred(DeferredResult),
+}
+
+/// Pairs each decision with its pending item, or says exactly what is wrong: an unknown,
+/// foreign, replayed, duplicated or mistyped decision, or a pending item left undecided.
+pub(crate) fn resolve(
+    run_id: &str,
+    pending: &[Pending<'_>],
+    decided: &HashSet<String>,
+    decisions: HitlDecisions,
+) -> Result<Vec<(usize, Resolution)>> {
+    let mut matched: Vec<(usize, Resolution)> = Vec::with_capacity(pending.len());
+    let approvals = decisions.approvals.into_iter().map(|d| (d.id.clone(), Resolution::Approval(d)));
+    let deferred = decisions.deferred_results.into_iter().map(|d| (d.id.clone(), Resolution::Deferred(d)));
+    for (id, resolution) in approvals.chain(deferred) {
+        let item = find(run_id, pending, decided, &id)?;
+        let given_approval = matches!(resolution, Resolution::Approval(_));
+        if item.is_approval != given_approval {
+            return Err(Error::WrongDecisionKind {
+                id,
+                actual: if item.is_approval { "approval" } else { "deferred call" },
+                given: if given_approval { "approval decision" } else { "deferred result" },
+            });
+        }
+        if matched.iter().any(|(slot, _)| *slot == item.slot) {
+            return Err(Error::DuplicateDecision { id: item.id.to_owned() });
+        }
+        if let Resolution::Approval(ApprovalDecision { override_arguments: Some(args), .. }) = &resolution
+            && !args.is_object()
+        {
+            return Err(Error::InvalidDecision {
+                id,
+                message: format!("`override_arguments` must be a JSON object, got {}", crate::schema::kind_of(args)),
+            });
+        }
+        matched.push((item.slot, resolution));
+    }
+    let missing: Vec<&str> =
+        pending.iter().filter(|p| !matched.iter().any(|(slot, _)| *slot == p.slot)).map(|p| p.id).collect();
+    if !missing.is_empty() {
+        return Err(Error::MissingDecisions { ids: missing.join(", ") });
+    }
+    Ok(matched)
+}
+
+fn find<'p, 'a>(
+    run_id: &str,
+    pending: &'p [Pending<'a>],
+    decided: &HashSet<String>,
+    id: &str,
+) -> Result<&'p Pending<'a>> {
+    if let Some(item) = pending.iter().find(|p| p.id == id || p.tool_call_id == id) {
+        return Ok(item);
+    }
+    if decided.contains(id) || decided.contains(&canonical_id(run_id, id)) {
+        return Err(Error::ReplayedDecision { id: id.to_owned() });
+    }
+    if let Some((other_run, _)) = id.split_once(':')
+        && other_run != run_id
+        && other_run.starts_with("run_")
+    {
+        return Err(Error::ForeignDecision {
+            id: id.to_owned(),
+            decision_run: other_run.to_owned(),
+            waiting_run: run_id.to_owned(),
+        });
+    }
+    let pending = pending.iter().map(|p| format!("`{}`", p.id)).collect::<Vec<_>>().join(", ");
+    Err(Error::UnknownDecision { id: id.to_owned(), pending })
+}

@@ -1,0 +1,251 @@
+//! Canonical messages (DESIGN.md §11) and the session [`History`].
+//!
+//! The message types hold only what a model may see. Host-only fields of tool returns
+//! (`app_value`, `user_content`, `private_metadata`, and `value` when `model_content`
+//! replaced it) live beside the messages in [`History`], so no model-facing value can
+//! carry them, and a model is handed the history by reference instead of a filtered copy.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// One message of a conversation, as a provider sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Message {
+    /// Sent to the model.
+    Request {
+        /// Prompts and tool returns.
+        parts: Vec<RequestPart>,
+    },
+    /// Received from the model.
+    Response {
+        /// Text and tool calls.
+        parts: Vec<ResponsePart>,
+    },
+}
+
+/// A part of a request message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RequestPart {
+    /// Instructions from the application.
+    SystemPrompt {
+        /// The instructions.
+        text: String,
+    },
+    /// The user's prompt.
+    UserPrompt {
+        /// The prompt.
+        text: String,
+    },
+    /// The outcome of one tool call.
+    ToolReturn(ToolReturnPart),
+}
+
+/// The model-facing outcome of one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolReturnPart {
+    /// The call id exactly as the model sent it.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The value, or for errors `{"kind", "message", "success": false, ...}`.
+    pub content: Value,
+    /// Whether the model should read this as an error.
+    pub is_error: bool,
+    /// Public tool-return metadata.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+/// A part of a response message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ResponsePart {
+    /// Text for the user.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A request to call a tool.
+    ToolCall(ToolCallPart),
+}
+
+/// A tool call as the model sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallPart {
+    /// The model's id for the call, kept as sent.
+    pub id: String,
+    /// The tool to call.
+    pub name: String,
+    /// The arguments: a JSON object, or a string holding one (as some providers send).
+    pub arguments: Value,
+}
+
+impl ToolCallPart {
+    /// A call of `name` with `arguments`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self { id: id.into(), name: name.into(), arguments }
+    }
+}
+
+/// Host-only fields of a tool return: kept in the history, the events and exported state;
+/// never in a model request.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostFields {
+    /// The tool's own value, kept when `model_content` replaced it for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// For application code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_value: Option<Value>,
+    /// For the user interface.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_content: Option<Value>,
+    /// Debugging data (tracebacks, trace ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_metadata: Option<Value>,
+}
+
+impl HostFields {
+    const KEYS: [&'static str; 4] = ["value", "app_value", "user_content", "private_metadata"];
+
+    fn is_empty(&self) -> bool {
+        self.value.is_none()
+            && self.app_value.is_none()
+            && self.user_content.is_none()
+            && self.private_metadata.is_none()
+    }
+}
+
+/// The conversation of a session: model-facing messages plus the host-only fields of
+/// their tool returns.
+///
+/// ```
+/// use starweaver::History;
+/// use serde_json::json;
+///
+/// let canonical = json!([
+///     {"kind": "request", "parts": [{"kind": "user_prompt", "text": "hi"}]},
+///     {"kind": "response", "parts": [{"kind": "text", "text": "hello"}]},
+/// ]);
+/// let history = History::from_json(&canonical).unwrap();
+/// assert_eq!(history.messages().len(), 2);
+/// assert_eq!(history.to_json(), canonical);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    messages: Vec<Message>,
+    host: BTreeMap<(usize, usize), HostFields>,
+}
+
+impl History {
+    /// The model-facing messages, exactly what a provider is sent.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The host-only fields of part `part` of message `message`, if it has any.
+    pub fn host_fields(&self, message: usize, part: usize) -> Option<&HostFields> {
+        self.host.get(&(message, part))
+    }
+
+    /// The canonical JSON of the full history, host-only fields included.
+    pub fn to_json(&self) -> Value {
+        let messages = self.messages.iter().enumerate().map(|(i, message)| {
+            let mut json = serde_json::to_value(message).expect("messages hold only JSON values");
+            for ((_, part), host) in self.host.range((i, 0)..(i + 1, 0)) {
+                let fields = serde_json::to_value(host).expect("host fields hold only JSON values");
+                if let (Some(obj), Value::Object(fields)) = (json["parts"][*part].as_object_mut(), fields) {
+                    obj.extend(fields);
+                }
+            }
+            json
+        });
+        Value::Array(messages.collect())
+    }
+
+    /// Reads canonical history JSON (as [`to_json`](Self::to_json) writes it).
+    ///
+    /// # Errors
+    /// `InvalidJson`, naming the message and part that do not fit the format.
+    pub fn from_json(json: &Value) -> Result<Self> {
+        let invalid = |message: String| Error::InvalidJson { what: "history", message };
+        let Value::Array(items) = json else {
+            return Err(invalid("expected an array of messages".into()));
+        };
+        let mut history = Self::default();
+        for (i, item) in items.iter().enumerate() {
+            let mut item = item.clone();
+            if let Some(Value::Array(parts)) = item.get_mut("parts") {
+                for (p, part) in parts.iter_mut().enumerate() {
+                    let Some(obj) = part.as_object_mut().filter(|o| o["kind"] == "tool_return") else { continue };
+                    let host: Map<String, Value> =
+                        HostFields::KEYS.iter().filter_map(|k| obj.remove(*k).map(|v| ((*k).to_owned(), v))).collect();
+                    if !host.is_empty() {
+                        let fields = serde_json::from_value(Value::Object(host))
+                            .map_err(|e| invalid(format!("message {i}, part {p}: {e}")))?;
+                        history.host.insert((i, p), fields);
+                    }
+                }
+            }
+            let message = serde_json::from_value(item).map_err(|e| invalid(format!("message {i}: {e}")))?;
+            history.messages.push(message);
+        }
+        Ok(history)
+    }
+
+    pub(crate) fn push(&mut self, message: Message) {
+        self.messages.push(message);
+    }
+
+    pub(crate) fn push_request(&mut self, parts: impl IntoIterator<Item = (RequestPart, HostFields)>) {
+        let index = self.messages.len();
+        let mut request = Vec::new();
+        for (p, (part, host)) in parts.into_iter().enumerate() {
+            if !host.is_empty() {
+                self.host.insert((index, p), host);
+            }
+            request.push(part);
+        }
+        self.messages.push(Message::Request { parts: request });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn host_only_fields_round_trip_but_never_reach_model_messages() {
+        let mut history = History::default();
+        let part = ToolReturnPart {
+            tool_call_id: "c1".into(),
+            name: "t".into(),
+            content: json!({"summary": "ok"}),
+            is_error: false,
+            metadata: Map::new(),
+        };
+        let host = HostFields { private_metadata: Some(json!({"trace": 1})), ..HostFields::default() };
+        history.push_request([(RequestPart::ToolReturn(part), host)]);
+        let json = history.to_json();
+        assert_eq!(json[0]["parts"][0]["private_metadata"], json!({"trace": 1}));
+        let model_view = serde_json::to_value(history.messages()).unwrap();
+        assert!(!model_view.to_string().contains("private_metadata"));
+        assert_eq!(History::from_json(&json).unwrap(), history);
+    }
+
+    #[test]
+    fn malformed_history_names_the_message() {
+        let err = History::from_json(&json!([{"kind": "request", "parts": [{"kind": "shout"}]}])).unwrap_err();
+        assert!(err.to_string().starts_with("invalid history: message 0:"), "{err}");
+        assert!(History::from_json(&json!({})).is_err());
+    }
+}

@@ -1,0 +1,85 @@
+//! What a run returns.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::event::Event;
+use crate::hitl::Hitl;
+use crate::message::History;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model gave a final answer.
+    Completed,
+    /// The run waits for approvals or deferred results; resume it through its session.
+    Waiting,
+    /// The run failed; see [`RunResult::error`].
+    Failed,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Waiting => "waiting",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunError {
+    /// The model could not answer.
+    #[error("model request failed: {message}")]
+    Model {
+        /// The model's error.
+        message: String,
+    },
+    /// A tool spent its model-retry budget.
+    #[error("tool `{tool}` exceeded its retry budget of {max_retries}; last error: {message}")]
+    RetriesExhausted {
+        /// The tool.
+        tool: String,
+        /// Its budget.
+        max_retries: u32,
+        /// The last error the model was shown.
+        message: String,
+    },
+    /// The run made more model requests than the agent allows.
+    #[error("the run reached its limit of {max_steps} model requests without a final answer")]
+    StepLimit {
+        /// The limit.
+        max_steps: u32,
+    },
+    /// The model answered with neither text nor tool calls.
+    #[error("the model returned an empty response (no text and no tool calls)")]
+    EmptyResponse,
+}
+
+/// The outcome of a run (or of a resume).
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The run's id.
+    pub run_id: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The final answer, when completed.
+    pub output: Option<String>,
+    /// Why it failed, when failed.
+    pub error: Option<RunError>,
+    /// What it waits for, when waiting.
+    pub hitl: Hitl,
+    /// The session's full history, host-only fields included.
+    pub messages: History,
+    /// This run's events (since its start or its resume), in order.
+    pub events: Vec<Event>,
+}

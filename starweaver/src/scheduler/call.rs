@@ -1,0 +1,267 @@
+//! One tool call: argument checks, the approval gate, attempts with internal retries,
+//! timeouts and panic capture, and the return the model will see.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::event::{EventKind, EventLog};
+use crate::hitl::ApprovalDecision;
+use crate::message::{HostFields, ToolCallPart, ToolReturnPart};
+use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::tool::{Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
+
+/// What every call of one batch shares.
+pub(crate) struct CallEnv<'a> {
+    pub registry: &'a ToolRegistry,
+    pub run_id: &'a Arc<str>,
+    pub cancellation: &'a CancellationToken,
+    pub dependencies: &'a Dependencies,
+    pub events: &'a EventLog,
+    /// Model retries spent per tool in this run.
+    pub retries: &'a Mutex<HashMap<String, u32>>,
+    pub limit: Option<&'a Semaphore>,
+}
+
+/// A call to make, with the decision it was approved by, if any.
+pub(crate) struct CallRequest<'a> {
+    pub part: &'a ToolCallPart,
+    pub approval: Option<Arc<ApprovalDecision>>,
+}
+
+/// How a call ended.
+pub(crate) enum CallOutcome {
+    Returned(ToolReturn),
+    NeedsApproval { reason: String, metadata: Map<String, Value> },
+    Deferred { reason: String, metadata: Map<String, Value> },
+}
+
+/// A finished call: what the model sees, what only the host sees, and the error kind.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolReturn {
+    pub part: ToolReturnPart,
+    pub host: HostFields,
+    pub error: Option<ToolErrorKind>,
+}
+
+impl ToolReturn {
+    pub(crate) fn success(call: &ToolCallPart, result: ToolResult) -> Self {
+        let ToolResult { value, model_content, app_value, user_content, metadata, private_metadata } = result;
+        let (content, value) = match model_content {
+            Some(content) => (content, Some(value)),
+            None => (value, None),
+        };
+        Self {
+            part: ToolReturnPart {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content,
+                is_error: false,
+                metadata,
+            },
+            host: HostFields { value, app_value, user_content, private_metadata },
+            error: None,
+        }
+    }
+
+    /// An error return: `content` is `{"kind", "message", "success": false, ...extra}`.
+    pub(crate) fn failure(call: &ToolCallPart, error: ToolError, extra: Map<String, Value>) -> Self {
+        let (kind, message, metadata, private_metadata) = error.into_parts();
+        let mut content = Map::new();
+        content.insert("kind".into(), kind.as_str().into());
+        content.insert("message".into(), message.into());
+        content.insert("success".into(), false.into());
+        if kind.counts_model_retry() {
+            content.insert("retry_expected".into(), true.into());
+        }
+        content.extend(extra);
+        Self {
+            part: ToolReturnPart {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: Value::Object(content),
+                is_error: kind.is_error(),
+                metadata,
+            },
+            host: HostFields { private_metadata, ..HostFields::default() },
+            error: Some(kind),
+        }
+    }
+}
+
+/// Runs one call to its end (value, error, or a suspension for a human).
+pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> CallOutcome {
+    let call = request.part;
+    let arguments = request.approval.as_ref().and_then(|a| a.override_arguments.as_ref()).unwrap_or(&call.arguments);
+    env.events.emit(EventKind::ToolCall {
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: arguments.clone(),
+    });
+    let span = tracing::info_span!("starweaver.tool_call", tool = %call.name, tool_call_id = %call.id);
+    let outcome = async {
+        let Some(tool) = env.registry.get(&call.name) else {
+            let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            let message = format!("unknown tool `{}`; available tools: {available}", call.name);
+            return CallOutcome::Returned(ToolReturn::failure(
+                call,
+                ToolError::new(ToolErrorKind::NotFound, message),
+                Map::new(),
+            ));
+        };
+        let arguments = match object_arguments(arguments) {
+            Ok(arguments) => arguments,
+            Err(err) => return CallOutcome::Returned(ToolReturn::failure(call, err, Map::new())),
+        };
+        if request.approval.is_none()
+            && let Some(rule) = &tool.approval_rule
+        {
+            let reason = format!("tool `{}` requires approval (approval rule {rule})", call.name);
+            return CallOutcome::NeedsApproval { reason, metadata: Map::new() };
+        }
+        let _permit = match env.limit {
+            Some(limit) => Some(limit.acquire().await.expect("the run's semaphore is never closed")),
+            None => None,
+        };
+        attempts(env, tool, request, &arguments).await
+    }
+    .instrument(span)
+    .await;
+    if let CallOutcome::Returned(ret) = &outcome {
+        if ret.error.is_some_and(ToolErrorKind::counts_model_retry) {
+            *env.retries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(call.name.clone())
+                .or_default() += 1;
+        }
+        env.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
+    }
+    outcome
+}
+
+async fn attempts(
+    env: &CallEnv<'_>,
+    tool: &RegisteredTool,
+    request: &CallRequest<'_>,
+    arguments: &Value,
+) -> CallOutcome {
+    let call = request.part;
+    let retry =
+        env.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&call.name).copied().unwrap_or(0);
+    let mut attempt = 1;
+    loop {
+        let cancellation = match tool.timeout {
+            // A child token lets a timed-out blocking tool see `is_cancelled()` without
+            // cancelling the run; untimed calls share the run's token and allocate nothing.
+            Some(_) => env.cancellation.child_token(),
+            None => env.cancellation.clone(),
+        };
+        let ctx = ToolContext {
+            run_id: env.run_id.clone(),
+            tool_call_id: Arc::from(call.id.as_str()),
+            tool_name: Arc::from(call.name.as_str()),
+            retry,
+            attempt,
+            max_retries: tool.max_retries,
+            cancellation: cancellation.clone(),
+            approval: request.approval.clone(),
+            dependencies: env.dependencies.clone(),
+        };
+        let error = match attempt_once(tool, ctx, arguments, &cancellation, &call.name).await {
+            Ok(result) => return CallOutcome::Returned(ToolReturn::success(call, result)),
+            Err(error) => error,
+        };
+        match error.kind() {
+            ToolErrorKind::Execution if attempt <= tool.max_retries => {
+                env.events.emit(EventKind::ToolRetry {
+                    tool_call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    attempt,
+                    error: error.message().to_owned(),
+                });
+                attempt += 1;
+            }
+            ToolErrorKind::ApprovalRequired => {
+                let (_, reason, metadata, _) = error.into_parts();
+                return CallOutcome::NeedsApproval { reason, metadata };
+            }
+            ToolErrorKind::CallDeferred => {
+                let (_, reason, metadata, _) = error.into_parts();
+                return CallOutcome::Deferred { reason, metadata };
+            }
+            ToolErrorKind::Execution => {
+                let extra = json!({"attempts": attempt, "max_retries": tool.max_retries});
+                let Value::Object(extra) = extra else { unreachable!("json! of an object literal") };
+                let message = format!("{} (failed after {attempt} attempt(s))", error.message());
+                let (kind, _, metadata, private) = error.into_parts();
+                let mut error = ToolError::new(kind, message).with_metadata(metadata);
+                if let Some(private) = private {
+                    error = error.with_private_metadata(private);
+                }
+                return CallOutcome::Returned(ToolReturn::failure(call, error, extra));
+            }
+            _ => return CallOutcome::Returned(ToolReturn::failure(call, error, Map::new())),
+        }
+    }
+}
+
+/// One attempt: a panic becomes an `Execution` error, a timeout a `Timeout` error.
+async fn attempt_once(
+    tool: &RegisteredTool,
+    ctx: ToolContext,
+    arguments: &Value,
+    cancellation: &CancellationToken,
+    name: &str,
+) -> Result<ToolResult, ToolError> {
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.call(ctx, arguments))) {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+        Err(panic) => return Err(panicked(name, &*panic)),
+    };
+    let outcome = match tool.timeout {
+        None => future.await,
+        Some(limit) => match tokio::time::timeout(limit, future).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                cancellation.cancel();
+                return Err(ToolError::timeout(format!("tool `{name}` timed out after {} ms", limit.as_millis())));
+            }
+        },
+    };
+    outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic)))
+}
+
+fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string payload".to_owned());
+    ToolError::execution(format!("tool `{name}` panicked: {detail}"))
+}
+
+/// Arguments must be a JSON object; some providers send one encoded as a string.
+fn object_arguments(arguments: &Value) -> Result<Cow<'_, Value>, ToolError> {
+    match arguments {
+        Value::Object(_) => Ok(Cow::Borrowed(arguments)),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(parsed @ Value::Object(_)) => Ok(Cow::Owned(parsed)),
+            Ok(other) => Err(ToolError::invalid_arguments(format!(
+                "arguments must be a JSON object, got {}",
+                crate::schema::kind_of(&other)
+            ))),
+            Err(err) => Err(ToolError::invalid_arguments(format!("arguments are not valid JSON: {err}"))),
+        },
+        other => Err(ToolError::invalid_arguments(format!(
+            "arguments must be a JSON object, got {}",
+            crate::schema::kind_of(other)
+        ))),
+    }
+}

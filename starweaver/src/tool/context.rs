@@ -1,0 +1,168 @@
+//! `ToolContext`: what a running tool may know about its call and its run.
+
+use std::any::{Any, TypeId, type_name};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use super::error::ToolError;
+use crate::hitl::ApprovalDecision;
+
+/// Typed values the application hands to its tools (a database pool, an HTTP client).
+/// One value per type; cheap to clone.
+///
+/// ```
+/// use starweaver::Dependencies;
+///
+/// struct Db(&'static str);
+/// let deps = Dependencies::new().with(Db("postgres://"));
+/// assert_eq!(deps.get::<Db>().unwrap().0, "postgres://");
+/// assert!(deps.get::<String>().is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct Dependencies {
+    values: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Dependencies {
+    /// No dependencies.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the value of type `T`.
+    #[must_use]
+    pub fn with<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// The value of type `T`, if the application supplied one.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.values.get(&TypeId::of::<T>()).and_then(|v| v.downcast_ref())
+    }
+}
+
+impl std::fmt::Debug for Dependencies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dependencies").field("len", &self.values.len()).finish()
+    }
+}
+
+/// The runtime state of one tool call, handed to the tool.
+///
+/// ```
+/// use starweaver::ToolContext;
+///
+/// let ctx = ToolContext::detached("add");
+/// assert_eq!(ctx.tool_name(), "add");
+/// assert!(!ctx.is_cancelled());
+/// assert!(ctx.approval().is_none());
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub(crate) run_id: Arc<str>,
+    pub(crate) tool_call_id: Arc<str>,
+    pub(crate) tool_name: Arc<str>,
+    pub(crate) retry: u32,
+    pub(crate) attempt: u32,
+    pub(crate) max_retries: u32,
+    pub(crate) cancellation: CancellationToken,
+    pub(crate) approval: Option<Arc<ApprovalDecision>>,
+    pub(crate) dependencies: Dependencies,
+}
+
+impl ToolContext {
+    /// A context outside any run, for calling a tool directly in a unit test.
+    pub fn detached(tool_name: &str) -> Self {
+        Self {
+            run_id: Arc::from("detached"),
+            tool_call_id: Arc::from("detached"),
+            tool_name: Arc::from(tool_name),
+            retry: 0,
+            attempt: 1,
+            max_retries: crate::tool::DEFAULT_MAX_RETRIES,
+            cancellation: CancellationToken::new(),
+            approval: None,
+            dependencies: Dependencies::new(),
+        }
+    }
+
+    /// Supplies dependencies (for direct calls in tests).
+    #[must_use]
+    pub fn with_dependencies(mut self, dependencies: Dependencies) -> Self {
+        self.dependencies = dependencies;
+        self
+    }
+
+    /// The run this call belongs to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The call id exactly as the model sent it.
+    pub fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
+    }
+
+    /// The tool's name.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// Model retries (`InvalidArguments`, `ModelRetry`) this tool has spent so far in the run.
+    pub fn retry(&self) -> u32 {
+        self.retry
+    }
+
+    /// This call's attempt number, from 1; above 1 after internal `Execution` retries.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The tool's retry budget.
+    pub fn max_retries(&self) -> u32 {
+        self.max_retries
+    }
+
+    /// True when a retryable failure now would not be retried again: the model-retry
+    /// budget is spent, or this is the last internal attempt.
+    pub fn last_attempt(&self) -> bool {
+        self.retry >= self.max_retries || self.attempt > self.max_retries
+    }
+
+    /// Whether the runtime has asked this call to stop (run cancelled or attempt timed out).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+
+    /// Completes when the runtime asks this call to stop.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancellation.cancelled()
+    }
+
+    /// The human decision this call was re-invoked with, after an approval.
+    pub fn approval(&self) -> Option<&ApprovalDecision> {
+        self.approval.as_deref()
+    }
+
+    /// A dependency supplied by the application.
+    pub fn dependency<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.dependencies.get()
+    }
+
+    /// A dependency the tool cannot work without.
+    ///
+    /// # Errors
+    /// A `UserError` naming the missing type: the application forgot to supply it.
+    pub fn require<T: Send + Sync + 'static>(&self) -> Result<&T, ToolError> {
+        self.dependency().ok_or_else(|| {
+            ToolError::user_error(format!(
+                "tool `{}` needs a dependency of type `{}`, but the application supplied none",
+                self.tool_name,
+                type_name::<T>()
+            ))
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! The one `ToolDefinition` shared by Rust and Python tools (DESIGN.md §3).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{DefinitionError, DefinitionErrorKind};
+use crate::schema;
+
+/// The retry budget a tool gets when it sets none: an `Execution` failure is tried at
+/// most `DEFAULT_MAX_RETRIES + 1` times before the model sees it.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+/// Everything a model and the runtime need to know about one tool.
+///
+/// Rust `#[tool]` functions, closure-built tools and Python `@tool` callables all produce
+/// this struct, so a tool's schema and policy do not depend on the language it is written in.
+///
+/// ```
+/// use starweaver::ToolDefinition;
+/// use serde_json::json;
+///
+/// let def = ToolDefinition::new("add", json!({
+///     "type": "object",
+///     "properties": {"left": {"type": "integer"}, "right": {"type": "integer"}},
+///     "required": ["left", "right"],
+/// }))
+/// .with_description("Add two integers.")
+/// .with_max_retries(1);
+/// def.validate().unwrap();
+/// assert_eq!(def.effective_max_retries(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDefinition {
+    /// Unique per agent; `[A-Za-z0-9_-]{1,64}`.
+    pub name: String,
+    /// What the tool does, for the model. Required when `strict` is `Some(true)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; the top level is `type: object`.
+    pub parameters: Value,
+    /// `None` leaves the choice to the provider renderer; `Some(true)` asks for a strict
+    /// definition; `Some(false)` forbids one.
+    #[serde(default)]
+    pub strict: Option<bool>,
+    /// A sequential call is a barrier: earlier calls finish first, later calls start after it.
+    #[serde(default)]
+    pub sequential: bool,
+    /// Each attempt is cancelled after this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Retries after the first attempt; [`DEFAULT_MAX_RETRIES`] when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// Model-facing metadata; a JSON object.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+impl ToolDefinition {
+    /// A definition with the given name and parameter schema and every policy at its default.
+    pub fn new(name: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            parameters,
+            strict: None,
+            sequential: false,
+            timeout_ms: None,
+            max_retries: None,
+            metadata: Map::new(),
+        }
+    }
+
+    /// Sets the description the model reads.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the strict-mode preference.
+    #[must_use]
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = Some(strict);
+        self
+    }
+
+    /// Makes every call of this tool a barrier.
+    #[must_use]
+    pub fn with_sequential(mut self, sequential: bool) -> Self {
+        self.sequential = sequential;
+        self
+    }
+
+    /// Cancels each attempt after `timeout_ms` milliseconds.
+    #[must_use]
+    pub fn with_timeout_ms(mut self, timeout_ms: u64) -> Self {
+        self.timeout_ms = Some(timeout_ms);
+        self
+    }
+
+    /// Sets the retry budget.
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = Some(max_retries);
+        self
+    }
+
+    /// Sets the model-facing metadata.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// The retry budget in force: the tool's own, or [`DEFAULT_MAX_RETRIES`].
+    pub fn effective_max_retries(&self) -> u32 {
+        self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES)
+    }
+
+    /// Checks every registration rule of DESIGN.md §3 and §4.
+    ///
+    /// # Errors
+    /// The first rule broken, naming the tool and, for schemas, the JSON path.
+    pub fn validate(&self) -> Result<(), DefinitionError> {
+        let fail = |kind| Err(DefinitionError::new(&self.name, kind));
+        if !is_valid_name(&self.name) {
+            return fail(DefinitionErrorKind::InvalidName);
+        }
+        if self.strict == Some(true) && self.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+            return fail(DefinitionErrorKind::StrictWithoutDescription);
+        }
+        if self.timeout_ms == Some(0) {
+            return fail(DefinitionErrorKind::ZeroTimeout);
+        }
+        schema::validate_parameters(&self.parameters)
+            .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::Schema(err)))
+    }
+}
+
+/// `[A-Za-z0-9_-]{1,64}`: the intersection of what OpenAI, Anthropic and Gemini accept.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object() -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+
+    #[test]
+    fn names_outside_the_provider_alphabet_are_rejected() {
+        for bad in ["", "has space", "dot.ted", "ünïcode", &"x".repeat(65)] {
+            let err = ToolDefinition::new(bad, object()).validate().unwrap_err();
+            assert!(matches!(err.kind, DefinitionErrorKind::InvalidName), "{bad:?}");
+            assert!(err.to_string().contains("[A-Za-z0-9_-]{1,64}"), "{err}");
+        }
+        for good in ["a", "add_2-numbers", &"x".repeat(64)] {
+            ToolDefinition::new(good, object()).validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn strict_without_description_is_rejected() {
+        let err = ToolDefinition::new("deploy", object()).with_strict(true).validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid tool `deploy`: strict tools need a description (a doc comment, a docstring or `description`)"
+        );
+        ToolDefinition::new("deploy", object()).with_strict(true).with_description("Deploy.").validate().unwrap();
+    }
+
+    #[test]
+    fn zero_timeout_is_rejected() {
+        let err = ToolDefinition::new("t", object()).with_timeout_ms(0).validate().unwrap_err();
+        assert!(err.to_string().contains("timeout_ms"), "{err}");
+    }
+
+    #[test]
+    fn definition_round_trips_through_json_and_refuses_unknown_fields() {
+        let def = ToolDefinition::new("t", object()).with_description("d").with_timeout_ms(5);
+        let json = serde_json::to_value(&def).unwrap();
+        assert_eq!(serde_json::from_value::<ToolDefinition>(json).unwrap(), def);
+        let err = serde_json::from_value::<ToolDefinition>(json!({
+            "name": "t", "parameters": object(), "timeout": 5
+        }))
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `timeout`"), "{err}");
+    }
+}

@@ -1,0 +1,207 @@
+//! `ToolError`: every way a tool call can end other than with a value (DESIGN.md §7).
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// How a tool call failed, and so what the runtime does next.
+///
+/// The first nine kinds are raised by tools; `NotFound`, `ApprovalDenied` and
+/// `DeferredFailed` are produced by the runtime. `as_str` is the `kind` the model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// The arguments do not fit the schema; counts one model retry.
+    InvalidArguments,
+    /// The tool asks the model to call again differently; counts one model retry.
+    ModelRetry,
+    /// Expected, correctable condition: `success: false`, `is_error: false`, no retry.
+    Feedback,
+    /// The application wired the tool wrongly: `is_error: true`, never retried.
+    UserError,
+    /// Unexpected failure (or panic): retried internally up to `max_retries`.
+    Execution,
+    /// The call needs a human decision; the run waits.
+    ApprovalRequired,
+    /// The result will be supplied later from outside; the run waits.
+    CallDeferred,
+    /// The call was cancelled.
+    Cancelled,
+    /// An attempt ran past `timeout_ms`.
+    Timeout,
+    /// The model called a tool the agent does not have.
+    NotFound,
+    /// A human denied the approval.
+    ApprovalDenied,
+    /// A deferred call was completed with a failure.
+    DeferredFailed,
+}
+
+impl ToolErrorKind {
+    /// The canonical `kind` string of an error return.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidArguments => "invalid_arguments",
+            Self::ModelRetry => "model_retry",
+            Self::Feedback => "feedback",
+            Self::UserError => "user_error",
+            Self::Execution => "execution",
+            Self::ApprovalRequired => "approval_required",
+            Self::CallDeferred => "call_deferred",
+            Self::Cancelled => "cancelled",
+            Self::Timeout => "timeout",
+            Self::NotFound => "not_found",
+            Self::ApprovalDenied => "approval_denied",
+            Self::DeferredFailed => "deferred_failed",
+        }
+    }
+
+    /// Whether the model should read this as an error (`Feedback` is guidance, not an error).
+    pub fn is_error(self) -> bool {
+        self != Self::Feedback
+    }
+
+    /// Whether this outcome spends the tool's model-retry budget.
+    pub fn counts_model_retry(self) -> bool {
+        matches!(self, Self::InvalidArguments | Self::ModelRetry)
+    }
+}
+
+impl fmt::Display for ToolErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool call that did not produce a value.
+///
+/// ```
+/// use starweaver::{ToolError, ToolErrorKind};
+///
+/// let err = ToolError::feedback("no such file: notes.txt");
+/// assert_eq!(err.kind(), ToolErrorKind::Feedback);
+/// assert!(!err.kind().is_error());
+/// ```
+#[derive(Debug)]
+pub struct ToolError {
+    kind: ToolErrorKind,
+    message: String,
+    metadata: Map<String, Value>,
+    private_metadata: Option<Value>,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl ToolError {
+    /// An error of any kind.
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), metadata: Map::new(), private_metadata: None, source: None }
+    }
+
+    /// The arguments are wrong; the model should call again with corrected ones.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidArguments, message)
+    }
+
+    /// Ask the model to retry the call with this guidance.
+    pub fn model_retry(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::ModelRetry, message)
+    }
+
+    /// Agent-readable guidance for an expected condition (`success: false`, not an error).
+    pub fn feedback(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Feedback, message)
+    }
+
+    /// The application used the tool wrongly; never retried.
+    pub fn user_error(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::UserError, message)
+    }
+
+    /// An unexpected failure; retried internally.
+    pub fn execution(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Execution, message)
+    }
+
+    /// Suspend the run until a human approves this call.
+    pub fn approval_required(reason: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::ApprovalRequired, reason)
+    }
+
+    /// Suspend the run until the result is supplied from outside.
+    pub fn call_deferred(reason: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::CallDeferred, reason)
+    }
+
+    /// The call was cancelled.
+    pub fn cancelled(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Cancelled, message)
+    }
+
+    /// The call ran out of time.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Timeout, message)
+    }
+
+    /// Attaches model-facing metadata (shown in the tool return, or with a pending item).
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Attaches host-only debugging data (a traceback, a trace id); never sent to a model.
+    #[must_use]
+    pub fn with_private_metadata(mut self, private_metadata: Value) -> Self {
+        self.private_metadata = Some(private_metadata);
+        self
+    }
+
+    /// Keeps the underlying error for the application (it is not shown to the model).
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// The outcome kind.
+    pub fn kind(&self) -> ToolErrorKind {
+        self.kind
+    }
+
+    /// The message the model reads.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Model-facing metadata.
+    pub fn metadata(&self) -> &Map<String, Value> {
+        &self.metadata
+    }
+
+    /// Host-only debugging data.
+    pub fn private_metadata(&self) -> Option<&Value> {
+        self.private_metadata.as_ref()
+    }
+
+    pub(crate) fn into_parts(self) -> (ToolErrorKind, String, Map<String, Value>, Option<Value>) {
+        (self.kind, self.message, self.metadata, self.private_metadata)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(err: std::io::Error) -> Self {
+        Self::execution(err.to_string()).with_source(err)
+    }
+}

@@ -1,0 +1,30 @@
+//! What a tool is: the [`Tool`] trait, its definition, context, result and errors.
+
+mod args;
+mod context;
+mod definition;
+mod error;
+mod function;
+mod result;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+pub use args::decode_args;
+pub use context::{Dependencies, ToolContext};
+pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
+pub use error::{ToolError, ToolErrorKind};
+pub use function::{FnTool, ToolBuilder};
+pub use result::{IntoToolResult, ToolResult};
+
+/// An async tool. Rust `#[tool]` functions, closure-built [`FnTool`]s and Python tools
+/// all implement it, and the scheduler sees nothing else.
+///
+/// `args` is always a JSON object (the runtime rejects anything else before the call).
+pub trait Tool: Send + Sync + 'static {
+    /// The definition the model sees and the runtime enforces.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Runs one attempt of one call.
+    fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>>;
+}

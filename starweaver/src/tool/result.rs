@@ -1,0 +1,110 @@
+//! `ToolResult`: a tool's value with its separate model, application, user and debug surfaces.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::error::ToolError;
+
+/// A successful tool call, layered by audience (DESIGN.md §7, spec "Structured Results").
+///
+/// `model_content` (else `value`) is what the model reads next; `metadata` is public
+/// tool-return metadata; `app_value`, `user_content` and `private_metadata` stay on the host.
+///
+/// ```
+/// use serde_json::json;
+/// use starweaver::ToolResult;
+///
+/// let result = ToolResult::new(json!({"raw": "application record"}))
+///     .with_model_content(json!({"summary": "release is ready"}))
+///     .with_private_metadata(json!({"trace_id": "host-only"}));
+/// assert_eq!(result.model_facing_content(), &json!({"summary": "release is ready"}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResult {
+    /// The tool's own value.
+    pub value: Value,
+    /// What the model sees instead of `value`, when set.
+    pub model_content: Option<Value>,
+    /// For application code; host-only.
+    pub app_value: Option<Value>,
+    /// For the user interface; host-only.
+    pub user_content: Option<Value>,
+    /// Public tool-return metadata (model-facing).
+    pub metadata: Map<String, Value>,
+    /// Debugging data; host-only, never in a model request.
+    pub private_metadata: Option<Value>,
+}
+
+impl ToolResult {
+    /// A result whose value the model sees as is.
+    pub fn new(value: Value) -> Self {
+        Self { value, ..Self::default() }
+    }
+
+    /// Shows the model this instead of the value.
+    #[must_use]
+    pub fn with_model_content(mut self, content: Value) -> Self {
+        self.model_content = Some(content);
+        self
+    }
+
+    /// Attaches an application value.
+    #[must_use]
+    pub fn with_app_value(mut self, value: Value) -> Self {
+        self.app_value = Some(value);
+        self
+    }
+
+    /// Attaches user-interface content.
+    #[must_use]
+    pub fn with_user_content(mut self, content: Value) -> Self {
+        self.user_content = Some(content);
+        self
+    }
+
+    /// Attaches public metadata.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Attaches host-only debugging data.
+    #[must_use]
+    pub fn with_private_metadata(mut self, value: Value) -> Self {
+        self.private_metadata = Some(value);
+        self
+    }
+
+    /// What the model will read: `model_content` if set, else `value`.
+    pub fn model_facing_content(&self) -> &Value {
+        self.model_content.as_ref().unwrap_or(&self.value)
+    }
+}
+
+/// What a tool function may return: a [`ToolResult`] as it is, or any `Serialize` value.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool's return value",
+    note = "return a `ToolResult`, or any type that implements `serde::Serialize`"
+)]
+pub trait IntoToolResult {
+    /// Converts the value; a value that cannot become JSON is an `Execution` error.
+    ///
+    /// # Errors
+    /// When serialisation to JSON fails.
+    fn into_tool_result(self) -> Result<ToolResult, ToolError>;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        Ok(self)
+    }
+}
+
+impl<T: Serialize> IntoToolResult for T {
+    fn into_tool_result(self) -> Result<ToolResult, ToolError> {
+        serde_json::to_value(self)
+            .map(ToolResult::new)
+            .map_err(|err| ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")))
+    }
+}
