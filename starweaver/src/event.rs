@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hitl::{PendingApproval, PendingDeferred};
-use crate::message::{HostFields, ResponsePart, ToolReturnPart};
+use crate::message::{ResponsePart, ToolReturnRecord};
 
 /// One thing that happened in a run, numbered within the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,14 +74,7 @@ pub enum EventKind {
         error: String,
     },
     /// A call ended; host-only fields included.
-    ToolReturn {
-        /// The model-facing return.
-        #[serde(flatten)]
-        part: ToolReturnPart,
-        /// The host-only fields.
-        #[serde(flatten)]
-        host: HostFields,
-    },
+    ToolReturn(Box<ToolReturnRecord>),
     /// A call waits for approval.
     ApprovalRequested(PendingApproval),
     /// A call waits for an outside result.

@@ -28,7 +28,9 @@ pub use hitl::{
     ApprovalDecision, ApprovalPolicy, ApprovalRule, DeferredOutcome, DeferredResult, Hitl, HitlDecisions,
     PendingApproval, PendingDeferred,
 };
-pub use message::{History, HostFields, Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
+pub use message::{
+    History, HostFields, Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
+};
 pub use model::{Model, ModelError, ModelRequest, ModelResponse};
 pub use registry::{ToolRegistry, Toolset};
 pub use result::{RunError, RunResult, RunStatus};

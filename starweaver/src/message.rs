@@ -63,6 +63,17 @@ pub struct ToolReturnPart {
     pub metadata: Map<String, Value>,
 }
 
+/// A tool return with its host-only fields, as events report it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolReturnRecord {
+    /// What the model sees.
+    #[serde(flatten)]
+    pub part: ToolReturnPart,
+    /// What only the host sees.
+    #[serde(flatten)]
+    pub host: HostFields,
+}
+
 /// A part of a response message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

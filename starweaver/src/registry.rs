@@ -67,6 +67,12 @@ impl Toolset {
     }
 }
 
+/// A tool handed to the agent builder, with the toolset (name, id) it came in, if any.
+pub(crate) struct Registration {
+    pub tool: Arc<dyn Tool>,
+    pub toolset: Option<(String, String)>,
+}
+
 /// A tool as the scheduler uses it: the policy read off its definition once.
 pub(crate) struct RegisteredTool {
     pub tool: Arc<dyn Tool>,
@@ -86,12 +92,9 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
-    pub(crate) fn new(
-        entries: Vec<(Arc<dyn Tool>, Option<(String, String)>)>,
-        policy: &ApprovalPolicy,
-    ) -> Result<Self> {
+    pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy) -> Result<Self> {
         let mut registry = Self { tools: Vec::new(), index: HashMap::new(), definitions: Vec::new() };
-        for (tool, toolset) in entries {
+        for Registration { tool, toolset } in entries {
             let definition = tool.definition().clone();
             definition.validate()?;
             if registry.index.contains_key(&definition.name) {

@@ -11,7 +11,7 @@ pub(crate) use run::{SessionState, Start, drive};
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::model::Model;
-use crate::registry::{ToolRegistry, Toolset};
+use crate::registry::{Registration, ToolRegistry, Toolset};
 use crate::result::RunResult;
 use crate::session::Session;
 use crate::stream::RunStream;
@@ -124,7 +124,7 @@ impl Agent {
 #[must_use]
 pub struct AgentBuilder {
     model: Arc<dyn Model>,
-    tools: Vec<(Arc<dyn Tool>, Option<(String, String)>)>,
+    tools: Vec<Registration>,
     instructions: Option<String>,
     rules: Vec<ApprovalRule>,
     max_steps: u32,
@@ -140,14 +140,15 @@ impl AgentBuilder {
 
     /// Adds a tool that is shared with other agents.
     pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push((tool, None));
+        self.tools.push(Registration { tool, toolset: None });
         self
     }
 
     /// Adds every tool of a toolset; approval rules may name the toolset.
     pub fn toolset(mut self, toolset: Toolset) -> Self {
         let key = (toolset.name().to_owned(), toolset.id().to_owned());
-        self.tools.extend(toolset.into_tools().into_iter().map(|t| (t, Some(key.clone()))));
+        self.tools
+            .extend(toolset.into_tools().into_iter().map(|tool| Registration { tool, toolset: Some(key.clone()) }));
         self
     }
 

@@ -58,7 +58,7 @@ impl Suspended {
 
 /// Where one call of a batch stands.
 enum Slot {
-    Done(ToolReturn),
+    Done(Box<ToolReturn>),
     Approval(PendingApproval),
     Deferred(PendingDeferred),
 }
@@ -189,14 +189,17 @@ impl Run<'_> {
             {
                 return Ok(self.finish(end));
             }
-            match self.step_model().await {
-                Ok(calls) => {
-                    let requests: Vec<CallRequest<'_>> =
-                        calls.iter().map(|part| CallRequest { part, approval: None }).collect();
-                    let (slots, cancelled) = self.run_calls(&requests).await;
-                    drop(requests);
-                    batch = Some(Batch { calls, slots, cancelled });
-                }
+            let span = tracing::info_span!("starweaver.step", step = self.step + 1);
+            let step = async {
+                let calls = self.step_model().await?;
+                let requests: Vec<CallRequest<'_>> =
+                    calls.iter().map(|part| CallRequest { part, approval: None }).collect();
+                let (slots, cancelled) = self.run_calls(&requests).await;
+                drop(requests);
+                Ok(Batch { calls, slots, cancelled })
+            };
+            match step.instrument(span).await {
+                Ok(next) => batch = Some(next),
                 Err(end) => return Ok(self.finish(end)),
             }
         }
@@ -320,8 +323,8 @@ impl Run<'_> {
                     }
                 },
             };
-            self.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
-            slots[slot] = Slot::Done(ret);
+            self.events.emit(ret.event());
+            slots[slot] = Slot::Done(Box::new(ret));
         }
         approved.sort_by_key(|(slot, _)| *slot);
         let requests: Vec<CallRequest<'_>> =
@@ -373,15 +376,18 @@ impl Run<'_> {
         for (slot, call) in slots.iter_mut().zip(calls) {
             if !matches!(slot, Slot::Done(_)) {
                 let ret = ToolReturn::failure(call, ToolError::cancelled(message), Map::new());
-                self.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
-                *slot = Slot::Done(ret);
+                self.events.emit(ret.event());
+                *slot = Slot::Done(Box::new(ret));
             }
         }
     }
 
     fn push_returns(&mut self, slots: Vec<Slot>) {
         self.state.history.push_request(slots.into_iter().map(|slot| match slot {
-            Slot::Done(ret) => (RequestPart::ToolReturn(ret.part), ret.host),
+            Slot::Done(ret) => {
+                let ToolReturn { part, host, .. } = *ret;
+                (RequestPart::ToolReturn(part), host)
+            }
             Slot::Approval(_) | Slot::Deferred(_) => unreachable!("pending calls are closed before returns are pushed"),
         }));
     }

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use crate::event::{EventKind, EventLog};
 use crate::hitl::ApprovalDecision;
-use crate::message::{HostFields, ToolCallPart, ToolReturnPart};
+use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::tool::{Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
 
@@ -38,9 +38,15 @@ pub(crate) struct CallRequest<'a> {
 
 /// How a call ended.
 pub(crate) enum CallOutcome {
-    Returned(ToolReturn),
+    Returned(Box<ToolReturn>),
     NeedsApproval { reason: String, metadata: Map<String, Value> },
     Deferred { reason: String, metadata: Map<String, Value> },
+}
+
+impl From<ToolReturn> for CallOutcome {
+    fn from(ret: ToolReturn) -> Self {
+        Self::Returned(Box::new(ret))
+    }
 }
 
 /// A finished call: what the model sees, what only the host sees, and the error kind.
@@ -52,6 +58,11 @@ pub(crate) struct ToolReturn {
 }
 
 impl ToolReturn {
+    /// The `tool_return` event reporting this return.
+    pub(crate) fn event(&self) -> EventKind {
+        EventKind::ToolReturn(Box::new(ToolReturnRecord { part: self.part.clone(), host: self.host.clone() }))
+    }
+
     pub(crate) fn success(call: &ToolCallPart, result: ToolResult) -> Self {
         let ToolResult { value, model_content, app_value, user_content, metadata, private_metadata } = result;
         let (content, value) = match model_content {
@@ -110,15 +121,11 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
         let Some(tool) = env.registry.get(&call.name) else {
             let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
             let message = format!("unknown tool `{}`; available tools: {available}", call.name);
-            return CallOutcome::Returned(ToolReturn::failure(
-                call,
-                ToolError::new(ToolErrorKind::NotFound, message),
-                Map::new(),
-            ));
+            return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
         };
         let arguments = match object_arguments(arguments) {
             Ok(arguments) => arguments,
-            Err(err) => return CallOutcome::Returned(ToolReturn::failure(call, err, Map::new())),
+            Err(err) => return ToolReturn::failure(call, err, Map::new()).into(),
         };
         if request.approval.is_none()
             && let Some(rule) = &tool.approval_rule
@@ -142,7 +149,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
                 .entry(call.name.clone())
                 .or_default() += 1;
         }
-        env.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
+        env.events.emit(ret.event());
     }
     outcome
 }
@@ -176,7 +183,7 @@ async fn attempts(
             dependencies: env.dependencies.clone(),
         };
         let error = match attempt_once(tool, ctx, arguments, &cancellation, &call.name).await {
-            Ok(result) => return CallOutcome::Returned(ToolReturn::success(call, result)),
+            Ok(result) => return ToolReturn::success(call, result).into(),
             Err(error) => error,
         };
         match error.kind() {
@@ -206,9 +213,9 @@ async fn attempts(
                 if let Some(private) = private {
                     error = error.with_private_metadata(private);
                 }
-                return CallOutcome::Returned(ToolReturn::failure(call, error, extra));
+                return ToolReturn::failure(call, error, extra).into();
             }
-            _ => return CallOutcome::Returned(ToolReturn::failure(call, error, Map::new())),
+            _ => return ToolReturn::failure(call, error, Map::new()).into(),
         }
     }
 }

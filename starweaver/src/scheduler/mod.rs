@@ -14,7 +14,6 @@ use serde_json::Map;
 
 pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke};
 
-use crate::event::EventKind;
 use crate::tool::ToolError;
 
 /// Outcomes in model order, and whether the run was cancelled before all calls ended.
@@ -40,8 +39,8 @@ pub(crate) async fn execute(env: &CallEnv<'_>, calls: &[CallRequest<'_>]) -> Bat
             slot.unwrap_or_else(|| {
                 let error = ToolError::cancelled("the run was cancelled before this call finished");
                 let ret = ToolReturn::failure(request.part, error, Map::new());
-                env.events.emit(EventKind::ToolReturn { part: ret.part.clone(), host: ret.host.clone() });
-                CallOutcome::Returned(ret)
+                env.events.emit(ret.event());
+                ret.into()
             })
         })
         .collect();

@@ -83,7 +83,11 @@ impl fmt::Display for ToolErrorKind {
 /// assert!(!err.kind().is_error());
 /// ```
 #[derive(Debug)]
-pub struct ToolError {
+pub struct ToolError(Box<Inner>);
+
+/// Boxed so `Result<T, ToolError>` stays one pointer wide on the hot, successful path.
+#[derive(Debug)]
+struct Inner {
     kind: ToolErrorKind,
     message: String,
     metadata: Map<String, Value>,
@@ -94,7 +98,13 @@ pub struct ToolError {
 impl ToolError {
     /// An error of any kind.
     pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), metadata: Map::new(), private_metadata: None, source: None }
+        Self(Box::new(Inner {
+            kind,
+            message: message.into(),
+            metadata: Map::new(),
+            private_metadata: None,
+            source: None,
+        }))
     }
 
     /// The arguments are wrong; the model should call again with corrected ones.
@@ -145,58 +155,59 @@ impl ToolError {
     /// Attaches model-facing metadata (shown in the tool return, or with a pending item).
     #[must_use]
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
-        self.metadata = metadata;
+        self.0.metadata = metadata;
         self
     }
 
     /// Attaches host-only debugging data (a traceback, a trace id); never sent to a model.
     #[must_use]
     pub fn with_private_metadata(mut self, private_metadata: Value) -> Self {
-        self.private_metadata = Some(private_metadata);
+        self.0.private_metadata = Some(private_metadata);
         self
     }
 
     /// Keeps the underlying error for the application (it is not shown to the model).
     #[must_use]
     pub fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        self.source = Some(source.into());
+        self.0.source = Some(source.into());
         self
     }
 
     /// The outcome kind.
     pub fn kind(&self) -> ToolErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The message the model reads.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// Model-facing metadata.
     pub fn metadata(&self) -> &Map<String, Value> {
-        &self.metadata
+        &self.0.metadata
     }
 
     /// Host-only debugging data.
     pub fn private_metadata(&self) -> Option<&Value> {
-        self.private_metadata.as_ref()
+        self.0.private_metadata.as_ref()
     }
 
     pub(crate) fn into_parts(self) -> (ToolErrorKind, String, Map<String, Value>, Option<Value>) {
-        (self.kind, self.message, self.metadata, self.private_metadata)
+        let Inner { kind, message, metadata, private_metadata, .. } = *self.0;
+        (kind, message, metadata, private_metadata)
     }
 }
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.0.kind, self.0.message)
     }
 }
 
 impl std::error::Error for ToolError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+        self.0.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
     }
 }
 

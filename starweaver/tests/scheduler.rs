@@ -1,0 +1,144 @@
+//! DESIGN.md §6: how the calls of one model response are scheduled.
+//! Tokio's paused clock makes "ran concurrently" a deterministic fact about virtual time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use starweaver::{Agent, RunStatus, ToolBuilder, ToolContext};
+use tokio::time::{Instant, sleep};
+
+fn sleeper(name: &str, ms: u64, log: &Log, flight: &InFlight) -> impl starweaver::Tool {
+    let (log, flight, name_owned) = (log.clone(), flight.clone(), name.to_owned());
+    raw_tool(ToolBuilder::new(name), move |_ctx: ToolContext, args: Args| {
+        let (log, flight, name) = (log.clone(), flight.clone(), name_owned.clone());
+        async move {
+            let _guard = flight.enter();
+            let tag = args.get("tag").and_then(|t| t.as_str()).unwrap_or(&name).to_owned();
+            log.push(format!("{tag} start"));
+            sleep(Duration::from_millis(ms)).await;
+            log.push(format!("{tag} end"));
+            Ok(ok())
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_of_one_response_run_concurrently_by_default() {
+    let (log, flight) = (Log::default(), InFlight::default());
+    let tools = ["a", "b", "c"].map(|n| sleeper(n, 100, &log, &flight));
+    let model =
+        calls_then_text(vec![call("1", "a", json!({})), call("2", "b", json!({})), call("3", "c", json!({}))], "done");
+    let mut builder = Agent::builder(model);
+    for t in tools {
+        builder = builder.tool(t);
+    }
+    let started = Instant::now();
+    let result = builder.build().unwrap().run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(started.elapsed(), Duration::from_millis(100), "three 100 ms calls overlapped");
+    assert_eq!(flight.peak(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn sequential_call_is_a_barrier() {
+    let (log, flight) = (Log::default(), InFlight::default());
+    let seq_log = log.clone();
+    let audit = raw_tool(ToolBuilder::new("audit").sequential(true), move |_: ToolContext, _: Args| {
+        let log = seq_log.clone();
+        async move {
+            log.push("audit start");
+            sleep(Duration::from_millis(10)).await;
+            log.push("audit end");
+            Ok(ok())
+        }
+    });
+    let model = calls_then_text(
+        vec![call("1", "slow", json!({})), call("2", "audit", json!({})), call("3", "fast", json!({}))],
+        "done",
+    );
+    let agent = Agent::builder(model)
+        .tool(sleeper("slow", 100, &log, &flight))
+        .tool(audit)
+        .tool(sleeper("fast", 1, &log, &flight))
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(log.entries(), ["slow start", "slow end", "audit start", "audit end", "fast start", "fast end"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn same_name_calls_run_one_at_a_time_in_model_order_while_other_tools_overlap() {
+    let (log, write_flight, other_flight) = (Log::default(), InFlight::default(), InFlight::default());
+    let model = calls_then_text(
+        vec![
+            call("1", "write", json!({"tag": "w1"})),
+            call("2", "read", json!({"tag": "r1"})),
+            call("3", "write", json!({"tag": "w2"})),
+            call("4", "write", json!({"tag": "w3"})),
+        ],
+        "done",
+    );
+    let agent = Agent::builder(model)
+        .tool(sleeper("write", 50, &log, &write_flight))
+        .tool(sleeper("read", 120, &log, &other_flight))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    agent.run("go").await.unwrap();
+    assert_eq!(write_flight.peak(), 1, "writes never overlapped");
+    assert!(log.position("w1 end") < log.position("w2 start") && log.position("w2 end") < log.position("w3 start"));
+    assert!(log.position("r1 start") < log.position("w1 end"), "the unrelated read overlapped the writes");
+    assert_eq!(started.elapsed(), Duration::from_millis(150), "3 × 50 ms of writes alongside a 120 ms read");
+}
+
+#[tokio::test(start_paused = true)]
+async fn results_enter_the_history_in_model_order_whatever_order_they_finished_in() {
+    let (log, flight) = (Log::default(), InFlight::default());
+    let model = calls_then_text(vec![call("slow_1", "slow", json!({})), call("fast_1", "fast", json!({}))], "done");
+    let agent = Agent::builder(model)
+        .tool(sleeper("slow", 100, &log, &flight))
+        .tool(sleeper("fast", 1, &log, &flight))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert!(log.position("fast end") < log.position("slow end"));
+    let ids: Vec<_> = tool_returns(result.messages.messages()).into_iter().map(|r| r.tool_call_id).collect();
+    assert_eq!(ids, ["slow_1", "fast_1"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_concurrency_cap_limits_calls_in_flight() {
+    let (log, flight) = (Log::default(), InFlight::default());
+    let names = ["t1", "t2", "t3", "t4", "t5"];
+    let calls = names.iter().enumerate().map(|(i, n)| call(&i.to_string(), n, json!({}))).collect();
+    let mut builder = Agent::builder(calls_then_text(calls, "done")).max_concurrency(2);
+    for n in names {
+        builder = builder.tool(sleeper(n, 10, &log, &flight));
+    }
+    let started = Instant::now();
+    builder.build().unwrap().run("go").await.unwrap();
+    assert_eq!(flight.peak(), 2);
+    assert_eq!(started.elapsed(), Duration::from_millis(30), "five 10 ms calls, two at a time");
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_is_unbounded_by_default() {
+    let (log, flight) = (Log::default(), InFlight::default());
+    let names: Vec<String> = (0..20).map(|i| format!("t{i}")).collect();
+    let calls = names.iter().map(|n| call(n, n, json!({}))).collect();
+    let mut builder = Agent::builder(calls_then_text(calls, "done"));
+    for n in &names {
+        builder = builder.tool(sleeper(n, 10, &log, &flight));
+    }
+    builder.build().unwrap().run("go").await.unwrap();
+    assert_eq!(flight.peak(), 20);
+}
+
+#[test]
+fn a_zero_concurrency_cap_is_rejected() {
+    let err = Agent::builder(calls_then_text(vec![], "x")).max_concurrency(0).build().err().unwrap();
+    assert_eq!(err.to_string(), "invalid option `max_concurrency`: must be at least 1");
+}
