@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hitl::{PendingApproval, PendingDeferred};
-use crate::message::{ResponsePart, ToolReturnRecord};
+use crate::message::{Message, ToolReturnRecord};
 
 /// One thing that happened in a run, numbered within the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,35 +50,37 @@ pub enum EventKind {
     ModelResponse {
         /// Model request number within the run.
         step: u32,
-        /// What it answered.
-        parts: Vec<ResponsePart>,
+        /// What it answered (the message as the history holds it).
+        message: Arc<Message>,
     },
-    /// A tool attempt starts.
+    /// A tool call starts. Its arguments are in the `model_response` event (or the
+    /// pending approval) before it; only an approved override is repeated here.
     ToolCall {
         /// The model's call id.
-        tool_call_id: String,
+        tool_call_id: Arc<str>,
         /// The tool.
-        name: String,
-        /// The arguments used (after any approved override).
-        arguments: Value,
+        name: Arc<str>,
+        /// The arguments an approval replaced the model's with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        override_arguments: Option<Value>,
     },
     /// An attempt failed with an `Execution` error and will be tried again.
     ToolRetry {
         /// The model's call id.
-        tool_call_id: String,
+        tool_call_id: Arc<str>,
         /// The tool.
-        name: String,
+        name: Arc<str>,
         /// The attempt that failed, from 1.
         attempt: u32,
         /// Why it failed.
         error: String,
     },
     /// A call ended; host-only fields included.
-    ToolReturn(Box<ToolReturnRecord>),
+    ToolReturn(ToolReturnRecord),
     /// A call waits for approval.
-    ApprovalRequested(PendingApproval),
+    ApprovalRequested(Box<PendingApproval>),
     /// A call waits for an outside result.
-    DeferredRequested(PendingDeferred),
+    DeferredRequested(Box<PendingDeferred>),
     /// The run suspended, waiting for decisions.
     Waiting {
         /// Pending approvals.

@@ -26,7 +26,7 @@ pub use error::{DefinitionError, DefinitionErrorKind, Error, Result};
 pub use event::{Event, EventKind};
 pub use hitl::{
     ApprovalDecision, ApprovalPolicy, ApprovalRule, DeferredOutcome, DeferredResult, Hitl, HitlDecisions,
-    PendingApproval, PendingDeferred,
+    PendingApproval, PendingCall, PendingDeferred,
 };
 pub use message::{
     History, HostFields, Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,

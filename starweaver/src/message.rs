@@ -6,6 +6,7 @@
 //! carry them, and a model is handed the history by reference instead of a filtered copy.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -42,8 +43,8 @@ pub enum RequestPart {
         /// The prompt.
         text: String,
     },
-    /// The outcome of one tool call.
-    ToolReturn(ToolReturnPart),
+    /// The outcome of one tool call (shared with the `tool_return` event that reported it).
+    ToolReturn(Arc<ToolReturnPart>),
 }
 
 /// The model-facing outcome of one tool call.
@@ -51,9 +52,9 @@ pub enum RequestPart {
 #[serde(deny_unknown_fields)]
 pub struct ToolReturnPart {
     /// The call id exactly as the model sent it.
-    pub tool_call_id: String,
+    pub tool_call_id: Arc<str>,
     /// The tool's name.
-    pub name: String,
+    pub name: Arc<str>,
     /// The value, or for errors `{"kind", "message", "success": false, ...}`.
     pub content: Value,
     /// Whether the model should read this as an error.
@@ -68,10 +69,10 @@ pub struct ToolReturnPart {
 pub struct ToolReturnRecord {
     /// What the model sees.
     #[serde(flatten)]
-    pub part: ToolReturnPart,
-    /// What only the host sees.
+    pub part: Arc<ToolReturnPart>,
+    /// What only the host sees, when there is anything.
     #[serde(flatten)]
-    pub host: HostFields,
+    pub host: Option<Box<HostFields>>,
 }
 
 /// A part of a response message.
@@ -88,20 +89,37 @@ pub enum ResponsePart {
 }
 
 /// A tool call as the model sent it.
+///
+/// The id and name are shared strings: every return, event and context of the call refers
+/// to them without copying.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCallPart {
     /// The model's id for the call, kept as sent.
-    pub id: String,
+    pub id: Arc<str>,
     /// The tool to call.
-    pub name: String,
+    pub name: Arc<str>,
     /// The arguments: a JSON object, or a string holding one (as some providers send).
     pub arguments: Value,
 }
 
+impl Message {
+    /// The tool calls of a response, in model order (none for a request).
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCallPart> {
+        let parts = match self {
+            Self::Response { parts } => parts.as_slice(),
+            Self::Request { .. } => &[],
+        };
+        parts.iter().filter_map(|part| match part {
+            ResponsePart::ToolCall(call) => Some(call),
+            ResponsePart::Text { .. } => None,
+        })
+    }
+}
+
 impl ToolCallPart {
     /// A call of `name` with `arguments`.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+    pub fn new(id: impl Into<Arc<str>>, name: impl Into<Arc<str>>, arguments: Value) -> Self {
         Self { id: id.into(), name: name.into(), arguments }
     }
 }
@@ -127,16 +145,21 @@ pub struct HostFields {
 impl HostFields {
     const KEYS: [&'static str; 4] = ["value", "app_value", "user_content", "private_metadata"];
 
-    fn is_empty(&self) -> bool {
-        self.value.is_none()
+    /// Boxed when any field is set: most returns have none, and carry no allocation for them.
+    pub fn into_boxed(self) -> Option<Box<Self>> {
+        let empty = self.value.is_none()
             && self.app_value.is_none()
             && self.user_content.is_none()
-            && self.private_metadata.is_none()
+            && self.private_metadata.is_none();
+        (!empty).then(|| Box::new(self))
     }
 }
 
 /// The conversation of a session: model-facing messages plus the host-only fields of
 /// their tool returns.
+///
+/// Messages are shared (`Arc`), so handing the history to a model, recording it in an
+/// event or returning it in a result copies pointers, not conversations.
 ///
 /// ```
 /// use starweaver::History;
@@ -152,19 +175,19 @@ impl HostFields {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
-    messages: Vec<Message>,
-    host: BTreeMap<(usize, usize), HostFields>,
+    messages: Vec<Arc<Message>>,
+    host: BTreeMap<(usize, usize), Box<HostFields>>,
 }
 
 impl History {
     /// The model-facing messages, exactly what a provider is sent.
-    pub fn messages(&self) -> &[Message] {
+    pub fn messages(&self) -> &[Arc<Message>] {
         &self.messages
     }
 
     /// The host-only fields of part `part` of message `message`, if it has any.
     pub fn host_fields(&self, message: usize, part: usize) -> Option<&HostFields> {
-        self.host.get(&(message, part))
+        self.host.get(&(message, part)).map(|h| &**h)
     }
 
     /// The canonical JSON of the full history, host-only fields included.
@@ -200,32 +223,33 @@ impl History {
                     let host: Map<String, Value> =
                         HostFields::KEYS.iter().filter_map(|k| obj.remove(*k).map(|v| ((*k).to_owned(), v))).collect();
                     if !host.is_empty() {
-                        let fields = serde_json::from_value(Value::Object(host))
+                        let fields: Box<HostFields> = serde_json::from_value(Value::Object(host))
                             .map_err(|e| invalid(format!("message {i}, part {p}: {e}")))?;
                         history.host.insert((i, p), fields);
                     }
                 }
             }
             let message = serde_json::from_value(item).map_err(|e| invalid(format!("message {i}: {e}")))?;
-            history.messages.push(message);
+            history.messages.push(Arc::new(message));
         }
         Ok(history)
     }
 
-    pub(crate) fn push(&mut self, message: Message) {
-        self.messages.push(message);
+    pub(crate) fn push(&mut self, message: Message) -> &Arc<Message> {
+        self.messages.push(Arc::new(message));
+        self.messages.last().expect("just pushed")
     }
 
-    pub(crate) fn push_request(&mut self, parts: impl IntoIterator<Item = (RequestPart, HostFields)>) {
+    pub(crate) fn push_request(&mut self, parts: impl IntoIterator<Item = (RequestPart, Option<Box<HostFields>>)>) {
         let index = self.messages.len();
         let mut request = Vec::new();
         for (p, (part, host)) in parts.into_iter().enumerate() {
-            if !host.is_empty() {
+            if let Some(host) = host {
                 self.host.insert((index, p), host);
             }
             request.push(part);
         }
-        self.messages.push(Message::Request { parts: request });
+        self.messages.push(Arc::new(Message::Request { parts: request }));
     }
 }
 
@@ -245,7 +269,7 @@ mod tests {
             metadata: Map::new(),
         };
         let host = HostFields { private_metadata: Some(json!({"trace": 1})), ..HostFields::default() };
-        history.push_request([(RequestPart::ToolReturn(part), host)]);
+        history.push_request([(RequestPart::ToolReturn(Arc::new(part)), host.into_boxed())]);
         let json = history.to_json();
         assert_eq!(json[0]["parts"][0]["private_metadata"], json!({"trace": 1}));
         let model_view = serde_json::to_value(history.messages()).unwrap();

@@ -15,7 +15,7 @@ use crate::tool::ToolDefinition;
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRequest<'a> {
     /// The conversation so far (no host-only fields: the types cannot hold them).
-    pub messages: &'a [Message],
+    pub messages: &'a [Arc<Message>],
     /// The tools the model may call.
     pub tools: &'a [ToolDefinition],
     /// The run asking.

@@ -76,6 +76,8 @@ pub(crate) struct Registration {
 /// A tool as the scheduler uses it: the policy read off its definition once.
 pub(crate) struct RegisteredTool {
     pub tool: Arc<dyn Tool>,
+    /// Shared with every call's context instead of allocated per call.
+    pub name: Arc<str>,
     /// The approval rule that matches, if the tool needs approval before every call.
     pub approval_rule: Option<String>,
     pub max_retries: u32,
@@ -103,6 +105,7 @@ impl ToolRegistry {
             let toolset = toolset.as_ref().map(|(name, id)| (name.as_str(), id.as_str()));
             registry.index.insert(definition.name.clone(), registry.tools.len());
             registry.tools.push(RegisteredTool {
+                name: Arc::from(definition.name.as_str()),
                 approval_rule: policy.matching_rule(&definition, toolset),
                 max_retries: definition.effective_max_retries(),
                 sequential: definition.sequential,

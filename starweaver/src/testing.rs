@@ -1,6 +1,6 @@
 //! Models for tests: a scripted [`TestModel`] and a closure-driven [`FunctionModel`].
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -16,7 +16,7 @@ use crate::tool::ToolDefinition;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecordedRequest {
     /// The model-facing history.
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     /// The tool definitions.
     pub tools: Vec<ToolDefinition>,
 }

@@ -251,5 +251,5 @@ async fn the_history_round_trips_through_canonical_json() {
     let result = Agent::builder(model).tool(add()).build().unwrap().run("go").await.unwrap();
     let json = result.messages.to_json();
     assert_eq!(History::from_json(&json).unwrap(), result.messages);
-    assert!(matches!(result.messages.messages()[1], Message::Response { .. }));
+    assert!(matches!(*result.messages.messages()[1], Message::Response { .. }));
 }

@@ -30,7 +30,7 @@ async fn a_value_is_returned_as_is_and_tool_call_ids_are_kept_as_sent() {
     let tool = raw_tool(ToolBuilder::new("t"), |_: ToolContext, _: Args| async { Ok(json!({"total": 5})) });
     let (result, ret) = run_once(tool, json!({})).await;
     assert_eq!(result.status, RunStatus::Completed);
-    assert_eq!((ret.tool_call_id.as_str(), ret.content, ret.is_error), ("c1", json!({"total": 5}), false));
+    assert_eq!((&*ret.tool_call_id, ret.content, ret.is_error), ("c1", json!({"total": 5}), false));
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use starweaver::testing::TestModel;
 use starweaver::{
     Agent, ApprovalRule, Error, HitlDecisions, ModelResponse, RunStatus, ToolBuilder, ToolContext, ToolError, Toolset,
@@ -288,16 +288,7 @@ async fn duplicate_and_mistyped_decisions_are_refused() {
     let pending = &waiting.hitl.approvals[0];
     let err = session.resume(vec![pending.approve(), pending.deny("no")]).await.unwrap_err();
     assert!(matches!(err, Error::DuplicateDecision { .. }), "{err}");
-    let as_deferred = starweaver::PendingDeferred {
-        id: pending.id.clone(),
-        run_id: pending.run_id.clone(),
-        tool_call_id: pending.tool_call_id.clone(),
-        tool_name: pending.tool_name.clone(),
-        arguments: json!({}),
-        reason: String::new(),
-        metadata: Map::new(),
-    }
-    .complete(json!(1));
+    let as_deferred = starweaver::PendingDeferred(pending.0.clone()).complete(json!(1));
     let err = session.resume(vec![as_deferred]).await.unwrap_err();
     assert_eq!(err.to_string(), format!("`{}` is a pending approval, but was given a deferred result", pending.id));
     let err = session.resume(vec![pending.approve().override_arguments(json!([1]))]).await.unwrap_err();
@@ -349,6 +340,7 @@ async fn completed_calls_of_a_waiting_response_keep_their_results_and_run_once()
     let waiting = session.run("go").await.unwrap();
     let result = session.resume(vec![waiting.hitl.approvals[0].approve()]).await.unwrap();
     assert_eq!(runs.get(), 1);
-    let ids: Vec<_> = tool_returns(result.messages.messages()).into_iter().map(|r| r.tool_call_id).collect();
+    let ids: Vec<_> =
+        tool_returns(result.messages.messages()).into_iter().map(|r| r.tool_call_id.to_string()).collect();
     assert_eq!(ids, ["c1", "c2"], "returns stay in model order across the wait");
 }

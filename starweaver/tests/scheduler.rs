@@ -105,7 +105,8 @@ async fn results_enter_the_history_in_model_order_whatever_order_they_finished_i
         .unwrap();
     let result = agent.run("go").await.unwrap();
     assert!(log.position("fast end") < log.position("slow end"));
-    let ids: Vec<_> = tool_returns(result.messages.messages()).into_iter().map(|r| r.tool_call_id).collect();
+    let ids: Vec<_> =
+        tool_returns(result.messages.messages()).into_iter().map(|r| r.tool_call_id.to_string()).collect();
     assert_eq!(ids, ["slow_1", "fast_1"]);
 }
 

@@ -14,8 +14,8 @@ use super::{AgentInner, RunOptions};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{
-    ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, PendingApproval, PendingDeferred, Resolution, canonical_id,
-    resolve,
+    ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, PendingApproval, PendingCall, PendingDeferred, Resolution,
+    canonical_id, resolve,
 };
 use crate::message::{History, Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::ModelRequest;
@@ -32,13 +32,13 @@ pub(crate) struct SessionState {
     pub decided: HashSet<String>,
 }
 
-/// A run waiting for decisions: the calls of the response it stopped at, and each call's slot.
+/// A run waiting for decisions: the response it stopped at, and a slot per tool call.
 pub(crate) struct Suspended {
     pub run_id: Arc<str>,
     step: u32,
-    retries: HashMap<String, u32>,
+    retries: HashMap<Arc<str>, u32>,
     next_seq: u64,
-    calls: Vec<ToolCallPart>,
+    response: Arc<Message>,
     slots: Vec<Slot>,
 }
 
@@ -48,8 +48,8 @@ impl Suspended {
         for slot in &self.slots {
             match slot {
                 Slot::Done(_) => {}
-                Slot::Approval(a) => hitl.approvals.push(a.clone()),
-                Slot::Deferred(d) => hitl.deferred.push(d.clone()),
+                Slot::Approval(a) => hitl.approvals.push((**a).clone()),
+                Slot::Deferred(d) => hitl.deferred.push((**d).clone()),
             }
         }
         hitl
@@ -58,9 +58,9 @@ impl Suspended {
 
 /// Where one call of a batch stands.
 enum Slot {
-    Done(Box<ToolReturn>),
-    Approval(PendingApproval),
-    Deferred(PendingDeferred),
+    Done(ToolReturn),
+    Approval(Box<PendingApproval>),
+    Deferred(Box<PendingDeferred>),
 }
 
 /// How a run starts: from a prompt, or from decisions on a waiting run.
@@ -71,14 +71,14 @@ pub(crate) enum Start {
 
 enum End {
     Completed(String),
-    Waiting(Vec<ToolCallPart>, Vec<Slot>),
+    Waiting(Arc<Message>, Vec<Slot>),
     Failed(RunError),
     Cancelled,
 }
 
-/// A batch of calls after execution.
+/// The calls of one response after execution, one slot per call in model order.
 struct Batch {
-    calls: Vec<ToolCallPart>,
+    response: Arc<Message>,
     slots: Vec<Slot>,
     cancelled: bool,
 }
@@ -106,11 +106,13 @@ pub(crate) async fn drive(
             let pending = pending_items(waiting);
             let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
             let waiting = state.waiting.take().expect("checked above");
+            let calls: Vec<&ToolCallPart> = waiting.response.tool_calls().collect();
             for (slot, _) in &resolved {
-                state.decided.insert(canonical_id(&waiting.run_id, &waiting.calls[*slot].id));
+                state.decided.insert(canonical_id(&waiting.run_id, &calls[*slot].id));
             }
-            let Suspended { run_id, step, retries, next_seq, calls, slots } = waiting;
-            (run_id, step, retries, next_seq, First::Resume(calls, slots, resolved))
+            drop(calls);
+            let Suspended { run_id, step, retries, next_seq, response, slots } = waiting;
+            (run_id, step, retries, next_seq, First::Resume(response, slots, resolved))
         }
     };
     let span = tracing::info_span!("starweaver.run", run_id = %run_id);
@@ -130,7 +132,7 @@ pub(crate) async fn drive(
 
 enum First {
     Prompt(String),
-    Resume(Vec<ToolCallPart>, Vec<Slot>, Vec<(usize, Resolution)>),
+    Resume(Arc<Message>, Vec<Slot>, Vec<(usize, Resolution)>),
 }
 
 fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
@@ -154,7 +156,7 @@ struct Run<'a> {
     state: &'a mut SessionState,
     run_id: Arc<str>,
     step: u32,
-    retries: Mutex<HashMap<String, u32>>,
+    retries: Mutex<HashMap<Arc<str>, u32>>,
     events: EventLog,
     cancellation: CancellationToken,
     dependencies: Dependencies,
@@ -176,11 +178,11 @@ impl Run<'_> {
                 self.state.history.push(Message::Request { parts });
                 None
             }
-            First::Resume(calls, slots, resolved) => {
+            First::Resume(response, slots, resolved) => {
                 let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
                 let deferred_results = resolved.len() - approvals;
                 self.events.emit(EventKind::RunResumed { approvals, deferred_results });
-                Some(self.apply(calls, slots, resolved).await)
+                Some(self.apply(response, slots, resolved).await)
             }
         };
         loop {
@@ -191,12 +193,12 @@ impl Run<'_> {
             }
             let span = tracing::info_span!("starweaver.step", step = self.step + 1);
             let step = async {
-                let calls = self.step_model().await?;
+                let response = self.step_model().await?;
                 let requests: Vec<CallRequest<'_>> =
-                    calls.iter().map(|part| CallRequest { part, approval: None }).collect();
+                    response.tool_calls().map(|part| CallRequest { part, approval: None }).collect();
                 let (slots, cancelled) = self.run_calls(&requests).await;
                 drop(requests);
-                Ok(Batch { calls, slots, cancelled })
+                Ok(Batch { response, slots, cancelled })
             };
             match step.instrument(span).await {
                 Ok(next) => batch = Some(next),
@@ -205,8 +207,8 @@ impl Run<'_> {
         }
     }
 
-    /// One model request; `Ok` holds the tool calls to run, `Err` how the run ends.
-    async fn step_model(&mut self) -> Result<Vec<ToolCallPart>, End> {
+    /// One model request; `Ok` holds a response with tool calls to run, `Err` how the run ends.
+    async fn step_model(&mut self) -> Result<Arc<Message>, End> {
         if self.step >= self.agent.max_steps {
             return Err(End::Failed(RunError::StepLimit { max_steps: self.agent.max_steps }));
         }
@@ -222,23 +224,24 @@ impl Run<'_> {
             response = self.agent.model.request(request).instrument(span) => response,
         };
         let response = response.map_err(|e| End::Failed(RunError::Model { message: e.to_string() }))?;
-        self.events.emit(EventKind::ModelResponse { step, parts: response.parts.clone() });
-        let mut calls = Vec::new();
-        let mut texts = Vec::new();
-        for part in &response.parts {
-            match part {
-                ResponsePart::ToolCall(call) => calls.push(call.clone()),
-                ResponsePart::Text { text } => texts.push(text.as_str()),
-            }
-        }
-        let output = texts.join("\n");
         let empty = response.parts.is_empty();
-        self.state.history.push(Message::Response { parts: response.parts });
-        match () {
-            () if !calls.is_empty() => Ok(calls),
-            () if empty => Err(End::Failed(RunError::EmptyResponse)),
-            () => Err(End::Completed(output)),
+        let message = self.state.history.push(Message::Response { parts: response.parts }).clone();
+        self.events.emit(EventKind::ModelResponse { step, message: message.clone() });
+        if message.tool_calls().next().is_some() {
+            return Ok(message);
         }
+        if empty {
+            return Err(End::Failed(RunError::EmptyResponse));
+        }
+        let Message::Response { parts } = &*message else { unreachable!("pushed as a response") };
+        let texts: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| match p {
+                ResponsePart::Text { text } => Some(text.as_str()),
+                ResponsePart::ToolCall(_) => None,
+            })
+            .collect();
+        Err(End::Completed(texts.join("\n")))
     }
 
     /// Runs calls through the scheduler and turns each outcome into a slot.
@@ -259,38 +262,28 @@ impl Run<'_> {
     }
 
     fn slot(&self, outcome: CallOutcome, request: &CallRequest<'_>) -> Slot {
-        let call = request.part;
-        let id = canonical_id(&self.run_id, &call.id);
-        let arguments = request
-            .approval
-            .as_ref()
-            .and_then(|a| a.override_arguments.clone())
-            .unwrap_or_else(|| call.arguments.clone());
+        let pending = |reason, metadata| {
+            let call = request.part;
+            let overridden = request.approval.as_ref().and_then(|a| a.override_arguments.as_ref());
+            PendingCall {
+                id: canonical_id(&self.run_id, &call.id),
+                run_id: self.run_id.to_string(),
+                tool_call_id: call.id.to_string(),
+                tool_name: call.name.to_string(),
+                arguments: overridden.unwrap_or(&call.arguments).clone(),
+                reason,
+                metadata,
+            }
+        };
         match outcome {
             CallOutcome::Returned(ret) => Slot::Done(ret),
             CallOutcome::NeedsApproval { reason, metadata } => {
-                let pending = PendingApproval {
-                    id,
-                    run_id: self.run_id.to_string(),
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    arguments,
-                    reason,
-                    metadata,
-                };
+                let pending = Box::new(PendingApproval(pending(reason, metadata)));
                 self.events.emit(EventKind::ApprovalRequested(pending.clone()));
                 Slot::Approval(pending)
             }
             CallOutcome::Deferred { reason, metadata } => {
-                let pending = PendingDeferred {
-                    id,
-                    run_id: self.run_id.to_string(),
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    arguments,
-                    reason,
-                    metadata,
-                };
+                let pending = Box::new(PendingDeferred(pending(reason, metadata)));
                 self.events.emit(EventKind::DeferredRequested(pending.clone()));
                 Slot::Deferred(pending)
             }
@@ -299,7 +292,8 @@ impl Run<'_> {
 
     /// Applies resolved decisions: denials and deferred results become returns; approved
     /// calls run again, with their decision in the context, under the usual scheduling.
-    async fn apply(&self, calls: Vec<ToolCallPart>, mut slots: Vec<Slot>, resolved: Vec<(usize, Resolution)>) -> Batch {
+    async fn apply(&self, response: Arc<Message>, mut slots: Vec<Slot>, resolved: Vec<(usize, Resolution)>) -> Batch {
+        let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
         let mut approved: Vec<(usize, Arc<ApprovalDecision>)> = Vec::new();
         for (slot, resolution) in resolved {
             let call = &calls[slot];
@@ -324,32 +318,33 @@ impl Run<'_> {
                 },
             };
             self.events.emit(ret.event());
-            slots[slot] = Slot::Done(Box::new(ret));
+            slots[slot] = Slot::Done(ret);
         }
         approved.sort_by_key(|(slot, _)| *slot);
         let requests: Vec<CallRequest<'_>> =
-            approved.iter().map(|(slot, d)| CallRequest { part: &calls[*slot], approval: Some(d.clone()) }).collect();
+            approved.iter().map(|(slot, d)| CallRequest { part: calls[*slot], approval: Some(d.clone()) }).collect();
         let (rerun, cancelled) = self.run_calls(&requests).await;
         drop(requests);
+        drop(calls);
         for ((slot, _), new) in approved.into_iter().zip(rerun) {
             slots[slot] = new;
         }
-        Batch { calls, slots, cancelled }
+        Batch { response, slots, cancelled }
     }
 
     /// Decides what follows a batch: wait, fail, stop, or go on to the next model request.
     fn settle(&mut self, batch: Batch) -> Option<End> {
-        let Batch { calls, mut slots, cancelled } = batch;
+        let Batch { response, mut slots, cancelled } = batch;
         if cancelled {
-            self.close_pending(&calls, &mut slots, "the run was cancelled before this call was decided");
+            self.close_pending(&response, &mut slots, "the run was cancelled before this call was decided");
             self.push_returns(slots);
             return Some(End::Cancelled);
         }
         let exhausted = self.exhausted_budget(&slots);
         if exhausted.is_none() && slots.iter().any(|s| !matches!(s, Slot::Done(_))) {
-            return Some(End::Waiting(calls, slots));
+            return Some(End::Waiting(response, slots));
         }
-        self.close_pending(&calls, &mut slots, "the run failed before this call was decided");
+        self.close_pending(&response, &mut slots, "the run failed before this call was decided");
         self.push_returns(slots);
         exhausted.map(End::Failed)
     }
@@ -361,9 +356,9 @@ impl Run<'_> {
             let Slot::Done(ret) = slot else { return None };
             ret.error.filter(|k| k.counts_model_retry())?;
             let tool = self.agent.registry.get(&ret.part.name)?;
-            let spent = retries.get(&ret.part.name).copied().unwrap_or(0);
+            let spent = retries.get(&*ret.part.name).copied().unwrap_or(0);
             (spent > tool.max_retries).then(|| RunError::RetriesExhausted {
-                tool: ret.part.name.clone(),
+                tool: ret.part.name.to_string(),
                 max_retries: tool.max_retries,
                 message: ret.part.content["message"].as_str().unwrap_or_default().to_owned(),
             })
@@ -372,12 +367,12 @@ impl Run<'_> {
 
     /// Gives every still-pending call a `cancelled` return, so the history never holds a
     /// call without a return.
-    fn close_pending(&self, calls: &[ToolCallPart], slots: &mut [Slot], message: &str) {
-        for (slot, call) in slots.iter_mut().zip(calls) {
+    fn close_pending(&self, response: &Message, slots: &mut [Slot], message: &str) {
+        for (slot, call) in slots.iter_mut().zip(response.tool_calls()) {
             if !matches!(slot, Slot::Done(_)) {
                 let ret = ToolReturn::failure(call, ToolError::cancelled(message), Map::new());
                 self.events.emit(ret.event());
-                *slot = Slot::Done(Box::new(ret));
+                *slot = Slot::Done(ret);
             }
         }
     }
@@ -385,7 +380,7 @@ impl Run<'_> {
     fn push_returns(&mut self, slots: Vec<Slot>) {
         self.state.history.push_request(slots.into_iter().map(|slot| match slot {
             Slot::Done(ret) => {
-                let ToolReturn { part, host, .. } = *ret;
+                let ToolReturn { part, host, .. } = ret;
                 (RequestPart::ToolReturn(part), host)
             }
             Slot::Approval(_) | Slot::Deferred(_) => unreachable!("pending calls are closed before returns are pushed"),
@@ -399,9 +394,9 @@ impl Run<'_> {
                 events.emit(EventKind::RunComplete { output: output.clone() });
                 (RunStatus::Completed, Some(output), None)
             }
-            End::Waiting(calls, slots) => {
+            End::Waiting(response, slots) => {
                 let retries = retries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let suspended = Suspended { run_id: run_id.clone(), step, retries, next_seq: 0, calls, slots };
+                let suspended = Suspended { run_id: run_id.clone(), step, retries, next_seq: 0, response, slots };
                 let hitl = suspended.hitl();
                 events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
                 state.waiting = Some(suspended);

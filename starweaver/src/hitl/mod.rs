@@ -15,24 +15,38 @@ pub fn canonical_id(run_id: &str, tool_call_id: &str) -> String {
     format!("{run_id}:{tool_call_id}")
 }
 
-/// A tool call waiting for a human to approve or deny it.
+/// A tool call the run cannot finish alone: the body of a [`PendingApproval`] and of a
+/// [`PendingDeferred`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingApproval {
+pub struct PendingCall {
     /// Canonical id (`<run id>:<tool-call id>`).
     pub id: String,
     /// The waiting run.
     pub run_id: String,
     /// The model's call id.
     pub tool_call_id: String,
-    /// The tool to be approved.
+    /// The tool.
     pub tool_name: String,
-    /// The arguments the call would run with.
+    /// The arguments the call runs with.
     pub arguments: Value,
-    /// Why approval is needed.
+    /// Why the call waits (from `ApprovalRequired(reason)` / `CallDeferred(reason)`, or the policy).
     pub reason: String,
-    /// Context for the person deciding (from `ApprovalRequired(metadata=...)`).
+    /// Context for whoever decides (from the error's `metadata`).
     #[serde(default)]
     pub metadata: Map<String, Value>,
+}
+
+/// A tool call waiting for a human to approve or deny it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PendingApproval(pub PendingCall);
+
+impl std::ops::Deref for PendingApproval {
+    type Target = PendingCall;
+
+    fn deref(&self) -> &PendingCall {
+        &self.0
+    }
 }
 
 impl PendingApproval {
@@ -99,22 +113,15 @@ impl ApprovalDecision {
 
 /// A tool call whose result will be supplied from outside the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingDeferred {
-    /// Canonical id (`<run id>:<tool-call id>`).
-    pub id: String,
-    /// The waiting run.
-    pub run_id: String,
-    /// The model's call id.
-    pub tool_call_id: String,
-    /// The deferred tool.
-    pub tool_name: String,
-    /// The call's arguments.
-    pub arguments: Value,
-    /// Why the call was deferred.
-    pub reason: String,
-    /// Context from `CallDeferred(metadata=...)`.
-    #[serde(default)]
-    pub metadata: Map<String, Value>,
+#[serde(transparent)]
+pub struct PendingDeferred(pub PendingCall);
+
+impl std::ops::Deref for PendingDeferred {
+    type Target = PendingCall;
+
+    fn deref(&self) -> &PendingCall {
+        &self.0
+    }
 }
 
 impl PendingDeferred {

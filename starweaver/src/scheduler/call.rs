@@ -26,7 +26,7 @@ pub(crate) struct CallEnv<'a> {
     pub dependencies: &'a Dependencies,
     pub events: &'a EventLog,
     /// Model retries spent per tool in this run.
-    pub retries: &'a Mutex<HashMap<String, u32>>,
+    pub retries: &'a Mutex<HashMap<Arc<str>, u32>>,
     pub limit: Option<&'a Semaphore>,
 }
 
@@ -38,29 +38,29 @@ pub(crate) struct CallRequest<'a> {
 
 /// How a call ended.
 pub(crate) enum CallOutcome {
-    Returned(Box<ToolReturn>),
+    Returned(ToolReturn),
     NeedsApproval { reason: String, metadata: Map<String, Value> },
     Deferred { reason: String, metadata: Map<String, Value> },
 }
 
 impl From<ToolReturn> for CallOutcome {
     fn from(ret: ToolReturn) -> Self {
-        Self::Returned(Box::new(ret))
+        Self::Returned(ret)
     }
 }
 
 /// A finished call: what the model sees, what only the host sees, and the error kind.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolReturn {
-    pub part: ToolReturnPart,
-    pub host: HostFields,
+    pub part: Arc<ToolReturnPart>,
+    pub host: Option<Box<HostFields>>,
     pub error: Option<ToolErrorKind>,
 }
 
 impl ToolReturn {
     /// The `tool_return` event reporting this return.
     pub(crate) fn event(&self) -> EventKind {
-        EventKind::ToolReturn(Box::new(ToolReturnRecord { part: self.part.clone(), host: self.host.clone() }))
+        EventKind::ToolReturn(ToolReturnRecord { part: self.part.clone(), host: self.host.clone() })
     }
 
     pub(crate) fn success(call: &ToolCallPart, result: ToolResult) -> Self {
@@ -70,14 +70,14 @@ impl ToolReturn {
             None => (value, None),
         };
         Self {
-            part: ToolReturnPart {
+            part: Arc::new(ToolReturnPart {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 content,
                 is_error: false,
                 metadata,
-            },
-            host: HostFields { value, app_value, user_content, private_metadata },
+            }),
+            host: HostFields { value, app_value, user_content, private_metadata }.into_boxed(),
             error: None,
         }
     }
@@ -94,14 +94,14 @@ impl ToolReturn {
         }
         content.extend(extra);
         Self {
-            part: ToolReturnPart {
+            part: Arc::new(ToolReturnPart {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: Value::Object(content),
                 is_error: kind.is_error(),
                 metadata,
-            },
-            host: HostFields { private_metadata, ..HostFields::default() },
+            }),
+            host: HostFields { private_metadata, ..HostFields::default() }.into_boxed(),
             error: Some(kind),
         }
     }
@@ -110,12 +110,13 @@ impl ToolReturn {
 /// Runs one call to its end (value, error, or a suspension for a human).
 pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> CallOutcome {
     let call = request.part;
-    let arguments = request.approval.as_ref().and_then(|a| a.override_arguments.as_ref()).unwrap_or(&call.arguments);
+    let override_arguments = request.approval.as_ref().and_then(|a| a.override_arguments.as_ref());
     env.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
-        arguments: arguments.clone(),
+        override_arguments: override_arguments.cloned(),
     });
+    let arguments = override_arguments.unwrap_or(&call.arguments);
     let span = tracing::info_span!("starweaver.tool_call", tool = %call.name, tool_call_id = %call.id);
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
@@ -162,7 +163,7 @@ async fn attempts(
 ) -> CallOutcome {
     let call = request.part;
     let retry =
-        env.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&call.name).copied().unwrap_or(0);
+        env.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&*call.name).copied().unwrap_or(0);
     let mut attempt = 1;
     loop {
         let cancellation = match tool.timeout {
@@ -173,8 +174,8 @@ async fn attempts(
         };
         let ctx = ToolContext {
             run_id: env.run_id.clone(),
-            tool_call_id: Arc::from(call.id.as_str()),
-            tool_name: Arc::from(call.name.as_str()),
+            tool_call_id: call.id.clone(),
+            tool_name: tool.name.clone(),
             retry,
             attempt,
             max_retries: tool.max_retries,

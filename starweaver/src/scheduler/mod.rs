@@ -75,7 +75,7 @@ async fn run_concurrent(
     let mut chains: Vec<Vec<usize>> = Vec::new();
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     for i in range {
-        let chain = *by_name.entry(calls[i].part.name.as_str()).or_insert_with(|| {
+        let chain = *by_name.entry(&*calls[i].part.name).or_insert_with(|| {
             chains.push(Vec::new());
             chains.len() - 1
         });

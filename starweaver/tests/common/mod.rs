@@ -34,15 +34,15 @@ where
 }
 
 /// Every tool return in a history, in order.
-pub fn tool_returns(messages: &[Message]) -> Vec<ToolReturnPart> {
+pub fn tool_returns(messages: &[Arc<Message>]) -> Vec<ToolReturnPart> {
     messages
         .iter()
-        .flat_map(|m| match m {
+        .flat_map(|m| match &**m {
             Message::Request { parts } => parts.clone(),
             Message::Response { .. } => Vec::new(),
         })
         .filter_map(|p| match p {
-            RequestPart::ToolReturn(r) => Some(r),
+            RequestPart::ToolReturn(r) => Some((*r).clone()),
             _ => None,
         })
         .collect()
