@@ -38,6 +38,11 @@ pub use schema::{SchemaError, schema_for};
 pub use session::Session;
 pub use stream::RunStream;
 pub use tokio_util::sync::CancellationToken;
+/// The README's samples, compiled and run as doc tests so they cannot drift from the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, Tool, ToolBuilder, ToolContext, ToolDefinition,
     ToolError, ToolErrorKind, ToolResult, decode_args,
