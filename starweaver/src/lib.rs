@@ -6,6 +6,8 @@
 //! → [`session`] and [`hitl`] (waiting for humans) → [`event`] and [`stream`] (what
 //! happened), with [`model`] and [`testing`] on the model side.
 
+#[doc(hidden)]
+pub mod __private;
 mod agent;
 pub mod error;
 pub mod event;
@@ -36,8 +38,93 @@ pub use registry::{ToolRegistry, Toolset};
 pub use result::{RunError, RunResult, RunStatus};
 pub use schema::{SchemaError, schema_for};
 pub use session::Session;
+/// Turns a function into a tool with the same [`ToolDefinition`] as Python's `@tool`.
+///
+/// The function stays exactly as written (call it directly in unit tests); beside it,
+/// `#[tool]` generates `<name>_tool()`, which returns the [`Tool`] to register:
+///
+/// ```
+/// use starweaver::testing::TestModel;
+/// use starweaver::{Agent, ModelResponse, ToolCallPart, tool};
+/// use serde_json::json;
+///
+/// /// Add two integers.
+/// #[tool]
+/// async fn add(
+///     /// The first addend.
+///     left: i64,
+///     /// The second addend.
+///     right: i64,
+/// ) -> i64 {
+///     left + right
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// assert_eq!(add(2, 3).await, 5); // still an ordinary function
+///
+/// let definition = starweaver::Tool::definition(&add_tool()).clone();
+/// assert_eq!(definition.description.as_deref(), Some("Add two integers."));
+/// assert_eq!(definition.parameters["properties"]["left"]["description"], "The first addend.");
+///
+/// let model = TestModel::new([
+///     TestModel::tool_call_response([ToolCallPart::new("call_1", "add", json!({"left": 2, "right": 3}))]),
+///     ModelResponse::text("5"),
+/// ]);
+/// let agent = Agent::builder(model).tool(add_tool()).build().unwrap();
+/// assert_eq!(agent.run("2 + 3?").await.unwrap().output.as_deref(), Some("5"));
+/// # });
+/// ```
+///
+/// # Options
+///
+/// `#[tool(name = "...", description = "...", strict, sequential, timeout_ms = 5_000,
+/// max_retries = 1, metadata = r#"{"risk": "network"}"#, parameters_schema = r#"{...}"#)]`,
+/// mirroring Python's `@tool(...)`; `crate = "path"` names starweaver when it is re-exported.
+///
+/// # Parameters
+///
+/// - Typed parameters, each `Deserialize + JsonSchema`; `Option<T>` is not required;
+///   `#[arg(default)]` or `#[arg(default = expr)]` gives a default; doc comments or
+///   `#[arg(description = "...")]` describe them. Unknown arguments are rejected.
+/// - Or a single parameter named `args` whose type is the whole argument object (a
+///   `#[derive(Deserialize, JsonSchema)]` struct, or `serde_json::Map` for any object).
+/// - Optionally first, the context: `&ToolContext` or `ToolContext`. A parameter named
+///   `context` of another type is an ordinary argument.
+///
+/// # Returns
+///
+/// Any `T: Serialize`, a [`ToolResult`], or `Result<T, E>` with `E: Into<ToolError>`, so `?`
+/// works. A plain `fn` (not `async`) runs on tokio's blocking pool, off the async workers.
+///
+/// ```
+/// use starweaver::{ToolContext, ToolError, tool};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct TicketArgs {
+///     /// The ticket to fetch.
+///     ticket_id: String,
+///     #[serde(default)]
+///     include_history: bool,
+/// }
+///
+/// /// Fetch a ticket.
+/// #[tool(sequential, max_retries = 1)]
+/// fn fetch_ticket(ctx: &ToolContext, args: TicketArgs) -> Result<serde_json::Value, ToolError> {
+///     if args.ticket_id.is_empty() {
+///         return Err(ToolError::model_retry("`ticket_id` must not be empty"));
+///     }
+///     Ok(serde_json::json!({"id": args.ticket_id, "history": args.include_history, "call": ctx.tool_call_id()}))
+/// }
+///
+/// let definition = starweaver::Tool::definition(&fetch_ticket_tool()).clone();
+/// assert!(definition.sequential);
+/// assert_eq!(definition.parameters["required"], serde_json::json!(["ticket_id"]));
+/// ```
+#[cfg(feature = "macros")]
+pub use starweaver_macros::tool;
 pub use stream::RunStream;
 pub use tokio_util::sync::CancellationToken;
+
 /// The README's samples, compiled and run as doc tests so they cannot drift from the code.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -97,8 +97,8 @@ impl ToolRegistry {
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy) -> Result<Self> {
         let mut registry = Self { tools: Vec::new(), index: HashMap::new(), definitions: Vec::new() };
         for Registration { tool, toolset } in entries {
+            tool.validate()?;
             let definition = tool.definition().clone();
-            definition.validate()?;
             if registry.index.contains_key(&definition.name) {
                 return Err(Error::DuplicateTool { name: definition.name });
             }

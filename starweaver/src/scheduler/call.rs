@@ -246,7 +246,7 @@ async fn attempt_once(
     outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic)))
 }
 
-fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
+pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
     let detail = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use serde_json::Map;
 
-pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke};
+pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke, panicked};
 
 use crate::tool::ToolError;
 

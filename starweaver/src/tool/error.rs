@@ -211,8 +211,30 @@ impl std::error::Error for ToolError {
     }
 }
 
+/// I/O failures are unexpected: `Execution`, retried internally.
 impl From<std::io::Error> for ToolError {
     fn from(err: std::io::Error) -> Self {
         Self::execution(err.to_string()).with_source(err)
+    }
+}
+
+/// Any boxed error (`?` on `Box<dyn Error>`): `Execution`, retried internally.
+impl From<Box<dyn std::error::Error + Send + Sync>> for ToolError {
+    fn from(err: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        Self::execution(err.to_string()).with_source(err)
+    }
+}
+
+/// A message (`Err("...".to_string())`): `Execution`, retried internally.
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self::execution(message)
+    }
+}
+
+/// A message (`Err("...")`): `Execution`, retried internally.
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        Self::execution(message)
     }
 }

@@ -25,6 +25,16 @@ pub trait Tool: Send + Sync + 'static {
     /// The definition the model sees and the runtime enforces.
     fn definition(&self) -> &ToolDefinition;
 
+    /// Checks the tool can be registered; agents call it when they are built.
+    ///
+    /// # Errors
+    /// The first registration rule the tool breaks. The default checks the definition;
+    /// tools that can fail to build one (a `#[tool]` whose argument type has no object
+    /// schema) report that here.
+    fn validate(&self) -> Result<(), crate::DefinitionError> {
+        self.definition().validate()
+    }
+
     /// Runs one attempt of one call.
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>>;
 }

@@ -1,37 +1,16 @@
 //! The main job: an agent with tools on the built-in test model, including an approval.
 //!
-//! `cargo run --example quickstart`
+//! `cargo run --example quickstart` (or `make run`). The tools are `#[tool]` functions in
+//! `tools.rs`; the risky one sits behind an approval policy.
+
+mod tools;
 
 use serde_json::json;
 use starweaver::testing::TestModel;
-use starweaver::{Agent, ModelResponse, RunStatus, ToolBuilder, ToolCallPart, ToolContext, ToolError};
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct AddArgs {
-    /// The first addend.
-    left: i64,
-    /// The second addend.
-    right: i64,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct DeployArgs {
-    /// Where to deploy.
-    environment: String,
-}
+use starweaver::{Agent, ModelResponse, RunStatus, ToolCallPart};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = ToolBuilder::new("add")
-        .description("Add two integers.")
-        .handler(|_: ToolContext, args: AddArgs| async move { Ok(json!({"total": args.left + args.right})) })?;
-    let deploy = ToolBuilder::new("deploy").description("Deploy the current release.").handler(
-        |ctx: ToolContext, args: DeployArgs| async move {
-            let approval = ctx.approval().ok_or_else(|| ToolError::user_error("deploy runs only after approval"))?;
-            Ok(json!({"deployed_to": args.environment, "approved_by": approval.decided_by}))
-        },
-    )?;
-
     // The test model plays a script: it calls both tools at once, then answers.
     let model = TestModel::new([
         TestModel::tool_call_response([
@@ -42,8 +21,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ]);
     let agent = Agent::builder(model)
         .instructions("You are a release assistant.")
-        .tool(add)
-        .tool(deploy)
+        .tool(tools::add_tool())
+        .tool(tools::deploy_tool())
         .approval_required_tools(["deploy"])
         .build()?;
 

@@ -1,0 +1,224 @@
+//! The model into tokens. No validation happens here: `emit` runs only on a checked model,
+//! `fallback` only with the errors to show.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, ItemFn};
+
+use crate::ctxt::Ctxt;
+use crate::model::{Output, Param, ToolFn};
+use crate::parse::{self, ArgDefault};
+use crate::validate;
+
+/// The whole pipeline: parse, model, validate, then emit or fall back.
+pub(crate) fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item_fn: ItemFn = match syn::parse2(item.clone()) {
+        Ok(item_fn) => item_fn,
+        // Keep the item so its callers still resolve; add the error.
+        Err(err) => {
+            let err = err.to_compile_error();
+            return quote!(#item #err);
+        }
+    };
+    let cx = Ctxt::new();
+    let tool_args = parse::tool_args(&cx, args);
+    let tool = ToolFn::from_ast(&cx, &item_fn, tool_args);
+    validate::check(&cx, &tool);
+    match cx.check() {
+        Ok(()) => emit(&tool),
+        Err(err) => fallback(&tool, &err),
+    }
+}
+
+/// The user's function without our helper attributes (`#[arg]`, and doc comments on
+/// parameters, which rustc does not allow there).
+fn user_fn(original: &ItemFn) -> ItemFn {
+    let mut item = original.clone();
+    for input in &mut item.sig.inputs {
+        if let FnArg::Typed(pat_type) = input {
+            pat_type.attrs.retain(|attr| !parse::is_helper(attr));
+        }
+    }
+    item
+}
+
+fn handle_ident(tool: &ToolFn<'_>) -> syn::Ident {
+    let ident = tool.original.sig.ident.to_string();
+    format_ident!("{}_tool", ident.trim_start_matches("r#"), span = tool.original.sig.ident.span())
+}
+
+fn emit(tool: &ToolFn<'_>) -> TokenStream {
+    let krate = &tool.krate;
+    let private = quote!(#krate::__private);
+    let user_fn = user_fn(tool.original);
+    let vis = &tool.original.vis;
+    let ident = &tool.original.sig.ident;
+    let handle = handle_ident(tool);
+    let name = &tool.name.0;
+
+    let (args_items, args_ty, derived_schema, call_args) = match tool.args_struct() {
+        Some(param) => {
+            let ty = param.ty;
+            (quote!(), quote!(#ty), quote!(#private::schema_for::<#ty>()), quote!(__args))
+        }
+        None => {
+            let items = args_struct(tool);
+            let idents = tool.params.iter().map(|p| p.ident);
+            (items, quote!(__Args), quote!(#private::schema_for::<__Args>()), quote!(#(__args.#idents),*))
+        }
+    };
+    let schema = match &tool.parameters_schema {
+        Some(text) => quote!(#private::explicit_schema(#text)),
+        None => derived_schema,
+    };
+    let context = match &tool.context {
+        Some(c) if c.by_ref => quote!(&__ctx,),
+        Some(_) => quote!(__ctx,),
+        None => quote!(),
+    };
+    let invoke = if tool.original.sig.asyncness.is_some() {
+        quote!(#ident(#context #call_args).await)
+    } else {
+        quote!(#private::run_blocking(#name, move || #ident(#context #call_args)).await?)
+    };
+    let output = match &tool.output {
+        Output::Fallible(ty) => quote_spanned!(ty.span()=> #private::fallible_output(__ret)),
+        Output::Plain(Some(ty)) => quote_spanned!(ty.span()=> #private::plain_output::<#ty>(__ret)),
+        Output::Plain(None) => quote!(#private::plain_output(__ret)),
+    };
+    let options = options(tool);
+    let doc = format!(
+        "The [`{krate}::Tool`] made by `#[tool]` from [`{ident}`]: register it with `.tool({handle}())`.",
+        krate = quote!(#krate).to_string().replace(' ', "")
+    );
+    quote! {
+        #user_fn
+
+        #[doc = #doc]
+        #[allow(clippy::needless_lifetimes, unused_variables)]
+        #vis fn #handle() -> impl #krate::Tool {
+            #args_items
+
+            #[doc(hidden)]
+            struct __Tool(#private::Definition);
+
+            #[automatically_derived]
+            impl #krate::Tool for __Tool {
+                fn definition(&self) -> &#krate::ToolDefinition {
+                    &self.0.definition
+                }
+
+                fn validate(&self) -> ::core::result::Result<(), #krate::DefinitionError> {
+                    self.0.validate()
+                }
+
+                fn call<'__a>(
+                    &'__a self,
+                    __ctx: #krate::ToolContext,
+                    __json: &'__a #private::serde_json::Value,
+                ) -> #private::BoxFuture<'__a, ::core::result::Result<#krate::ToolResult, #krate::ToolError>> {
+                    let __args = match #private::decode_args::<#args_ty>(__json) {
+                        ::core::result::Result::Ok(__args) => __args,
+                        ::core::result::Result::Err(__err) => return #private::ready(::core::result::Result::Err(__err)),
+                    };
+                    #private::boxed(async move {
+                        let __ret = #invoke;
+                        #output
+                    })
+                }
+            }
+
+            __Tool(#private::Definition::new(#options, #schema))
+        }
+    }
+}
+
+/// The hidden struct the JSON arguments decode into, with a default fn per
+/// `#[arg(default = expr)]`.
+fn args_struct(tool: &ToolFn<'_>) -> TokenStream {
+    let krate = &tool.krate;
+    let serde_path = quote!(#krate::__private::serde).to_string().replace(' ', "");
+    let schemars_path = quote!(#krate::__private::schemars).to_string().replace(' ', "");
+    let mut default_fns = Vec::new();
+    let fields = tool.params.iter().map(|param| {
+        let Param { ident, ty, description, default } = param;
+        let description = description.as_ref().map(|d| quote!(#[schemars(description = #d)]));
+        let default = default.as_ref().map(|default| match default {
+            ArgDefault::Trait(span) => quote_spanned!(*span=> #[serde(default)]),
+            ArgDefault::Expr(expr) => {
+                let fn_ident = format_ident!("__default_{}", ident.to_string().trim_start_matches("r#"));
+                let fn_name = fn_ident.to_string();
+                default_fns.push(quote_spanned! {expr.span()=>
+                    #[doc(hidden)]
+                    fn #fn_ident() -> #ty {
+                        #expr
+                    }
+                });
+                quote!(#[serde(default = #fn_name)])
+            }
+        });
+        quote!(#description #default #ident: #ty)
+    });
+    let fields: Vec<_> = fields.collect();
+    quote! {
+        #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
+        #[serde(crate = #serde_path, deny_unknown_fields)]
+        #[schemars(crate = #schemars_path)]
+        #[doc(hidden)]
+        struct __Args {
+            #(#fields),*
+        }
+        #(#default_fns)*
+    }
+}
+
+fn options(tool: &ToolFn<'_>) -> TokenStream {
+    let private = {
+        let krate = &tool.krate;
+        quote!(#krate::__private)
+    };
+    let name = &tool.name.0;
+    let some = |value: Option<TokenStream>| match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    };
+    let description = some(tool.description.as_ref().map(|d| quote!(#d)));
+    let strict = some(tool.strict.as_ref().map(|s| quote!(#s)));
+    let sequential = tool.sequential;
+    let timeout_ms = some(tool.timeout_ms.map(|t| quote!(#t)));
+    let max_retries = some(tool.max_retries.map(|m| quote!(#m)));
+    let metadata = some(tool.metadata.as_ref().map(|m| quote!(#m)));
+    quote! {
+        #private::Options {
+            name: #name,
+            description: #description,
+            strict: #strict,
+            sequential: #sequential,
+            timeout_ms: #timeout_ms,
+            max_retries: #max_retries,
+            metadata: #metadata,
+        }
+    }
+}
+
+/// Errors plus everything callers need to keep compiling: the user's function and a
+/// placeholder handle (tokio-macros' `DEFAULT_ERROR_CONFIG`), so only the real mistakes show.
+fn fallback(tool: &ToolFn<'_>, err: &syn::Error) -> TokenStream {
+    let krate = &tool.krate;
+    let user_fn = user_fn(tool.original);
+    let vis = &tool.original.vis;
+    let handle = handle_ident(tool);
+    let name = &tool.name.0;
+    let err = err.to_compile_error();
+    quote! {
+        #user_fn
+
+        #[doc(hidden)]
+        #vis fn #handle() -> impl #krate::Tool {
+            #krate::__private::PoisonedTool(#krate::ToolDefinition::new(#name, #krate::__private::serde_json::Value::Null))
+        }
+
+        #err
+    }
+}

@@ -1,0 +1,8 @@
+use starweaver::tool;
+
+#[tool]
+async fn echo<T: serde::Serialize>(value: T) -> T {
+    value
+}
+
+fn main() {}
