@@ -1,0 +1,133 @@
+"""Agents and sessions: ``create_agent(...)``, ``agent.run(...)``, ``agent.session()``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing_extensions import Self
+
+from ._native import ApprovalDecision, DeferredResult, Hitl, NativeAgent, NativeSession, NativeTool, RunResult, ToolDefinition
+from .testing import FunctionModel, TestModel
+from .tools import BaseTool, Tool
+
+__all__ = ["Agent", "AgentSession", "HitlControls", "create_agent", "create_agent_runtime"]
+
+ToolLike = Tool[..., object] | BaseTool | Callable[..., object]
+ApprovalRule = str | Mapping[str, object]
+Decision = ApprovalDecision | Mapping[str, object]
+DeferredDecision = DeferredResult | Mapping[str, object]
+
+
+def _native_tool(item: ToolLike) -> NativeTool:
+    if isinstance(item, (Tool, BaseTool)):
+        return item._native  # noqa: SLF001
+    # A raw callable: the same inference path as `@tool`.
+    return Tool(item)._native  # noqa: SLF001
+
+
+class Agent:
+    """A model, tools, instructions and an approval policy. ``async with`` is supported."""
+
+    def __init__(self, native: NativeAgent) -> None:
+        self._native = native
+
+    async def run(self, prompt: str) -> RunResult:
+        """Runs ``prompt`` in a fresh session. To resume a waiting run, use a session."""
+        return await self._native.run(prompt)
+
+    def session(self) -> AgentSession:
+        """A conversation that keeps its history across runs and can wait for humans."""
+        return AgentSession(self._native.session())
+
+    @property
+    def definitions(self) -> list[ToolDefinition]:
+        """The tool definitions models are sent."""
+        return self._native.definitions
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+class HitlControls:
+    """``session.hitl``: what the session waits for, and resuming it."""
+
+    def __init__(self, native: NativeSession) -> None:
+        self._native = native
+
+    @property
+    def pending(self) -> Hitl | None:
+        """What the waiting run needs, or ``None``."""
+        return self._native.pending
+
+    async def resume(
+        self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()
+    ) -> RunResult:
+        """Continues the waiting run with one decision per pending item (decision objects,
+        or canonical JSON dicts)."""
+        return await self._native.resume(approvals=list(approvals), deferred_results=list(deferred_results))
+
+
+class AgentSession:
+    """A conversation with an agent. ``async with`` is supported."""
+
+    def __init__(self, native: NativeSession) -> None:
+        self._native = native
+        self.hitl = HitlControls(native)
+
+    async def run(self, prompt: str) -> RunResult:
+        """Runs ``prompt``, continuing the conversation."""
+        return await self._native.run(prompt)
+
+    async def resume_after_hitl(
+        self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()
+    ) -> RunResult:
+        """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
+        return await self.hitl.resume(approvals=approvals, deferred_results=deferred_results)
+
+    @property
+    def messages(self) -> list[dict[str, object]]:
+        """The conversation so far as canonical message dicts, host-only fields included."""
+        messages: list[dict[str, object]] = self._native.messages
+        return messages
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+def create_agent(
+    *,
+    model: TestModel | FunctionModel,
+    tools: Iterable[ToolLike] = (),
+    instructions: str | None = None,
+    approval_required_tools: Iterable[ApprovalRule] | None = None,
+    max_concurrency: int | None = None,
+    max_steps: int | None = None,
+    dependencies: object = None,
+) -> Agent:
+    """Builds an agent. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
+    callables; ``approval_required_tools`` entries are tool names, toolset names, metadata
+    dicts, or ``"*"``. Raises ``RegistrationError`` naming what is wrong."""
+    native = NativeAgent(
+        model._native,  # noqa: SLF001
+        [_native_tool(item) for item in tools],
+        instructions=instructions,
+        approval_required_tools=list(approval_required_tools) if approval_required_tools is not None else None,
+        max_concurrency=max_concurrency,
+        max_steps=max_steps,
+        dependencies=dependencies,
+    )
+    return Agent(native)
+
+
+create_agent_runtime = create_agent
+"""The runtime entry point; today the same as ``create_agent``."""

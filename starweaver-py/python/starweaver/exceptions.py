@@ -1,0 +1,97 @@
+"""Exceptions: tool control flow (raise them from a tool) and runtime errors (raised to you).
+
+Tools raise a ``ToolError`` subclass to tell the runtime what to do next (DESIGN.md §7);
+any other exception is an unexpected ``Execution`` failure, retried internally, whose
+traceback goes to ``private_metadata`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "StarweaverError",
+    "ToolError",
+    "InvalidArguments",
+    "ModelRetry",
+    "Feedback",
+    "UserError",
+    "Execution",
+    "ApprovalRequired",
+    "CallDeferred",
+    "Cancelled",
+    "Timeout",
+    "RegistrationError",
+    "DecisionError",
+    "SessionStateError",
+]
+
+
+class StarweaverError(Exception):
+    """The root of every starweaver exception."""
+
+
+class ToolError(StarweaverError):
+    """A tool call that did not produce a value; the subclass says what happens next."""
+
+    message: str
+    metadata: dict[str, object]
+
+    def __init__(self, message: str = "", *, metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata = dict(metadata or {})
+
+
+class InvalidArguments(ToolError):
+    """The arguments are wrong: the model sees the error and retries (one retry spent)."""
+
+
+class ModelRetry(ToolError):
+    """Ask the model to retry the call with this message (one retry spent)."""
+
+
+class Feedback(ToolError):
+    """Agent-readable guidance for an expected condition: ``success: false``, ``is_error: false``."""
+
+
+class UserError(ToolError):
+    """The application used the tool wrongly: ``is_error: true``, never retried."""
+
+
+class Execution(ToolError):
+    """An unexpected failure: retried internally up to ``max_retries``."""
+
+
+class ApprovalRequired(ToolError):
+    """Suspend the run until a human approves this call (``ctx.approval`` is then set)."""
+
+    def __init__(self, reason: str = "", *, metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(reason, metadata=metadata)
+
+
+class CallDeferred(ToolError):
+    """Suspend the run until the call's result is supplied from outside."""
+
+    def __init__(self, reason: str = "", *, metadata: Mapping[str, object] | None = None) -> None:
+        super().__init__(reason, metadata=metadata)
+
+
+class Cancelled(ToolError):
+    """The call was cancelled (the model sees kind ``cancelled``)."""
+
+
+class Timeout(ToolError):
+    """The call ran out of time (the model sees kind ``timeout``)."""
+
+
+class RegistrationError(StarweaverError, ValueError):
+    """A tool, schema or agent option breaks a registration rule; the message names it."""
+
+
+class DecisionError(StarweaverError, ValueError):
+    """A resume's decisions are unknown, foreign, replayed, duplicated, missing or malformed."""
+
+
+class SessionStateError(StarweaverError, RuntimeError):
+    """The session cannot do that now (it is waiting, not waiting, or already running)."""

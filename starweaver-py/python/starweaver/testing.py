@@ -1,0 +1,52 @@
+"""Models for tests: a scripted ``TestModel`` and a callback-driven ``FunctionModel``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from ._native import Messages, NativeFunctionModel, NativeTestModel
+
+__all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel"]
+
+ModelResponse: TypeAlias = Mapping[str, Any]
+"""A scripted response: ``{"text": ...}``, ``{"tool_calls": [...]}`` or ``{"parts": [...]}``."""
+
+
+class TestModel:
+    """A model that answers with a script, one response per request, and records every
+    request exactly as a provider would have received it."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, script: Sequence[ModelResponse]) -> None:
+        self._native = NativeTestModel([dict(item) for item in script])
+
+    @classmethod
+    def responses(cls, responses: Sequence[ModelResponse]) -> TestModel:
+        """A model that answers with ``responses`` in order; running out is a clear error."""
+        return cls(responses)
+
+    @staticmethod
+    def tool_call_response(calls: Sequence[Mapping[str, object]]) -> dict[str, object]:
+        """A response calling tools: each call is ``{"id", "name", "arguments"}``."""
+        return {"tool_calls": [dict(call) for call in calls]}
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request so far: ``{"messages": [...], "tools": [...]}`` (model-facing view)."""
+        requests: list[dict[str, Any]] = self._native.requests
+        return requests
+
+
+ModelFunction: TypeAlias = Callable[[Messages, dict[str, Any]], ModelResponse | Awaitable[ModelResponse]]
+
+
+class FunctionModel:
+    """A model whose answers come from ``function(messages, info)`` (sync or async).
+
+    ``messages`` is a read-only sequence of canonical message dicts; ``info`` holds
+    ``tools`` (definition dicts), ``step`` and ``run_id``."""
+
+    def __init__(self, function: ModelFunction) -> None:
+        self._native = NativeFunctionModel(function)

@@ -1,0 +1,201 @@
+"""``@tool``, ``Tool`` and ``BaseTool``: Python callables as starweaver tools.
+
+Every form goes through one inference path (``_schema.inspect_callable``) and produces a
+native ``ToolDefinition``, the same one ``#[tool]`` produces in Rust.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
+
+from . import _schema
+from ._native import NativeTool, ToolContext, ToolDefinition
+from .exceptions import RegistrationError
+
+__all__ = ["BaseTool", "Tool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Tool(Generic[P, R]):
+    """A callable turned into a tool. Calling it calls the function, unchanged, so tools
+    can be unit-tested directly; ``definition`` is what models are sent."""
+
+    definition: ToolDefinition
+    _native: NativeTool
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters_schema: Mapping[str, object] | None = None,
+        strict: bool | None = None,
+        sequential: bool = False,
+        timeout_ms: int | None = None,
+        max_retries: int | None = None,
+        metadata: Mapping[str, object] | None = None,
+        localns: Mapping[str, object] | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise RegistrationError(f"a tool must be callable, got {fn!r}")
+        tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+        spec = _schema.inspect_callable(fn, name=tool_name, parameters_schema=parameters_schema, localns=localns)
+        self._fn = fn
+        self.definition = ToolDefinition(
+            tool_name,
+            spec.parameters,
+            description=description if description is not None else spec.description,
+            strict=strict,
+            sequential=sequential,
+            timeout_ms=timeout_ms,
+            max_retries=max_retries,
+            metadata=dict(metadata) if metadata is not None else None,
+        )
+        self._native = NativeTool(self.definition, _invoker(fn, spec))
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.definition.name!r})"
+
+
+def _is_async(fn: Callable[..., object]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> Callable[[ToolContext, bytes], Awaitable[object]]:
+    """What the runtime calls for each attempt: validate, then start the call. Async tools
+    return their coroutine (stepped on the event loop); sync tools run in the default
+    executor, with the caller's context variables, so they never block the loop."""
+    decode, takes_context = spec.decode, spec.takes_context
+    if _is_async(fn):
+
+        def invoke_async(ctx: ToolContext, raw: bytes) -> Awaitable[object]:
+            args, kwargs = decode(raw)
+            return fn(ctx, *args, **kwargs) if takes_context else fn(*args, **kwargs)
+
+        return invoke_async
+
+    def invoke_sync(ctx: ToolContext, raw: bytes) -> Awaitable[object]:
+        args, kwargs = decode(raw)
+        if takes_context:
+            args = (ctx, *args)
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return asyncio.get_running_loop().run_in_executor(None, call)
+
+    return invoke_sync
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters_schema: Mapping[str, object] | None = None,
+    strict: bool | None = None,
+    sequential: bool = False,
+    timeout_ms: int | None = None,
+    max_retries: int | None = None,
+    metadata: Mapping[str, object] | None = None,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters_schema: Mapping[str, object] | None = None,
+    strict: bool | None = None,
+    sequential: bool = False,
+    timeout_ms: int | None = None,
+    max_retries: int | None = None,
+    metadata: Mapping[str, object] | None = None,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Turns a function into a tool: ``@tool`` or ``@tool(name=..., sequential=True, ...)``.
+
+    Annotations are resolved now, including names local to the function that applies the
+    decorator (so models defined inside a function, and ``from __future__ import
+    annotations``, work).
+    """
+    localns = sys._getframe(1).f_locals  # noqa: SLF001 (the decorating frame, as validate_call does)
+
+    def decorate(function: Callable[P, R]) -> Tool[P, R]:
+        return Tool(
+            function,
+            name=name,
+            description=description,
+            parameters_schema=parameters_schema,
+            strict=strict,
+            sequential=sequential,
+            timeout_ms=timeout_ms,
+            max_retries=max_retries,
+            metadata=metadata,
+            localns=localns,
+        )
+
+    return decorate(fn) if fn is not None else decorate
+
+
+class BaseTool:
+    """A tool as a class: set ``name`` (and ``description``), implement ``call``.
+
+    ``call`` takes the same parameters a ``@tool`` function would (optionally a first
+    ``ToolContext``)."""
+
+    name: ClassVar[str]
+    description: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        *,
+        parameters_schema: Mapping[str, object] | None = None,
+        strict: bool | None = None,
+        sequential: bool = False,
+        timeout_ms: int | None = None,
+        max_retries: int | None = None,
+        metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        if not getattr(type(self), "name", None):
+            raise RegistrationError(f"{type(self).__name__} must set the class attribute `name`")
+        self._tool: Tool[..., object] = Tool(
+            self.call,
+            name=self.name,
+            description=self.description,
+            parameters_schema=parameters_schema,
+            strict=strict,
+            sequential=sequential,
+            timeout_ms=timeout_ms,
+            max_retries=max_retries,
+            metadata=metadata,
+            localns=vars(sys.modules[type(self).__module__]),
+        )
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The tool's definition."""
+        return self._tool.definition
+
+    @property
+    def _native(self) -> NativeTool:
+        return self._tool._native  # noqa: SLF001
+
+    def call(self, *args: Any, **kwargs: Any) -> object:  # noqa: ANN401 (subclasses narrow it)
+        """The tool's work; subclasses override it (``async def`` or ``def``)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement `call`")

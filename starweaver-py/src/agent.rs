@@ -1,0 +1,233 @@
+//! Agents, sessions and run results for Python. Runs are awaited on the caller's event
+//! loop through [`LoopFuture`].
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use pyo3::prelude::*;
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::{
+    Agent, ApprovalRule, CancellationToken, Dependencies, Event, History, HitlDecisions, Model, RunOptions, RunResult,
+    Session,
+};
+
+use crate::convert;
+use crate::errors::{self, IntoPyResult};
+use crate::hitl::{self, PyHitl};
+use crate::model::{PyFunctionModel, PyTestModel};
+use crate::runtime::LoopFuture;
+use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
+
+/// An agent: a model, tools, instructions and an approval policy.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeAgent", frozen)]
+pub struct PyAgent(Agent);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyAgent {
+    /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
+    #[new]
+    #[pyo3(signature = (model, tools, *, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        model: &Bound<'_, PyAny>,
+        tools: Vec<PyRef<'_, PyNativeTool>>,
+        instructions: Option<String>,
+        approval_required_tools: Option<Vec<Bound<'_, PyAny>>>,
+        max_concurrency: Option<usize>,
+        max_steps: Option<u32>,
+        dependencies: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
+            m.get().0.clone()
+        } else if let Ok(m) = model.cast::<PyFunctionModel>() {
+            m.get().0.clone()
+        } else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "`model` must be a starweaver model (TestModel, FunctionModel), got {}",
+                model.get_type().name()?
+            )));
+        };
+        let mut builder = Agent::builder(model);
+        for tool in tools {
+            builder = builder.shared_tool(tool.tool.clone());
+        }
+        if let Some(instructions) = instructions {
+            builder = builder.instructions(instructions);
+        }
+        let mut rules = Vec::new();
+        for rule in approval_required_tools.unwrap_or_default() {
+            rules.push(ApprovalRule::from_json(&convert::to_json(&rule)?).into_py_result(py)?);
+        }
+        builder = builder.approval_required_tools(rules);
+        if let Some(limit) = max_concurrency {
+            builder = builder.max_concurrency(limit);
+        }
+        if let Some(steps) = max_steps {
+            builder = builder.max_steps(steps);
+        }
+        if let Some(deps) = dependencies {
+            builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
+        }
+        builder.build().into_py_result(py).map(Self)
+    }
+
+    /// Runs `prompt` in a fresh session; await the result.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    fn run(&self, prompt: String) -> LoopFuture {
+        let agent = self.0.clone();
+        let cancellation = CancellationToken::new();
+        let options = RunOptions { cancellation: Some(cancellation.clone()), dependencies: None };
+        let run = async move { result_to_py(agent.run_with(prompt, options).await) };
+        LoopFuture::new(run.boxed(), Some(cancellation))
+    }
+
+    /// A new conversation.
+    fn session(&self) -> PySession {
+        PySession(Arc::new(tokio::sync::Mutex::new(self.0.session())))
+    }
+
+    /// The tool definitions models are sent.
+    #[getter]
+    fn definitions(&self) -> Vec<PyToolDefinition> {
+        self.0.definitions().iter().cloned().map(PyToolDefinition).collect()
+    }
+}
+
+/// A conversation that keeps its history across runs and can wait for human decisions.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeSession", frozen)]
+pub struct PySession(Arc<tokio::sync::Mutex<Session>>);
+
+/// What a session call does once it holds the session.
+enum Action {
+    Run(String),
+    Resume(HitlDecisions),
+}
+
+impl PySession {
+    /// Takes the session for one run (a second concurrent run is refused, not queued) and
+    /// returns the awaitable that performs it.
+    fn start(&self, py: Python<'_>, action: Action) -> PyResult<LoopFuture> {
+        let mut session = self.0.clone().try_lock_owned().map_err(|_| {
+            errors::session_state_error(py).map_or_else(
+                |e| e,
+                |class| PyErr::from_type(class.clone(), "this session is already running; await its current run first"),
+            )
+        })?;
+        let cancellation = CancellationToken::new();
+        let options = RunOptions { cancellation: Some(cancellation.clone()), dependencies: None };
+        let run = async move {
+            let result = match action {
+                Action::Run(prompt) => session.run_with(prompt, options).await,
+                Action::Resume(decisions) => session.resume_with(decisions, options).await,
+            };
+            result_to_py(result)
+        };
+        Ok(LoopFuture::new(run.boxed(), Some(cancellation)))
+    }
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PySession {
+    /// Runs `prompt`, continuing the conversation; await the result.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    fn run(&self, py: Python<'_>, prompt: String) -> PyResult<LoopFuture> {
+        self.start(py, Action::Run(prompt))
+    }
+
+    /// Continues the waiting run: one decision (object or canonical dict) per pending item.
+    #[pyo3(signature = (*, approvals=None, deferred_results=None))]
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    fn resume(
+        &self,
+        py: Python<'_>,
+        approvals: Option<Vec<Bound<'_, PyAny>>>,
+        deferred_results: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<LoopFuture> {
+        let decisions = hitl::decisions(py, &approvals.unwrap_or_default(), &deferred_results.unwrap_or_default())?;
+        self.start(py, Action::Resume(decisions))
+    }
+
+    /// What the waiting run needs, or `None` when no run waits.
+    #[getter]
+    fn pending(&self, py: Python<'_>) -> PyResult<Option<PyHitl>> {
+        let session = self.0.try_lock().map_err(|_| errors::to_py_err(py, starweaver::Error::NotWaiting))?;
+        Ok(session.pending().map(PyHitl::from))
+    }
+
+    /// The conversation so far as canonical message dicts, host-only fields included.
+    #[getter]
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let session = self.0.try_lock().map_err(|_| errors::to_py_err(py, starweaver::Error::NotWaiting))?;
+        convert::to_py(py, &session.history().to_json())
+    }
+}
+
+fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
+    Python::attach(|py| {
+        let result = result.into_py_result(py)?;
+        Ok(Py::new(py, PyRunResult::from(result))?.into_any())
+    })
+}
+
+/// How a run ended, with its history and events.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "RunResult", frozen)]
+pub struct PyRunResult {
+    /// The run's id.
+    #[pyo3(get)]
+    run_id: String,
+    /// `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
+    #[pyo3(get)]
+    status: &'static str,
+    /// The final answer, when completed.
+    #[pyo3(get)]
+    output: Option<String>,
+    /// Why the run failed, when failed.
+    #[pyo3(get)]
+    error: Option<String>,
+    /// What a waiting run needs.
+    #[pyo3(get)]
+    hitl: Py<PyHitl>,
+    history: History,
+    events: Vec<Event>,
+}
+
+impl From<RunResult> for PyRunResult {
+    fn from(result: RunResult) -> Self {
+        let hitl = Python::attach(|py| Py::new(py, PyHitl::from(result.hitl))).expect("allocating a Hitl object");
+        Self {
+            run_id: result.run_id,
+            status: result.status.as_str(),
+            output: result.output,
+            error: result.error.map(|e| e.to_string()),
+            hitl,
+            history: result.messages,
+            events: result.events,
+        }
+    }
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyRunResult {
+    /// The session's full history as canonical message dicts, host-only fields included.
+    #[getter]
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.history.to_json())
+    }
+
+    /// This run's events, in order, as dicts with `seq`, `run_id` and `type`.
+    #[getter]
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::serialize_to_py(py, &self.events)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("RunResult(status={:?}, output={:?})", self.status, self.output)
+    }
+}

@@ -1,0 +1,134 @@
+//! Errors across the boundary. The exception classes are defined in Python
+//! (`starweaver/exceptions.py`, so they take keyword arguments like `metadata=`); Rust
+//! imports them once and maps both ways: a tool's exception into the core `ToolError`
+//! kind, and a core `Error` into the class named for what went wrong.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use serde_json::{Value, json};
+use starweaver::{Error, ToolError, ToolErrorKind};
+
+use crate::convert;
+
+/// A class from `starweaver.exceptions`, imported once.
+fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str) -> PyResult<&'py Bound<'py, PyType>> {
+    cell.get_or_try_init(py, || {
+        py.import("starweaver.exceptions")?.getattr(name)?.cast_into::<PyType>().map(Bound::unbind).map_err(Into::into)
+    })
+    .map(|class| class.bind(py))
+}
+
+macro_rules! classes {
+    ($($fn_name:ident => $name:literal),* $(,)?) => {
+        $(
+            pub(crate) fn $fn_name(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+                static CELL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+                class(py, &CELL, $name)
+            }
+        )*
+    };
+}
+
+classes! {
+    invalid_arguments => "InvalidArguments",
+    model_retry => "ModelRetry",
+    feedback => "Feedback",
+    user_error => "UserError",
+    execution => "Execution",
+    approval_required => "ApprovalRequired",
+    call_deferred => "CallDeferred",
+    cancelled => "Cancelled",
+    timeout => "Timeout",
+    registration_error => "RegistrationError",
+    decision_error => "DecisionError",
+    session_state_error => "SessionStateError",
+}
+
+/// The tool outcome a Python exception stands for. Unexpected exceptions become
+/// `Execution` errors whose traceback goes to `private_metadata` only.
+pub(crate) fn tool_error(py: Python<'_>, err: PyErr) -> ToolError {
+    let value = err.value(py);
+    let kinds: [(fn(Python<'_>) -> PyResult<&Bound<'_, PyType>>, ToolErrorKind); 9] = [
+        (invalid_arguments, ToolErrorKind::InvalidArguments),
+        (model_retry, ToolErrorKind::ModelRetry),
+        (feedback, ToolErrorKind::Feedback),
+        (user_error, ToolErrorKind::UserError),
+        (approval_required, ToolErrorKind::ApprovalRequired),
+        (call_deferred, ToolErrorKind::CallDeferred),
+        (cancelled, ToolErrorKind::Cancelled),
+        (timeout, ToolErrorKind::Timeout),
+        (execution, ToolErrorKind::Execution),
+    ];
+    for (class, kind) in kinds {
+        if class(py).is_ok_and(|c| value.is_instance(c).unwrap_or(false)) {
+            let message =
+                value.getattr("message").and_then(|m| m.extract::<String>()).unwrap_or_else(|_| value.to_string());
+            let metadata = value
+                .getattr("metadata")
+                .ok()
+                .and_then(|m| convert::to_json(&m).ok())
+                .and_then(|m| match m {
+                    Value::Object(map) => Some(map),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let error = ToolError::new(kind, message).with_metadata(metadata);
+            return if kind == ToolErrorKind::Execution { with_traceback(py, error, &err) } else { error };
+        }
+    }
+    if err.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>(py) {
+        return ToolError::cancelled("the tool was cancelled");
+    }
+    let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
+    with_traceback(py, ToolError::execution(format!("{type_name}: {value}")), &err)
+}
+
+fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {
+    static FORMAT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let traceback = FORMAT
+        .import(py, "traceback", "format_exception")
+        .and_then(|format| format.call1((err.value(py),)))
+        .and_then(|lines| lines.extract::<Vec<String>>())
+        .map(|lines| lines.concat())
+        .unwrap_or_default();
+    let exception = err.value(py).get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    error.with_private_metadata(json!({"exception": exception, "traceback": traceback}))
+}
+
+/// A core error as the Python exception named for it. `Error` is `#[non_exhaustive]`, so a
+/// variant added later falls back to `RuntimeError` until it gets a class here.
+pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
+    let message = error.to_string();
+    let class = match error {
+        Error::Definition(_)
+        | Error::DuplicateTool { .. }
+        | Error::InvalidApprovalRule { .. }
+        | Error::InvalidOption { .. } => registration_error(py),
+        Error::SessionWaiting { .. } | Error::NotWaiting => session_state_error(py),
+        Error::UnknownDecision { .. }
+        | Error::ForeignDecision { .. }
+        | Error::ReplayedDecision { .. }
+        | Error::DuplicateDecision { .. }
+        | Error::MissingDecisions { .. }
+        | Error::WrongDecisionKind { .. }
+        | Error::InvalidDecision { .. }
+        | Error::InvalidJson { .. } => decision_error(py),
+        _ => return pyo3::exceptions::PyRuntimeError::new_err(message),
+    };
+    match class {
+        Ok(class) => PyErr::from_type(class.clone(), message),
+        Err(err) => err,
+    }
+}
+
+/// Raise helper for `Result<T, Error>` at `#[pymethods]` edges.
+pub(crate) trait IntoPyResult<T> {
+    fn into_py_result(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn into_py_result(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py_err(py, e))
+    }
+}

@@ -1,0 +1,238 @@
+//! Human-in-the-loop classes: what a waiting run asks for and the decisions that resume it.
+
+use pyo3::prelude::*;
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use serde_json::Value;
+use starweaver::{ApprovalDecision, DeferredOutcome, DeferredResult, HitlDecisions, PendingApproval, PendingDeferred};
+
+use crate::convert;
+use crate::errors::IntoPyResult;
+
+/// A call waiting for a human to approve or deny it.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "PendingApproval", frozen)]
+#[derive(Clone)]
+pub struct PyPendingApproval(pub(crate) PendingApproval);
+
+/// A call waiting for its result from outside the run.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "PendingDeferred", frozen)]
+#[derive(Clone)]
+pub struct PyPendingDeferred(pub(crate) PendingDeferred);
+
+/// The methods of a pending kind: the getters both share (they wrap the same
+/// `PendingCall`) plus the kind's own decision methods.
+macro_rules! pending_methods {
+    ($ty:ty, { $($own:item)* }) => {
+        #[gen_stub_pymethods]
+        #[pymethods]
+        impl $ty {
+            $($own)*
+
+            /// Canonical id: `<run id>:<tool-call id>`.
+            #[getter]
+            fn id(&self) -> &str {
+                &self.0.id
+            }
+            /// The waiting run.
+            #[getter]
+            fn run_id(&self) -> &str {
+                &self.0.run_id
+            }
+            /// The model's call id.
+            #[getter]
+            fn tool_call_id(&self) -> &str {
+                &self.0.tool_call_id
+            }
+            /// The tool.
+            #[getter]
+            fn tool_name(&self) -> &str {
+                &self.0.tool_name
+            }
+            /// The call's arguments.
+            #[getter]
+            fn arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                convert::to_py(py, &self.0.arguments)
+            }
+            /// Why the call waits.
+            #[getter]
+            fn reason(&self) -> &str {
+                &self.0.reason
+            }
+            /// Context for whoever decides.
+            #[getter]
+            fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                convert::to_py(py, &Value::Object(self.0.metadata.clone()))
+            }
+            /// As canonical JSON (a dict).
+            fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                convert::serialize_to_py(py, &self.0)
+            }
+            fn __repr__(&self) -> String {
+                format!("{}(id={:?}, tool_name={:?})", stringify!($ty).trim_start_matches("Py"), self.0.id, self.0.tool_name)
+            }
+        }
+    };
+}
+
+pending_methods!(PyPendingApproval, {
+    /// Approves the call; `override_arguments` replaces the model's arguments.
+    #[pyo3(signature = (*, decided_by=None, override_arguments=None, metadata=None))]
+    fn approve(
+        &self,
+        decided_by: Option<String>,
+        override_arguments: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyApprovalDecision> {
+        let mut decision = self.0.approve();
+        decision.decided_by = decided_by;
+        decision.override_arguments = override_arguments.map(convert::to_json).transpose()?;
+        decision.metadata = metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default();
+        Ok(PyApprovalDecision(decision))
+    }
+
+    /// Denies the call; the model is told `reason`.
+    #[pyo3(signature = (reason=None, *, decided_by=None))]
+    fn deny(&self, reason: Option<String>, decided_by: Option<String>) -> PyApprovalDecision {
+        let mut decision = self.0.deny(reason.unwrap_or_else(|| "the call was denied".to_owned()));
+        decision.decided_by = decided_by;
+        PyApprovalDecision(decision)
+    }
+});
+
+pending_methods!(PyPendingDeferred, {
+    /// Supplies the call's value.
+    fn complete(&self, value: &Bound<'_, PyAny>) -> PyResult<PyDeferredResult> {
+        Ok(PyDeferredResult(self.0.complete(convert::to_json(value)?)))
+    }
+
+    /// Supplies a failure; the model sees a `deferred_failed` error.
+    fn fail(&self, error: String) -> PyDeferredResult {
+        PyDeferredResult(self.0.fail(error))
+    }
+});
+
+/// A decision on a pending approval.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ApprovalDecision", frozen)]
+#[derive(Clone)]
+pub struct PyApprovalDecision(pub(crate) ApprovalDecision);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyApprovalDecision {
+    /// The pending approval's id.
+    #[getter]
+    fn id(&self) -> &str {
+        &self.0.id
+    }
+    /// Whether the call may run.
+    #[getter]
+    fn approved(&self) -> bool {
+        self.0.approved
+    }
+    /// Who decided.
+    #[getter]
+    fn decided_by(&self) -> Option<&str> {
+        self.0.decided_by.as_deref()
+    }
+    /// Why (shown to the model on a denial).
+    #[getter]
+    fn reason(&self) -> Option<&str> {
+        self.0.reason.as_deref()
+    }
+    /// Arguments to run with instead of the model's.
+    #[getter]
+    fn override_arguments<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.override_arguments.as_ref().map(|v| convert::to_py(py, v)).transpose()
+    }
+    /// Extra data recorded with the decision.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &Value::Object(self.0.metadata.clone()))
+    }
+    /// As canonical JSON (a dict).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::serialize_to_py(py, &self.0)
+    }
+    fn __repr__(&self) -> String {
+        format!("ApprovalDecision(id={:?}, approved={})", self.0.id, self.0.approved)
+    }
+}
+
+/// The outside result of a deferred call.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "DeferredResult", frozen)]
+#[derive(Clone)]
+pub struct PyDeferredResult(pub(crate) DeferredResult);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyDeferredResult {
+    /// The deferred call's id.
+    #[getter]
+    fn id(&self) -> &str {
+        &self.0.id
+    }
+    /// `"completed"` or `"failed"`.
+    #[getter]
+    fn status(&self) -> &str {
+        match self.0.outcome {
+            DeferredOutcome::Completed { .. } => "completed",
+            DeferredOutcome::Failed { .. } => "failed",
+        }
+    }
+    /// As canonical JSON (a dict).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::serialize_to_py(py, &self.0)
+    }
+}
+
+/// What a waiting run needs.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "Hitl", frozen)]
+pub struct PyHitl {
+    /// Calls waiting for approval, in model order.
+    #[pyo3(get)]
+    approvals: Vec<PyPendingApproval>,
+    /// Calls waiting for an outside result, in model order.
+    #[pyo3(get)]
+    deferred: Vec<PyPendingDeferred>,
+}
+
+impl From<starweaver::Hitl> for PyHitl {
+    fn from(hitl: starweaver::Hitl) -> Self {
+        Self {
+            approvals: hitl.approvals.into_iter().map(PyPendingApproval).collect(),
+            deferred: hitl.deferred.into_iter().map(PyPendingDeferred).collect(),
+        }
+    }
+}
+
+/// Decisions as given from Python: decision objects or canonical JSON dicts.
+pub(crate) fn decisions(
+    py: Python<'_>,
+    approvals: &[Bound<'_, PyAny>],
+    deferred: &[Bound<'_, PyAny>],
+) -> PyResult<HitlDecisions> {
+    let mut json_approvals = Vec::with_capacity(approvals.len());
+    for item in approvals {
+        json_approvals.push(match item.cast::<PyApprovalDecision>() {
+            Ok(d) => {
+                serde_json::to_value(&d.get().0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
+            }
+            Err(_) => convert::to_json(item)?,
+        });
+    }
+    let mut json_deferred = Vec::with_capacity(deferred.len());
+    for item in deferred {
+        json_deferred.push(match item.cast::<PyDeferredResult>() {
+            Ok(d) => {
+                serde_json::to_value(&d.get().0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
+            }
+            Err(_) => convert::to_json(item)?,
+        });
+    }
+    let json = serde_json::json!({"approvals": json_approvals, "deferred_results": json_deferred});
+    HitlDecisions::from_json(&json).into_py_result(py)
+}

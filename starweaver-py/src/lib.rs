@@ -1,0 +1,38 @@
+//! `starweaver._native`: the Rust runtime for the `starweaver` Python package. The core
+//! crate knows nothing of Python; this crate converts at the edges and drives runs on the
+//! caller's event loop.
+
+mod agent;
+mod awaitable;
+mod convert;
+mod errors;
+mod hitl;
+mod model;
+mod runtime;
+mod tool;
+
+use pyo3::prelude::*;
+
+/// The native module. The public API is the `starweaver` package that wraps it.
+#[pymodule(gil_used = false)]
+mod _native {
+    #[pymodule_export]
+    use crate::agent::{PyAgent, PyRunResult, PySession};
+    #[pymodule_export]
+    use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
+    #[pymodule_export]
+    use crate::model::{Messages, PyFunctionModel, PyTestModel};
+    #[pymodule_export]
+    use crate::runtime::LoopFuture;
+    #[pymodule_export]
+    use crate::tool::{PyNativeTool, PyToolContext, PyToolDefinition, PyToolResult};
+
+    use super::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+pyo3_stub_gen::define_stub_info_gatherer!(stub_info);

@@ -1,0 +1,123 @@
+//! Models for Python: the scripted `TestModel` and the callback-driven `FunctionModel`.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::testing::TestModel;
+use starweaver::{Message, Model, ModelError, ModelRequest, ModelResponse};
+
+use crate::awaitable::PyAwait;
+use crate::convert;
+use crate::errors::IntoPyResult;
+
+/// A model that plays back scripted responses and records every request.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeTestModel", frozen)]
+pub struct PyTestModel(pub(crate) Arc<TestModel>);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyTestModel {
+    /// `script`: a list of `{"text": ...}`, `{"tool_calls": [...]}` or `{"parts": [...]}`.
+    #[new]
+    fn new(py: Python<'_>, script: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let script = convert::to_json(script)?;
+        TestModel::from_json(&script).into_py_result(py).map(|m| Self(Arc::new(m)))
+    }
+
+    /// Every request so far: `{"messages": [...], "tools": [...]}`, as a provider got it.
+    #[getter]
+    fn requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::serialize_to_py(py, &self.0.requests())
+    }
+}
+
+/// A model whose answers come from a Python callback `(messages, info) -> response`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeFunctionModel", frozen)]
+pub struct PyFunctionModel(pub(crate) Arc<CallbackModel>);
+
+pub(crate) struct CallbackModel(Py<PyAny>);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyFunctionModel {
+    /// `callback(messages, info)`: `messages` is a read-only sequence of canonical message
+    /// dicts (converted as they are read), `info` a dict with `tools`, `step` and `run_id`.
+    /// It returns (or, if async, resolves to) a response dict.
+    #[new]
+    fn new(callback: Py<PyAny>) -> Self {
+        Self(Arc::new(CallbackModel(callback)))
+    }
+}
+
+/// What the callback returned: a response now, or an awaitable of one.
+enum Answer {
+    Ready(Py<PyAny>),
+    Awaiting(PyAwait),
+}
+
+impl Model for CallbackModel {
+    fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let answer = Python::attach(|py| -> PyResult<Answer> {
+            let info = PyDict::new(py);
+            info.set_item("tools", convert::serialize_to_py(py, request.tools)?)?;
+            info.set_item("step", request.step)?;
+            info.set_item("run_id", request.run_id)?;
+            let answer = self.0.bind(py).call1((Messages(request.messages.to_vec()), info))?;
+            if answer.hasattr("__await__")? && !answer.is_instance_of::<PyDict>() {
+                Ok(Answer::Awaiting(PyAwait::new(answer)?))
+            } else {
+                Ok(Answer::Ready(answer.unbind()))
+            }
+        });
+        match answer {
+            Err(err) => futures::future::ready(Err(model_error(err))).boxed(),
+            Ok(Answer::Ready(answer)) => futures::future::ready(Python::attach(|py| response(answer.bind(py)))).boxed(),
+            Ok(Answer::Awaiting(awaiting)) => {
+                awaiting.map(|answer| Python::attach(|py| response(answer.map_err(model_error)?.bind(py)))).boxed()
+            }
+        }
+    }
+}
+
+fn model_error(err: PyErr) -> ModelError {
+    ModelError::new(format!("the model callback raised {err}"))
+}
+
+fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
+    let json = convert::to_json(answer).map_err(model_error)?;
+    ModelResponse::from_json(&json).map_err(|e| ModelError::new(e.to_string()))
+}
+
+/// The history as a model callback sees it: canonical message dicts, converted when read,
+/// so a callback that looks at the last message does not pay for the whole history.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "Messages", frozen, sequence)]
+pub struct Messages(Vec<Arc<Message>>);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl Messages {
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        let len = self.0.len() as isize;
+        let at = if index < 0 { index + len } else { index };
+        if !(0..len).contains(&at) {
+            return Err(pyo3::exceptions::PyIndexError::new_err("message index out of range"));
+        }
+        convert::serialize_to_py(py, &*self.0[at as usize])
+    }
+
+    /// Every message, as a list of dicts.
+    fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.0.iter().map(|m| convert::serialize_to_py(py, &**m)).collect::<PyResult<Vec<_>>>()?)
+    }
+}

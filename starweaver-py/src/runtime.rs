@@ -1,0 +1,187 @@
+//! Driving Rust futures from the asyncio event loop, without a thread hop per call.
+//!
+//! [`LoopFuture`] is the awaitable every native `async` method returns: the awaiting asyncio
+//! Task polls the Rust future on the loop thread, so Python tool coroutines are stepped in
+//! place (see [`crate::awaitable`]). A wake from the loop thread (a done-callback) resolves
+//! the Task's waiter directly; only wakes from other threads (timers on the background
+//! tokio runtime) go through `call_soon_threadsafe`.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::ThreadId;
+
+use futures::future::BoxFuture;
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use tokio_util::sync::CancellationToken;
+
+/// The tokio runtime that serves timers (`timeout_ms`) and cancellation waiters. Futures
+/// are polled on the event loop, not here.
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("starweaver-timers")
+            .enable_time()
+            .build()
+            .expect("the starweaver timer runtime starts")
+    })
+}
+
+/// Where a waiting Task parks: the loop and the asyncio future it awaits.
+struct Waiter {
+    event_loop: Py<PyAny>,
+    future: Py<PyAny>,
+    thread: ThreadId,
+}
+
+#[derive(Default)]
+struct WakeState {
+    woken: bool,
+    waiter: Option<Waiter>,
+}
+
+/// The waker handed to the Rust future.
+#[derive(Default)]
+struct LoopWaker(Mutex<WakeState>);
+
+impl Wake for LoopWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let waiter = {
+            let mut state = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.woken = true;
+            state.waiter.take()
+        };
+        let Some(waiter) = waiter else { return };
+        Python::attach(|py| {
+            let result = if waiter.thread == std::thread::current().id() {
+                release_waiter(waiter.future.bind(py))
+            } else {
+                static RELEASE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+                RELEASE
+                    .get_or_try_init(py, || wrap_pyfunction!(release_waiter, py).map(|f| f.into_any().unbind()))
+                    .and_then(|release| {
+                        waiter.event_loop.call_method1(py, "call_soon_threadsafe", (release, waiter.future.bind(py)))
+                    })
+                    .map(drop)
+            };
+            // A closed loop means nobody awaits the run any more: nothing to wake.
+            drop(result);
+        });
+    }
+}
+
+/// Resolves a Task's waiter unless it was cancelled meanwhile.
+#[pyfunction]
+fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
+    if !future.call_method0("done")?.extract::<bool>()? {
+        future.call_method1("set_result", (future.py().None(),))?;
+    }
+    Ok(())
+}
+
+/// An awaitable Rust future. `await` it from asyncio; cancelling the awaiting Task
+/// cancels the run (running tools see `CancelledError`) and re-raises in the awaiter.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "Pending", frozen)]
+pub struct LoopFuture {
+    /// Behind a lock only because pyclasses must be `Sync`; the awaiting Task is the one
+    /// user, so it is never contended.
+    future: Mutex<Option<BoxFuture<'static, PyResult<Py<PyAny>>>>>,
+    waker: Arc<LoopWaker>,
+    cancellation: Option<CancellationToken>,
+}
+
+impl LoopFuture {
+    pub(crate) fn new(
+        future: BoxFuture<'static, PyResult<Py<PyAny>>>,
+        cancellation: Option<CancellationToken>,
+    ) -> Self {
+        Self { future: Mutex::new(Some(future)), waker: Arc::default(), cancellation }
+    }
+
+    fn step(&self, py: Python<'_>, thrown: Option<PyErr>) -> PyResult<Py<PyAny>> {
+        let mut slot = self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(future) = slot.as_mut() else {
+            return Err(PyRuntimeError::new_err("cannot reuse an already awaited starweaver call"));
+        };
+        if thrown.is_some()
+            && let Some(cancellation) = &self.cancellation
+        {
+            cancellation.cancel();
+        }
+        {
+            let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.woken = false;
+            state.waiter = None;
+        }
+        let poll = {
+            let _runtime = runtime().enter();
+            let waker = Waker::from(self.waker.clone());
+            future.as_mut().poll(&mut Context::from_waker(&waker))
+        };
+        match (poll, thrown) {
+            (Poll::Ready(result), None) => {
+                *slot = None;
+                Err(PyStopIteration::new_err((result?,)))
+            }
+            (_, Some(thrown)) => {
+                // The awaiter was cancelled: the run has wound down (or is dropped now,
+                // which cancels its tools); the awaiter sees its exception.
+                *slot = None;
+                Err(thrown)
+            }
+            (Poll::Pending, None) => self.park(py),
+        }
+    }
+
+    /// Yields what the Task should wait on: `None` to be stepped again at once (woken
+    /// during the poll, like `asyncio.sleep(0)`), else a fresh asyncio future.
+    fn park(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.woken {
+            return Ok(py.None());
+        }
+        static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
+        let future = event_loop.call_method0("create_future")?;
+        future.setattr("_asyncio_future_blocking", true)?;
+        state.waiter = Some(Waiter {
+            event_loop: event_loop.unbind(),
+            future: future.clone().unbind(),
+            thread: std::thread::current().id(),
+        });
+        Ok(future.unbind())
+    }
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl LoopFuture {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.step(py, None)
+    }
+
+    fn send(&self, py: Python<'_>, _value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.step(py, None)
+    }
+
+    fn throw(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.step(py, Some(PyErr::from_value(exc.clone())))
+    }
+
+    fn close(&self) {
+        *self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}

@@ -1,0 +1,365 @@
+//! Tools written in Python: their definition, context and result classes, and the core
+//! `Tool` implementation that calls them.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use serde_json::{Map, Value};
+use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
+
+use crate::awaitable::PyAwait;
+use crate::convert;
+use crate::errors::{self, IntoPyResult};
+use crate::hitl::PyApprovalDecision;
+
+/// The definition of a tool, shared by Rust and Python tools. Read-only.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ToolDefinition", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyToolDefinition(pub(crate) ToolDefinition);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyToolDefinition {
+    /// Builds and validates a definition; raises `RegistrationError` naming what is wrong
+    /// (the JSON path, for schemas).
+    #[new]
+    #[pyo3(signature = (name, parameters, *, description=None, strict=None, sequential=false, timeout_ms=None, max_retries=None, metadata=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        name: String,
+        parameters: &Bound<'_, PyAny>,
+        description: Option<String>,
+        strict: Option<bool>,
+        sequential: bool,
+        timeout_ms: Option<u64>,
+        max_retries: Option<u32>,
+        metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let registration = |message: String| {
+            errors::registration_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
+        };
+        let parameters = convert::to_json(parameters).map_err(|e| {
+            registration(format!("invalid tool `{name}`: parameters schema is not JSON-serialisable: {e}"))
+        })?;
+        let metadata = match metadata {
+            Some(m) => convert::to_json_object(m, "metadata")
+                .map_err(|e| registration(format!("invalid tool `{name}`: {e}")))?,
+            None => Map::new(),
+        };
+        let definition =
+            ToolDefinition { name, description, parameters, strict, sequential, timeout_ms, max_retries, metadata };
+        definition.validate().map_err(starweaver::Error::from).into_py_result(py)?;
+        Ok(Self(definition))
+    }
+
+    /// The tool's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// What the tool does, for the model.
+    #[getter]
+    fn description(&self) -> Option<&str> {
+        self.0.description.as_deref()
+    }
+
+    /// The JSON Schema of the arguments.
+    #[getter]
+    fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.0.parameters)
+    }
+
+    /// Whether providers get a strict definition (`None`: the renderer decides).
+    #[getter]
+    fn strict(&self) -> Option<bool> {
+        self.0.strict
+    }
+
+    /// Whether each call is a barrier.
+    #[getter]
+    fn sequential(&self) -> bool {
+        self.0.sequential
+    }
+
+    /// Per-attempt timeout.
+    #[getter]
+    fn timeout_ms(&self) -> Option<u64> {
+        self.0.timeout_ms
+    }
+
+    /// Retries after the first attempt (`None`: the default of 3).
+    #[getter]
+    fn max_retries(&self) -> Option<u32> {
+        self.0.max_retries
+    }
+
+    /// Model-facing metadata.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &Value::Object(self.0.metadata.clone()))
+    }
+
+    /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut json =
+            serde_json::to_value(&self.0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        if let Value::Object(map) = &mut json {
+            for key in ["description", "timeout_ms", "max_retries"] {
+                map.entry(key).or_insert(Value::Null);
+            }
+            map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+        }
+        convert::to_py(py, &json)
+    }
+
+    /// The definition as canonical JSON text (what snapshots store).
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(&self.0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ToolDefinition(name={:?}, sequential={}, strict={:?})", self.0.name, self.0.sequential, self.0.strict)
+    }
+}
+
+/// A tool's result with separate surfaces for the model, the application, the user
+/// interface and debugging.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ToolResult", frozen)]
+pub struct PyToolResult(pub(crate) ToolResult);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyToolResult {
+    /// `value` is the tool's value; `model_content` (if given) is what the model sees
+    /// instead; `metadata` is public; `app_value`, `user_content` and `private_metadata`
+    /// stay on the host.
+    #[new]
+    #[pyo3(signature = (value=None, *, metadata=None, app_value=None, model_content=None, user_content=None, private_metadata=None))]
+    fn new(
+        value: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        app_value: Option<&Bound<'_, PyAny>>,
+        model_content: Option<&Bound<'_, PyAny>>,
+        user_content: Option<&Bound<'_, PyAny>>,
+        private_metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let json = |v: Option<&Bound<'_, PyAny>>| v.map(convert::to_json).transpose();
+        Ok(Self(ToolResult {
+            value: json(value)?.unwrap_or(Value::Null),
+            model_content: json(model_content)?,
+            app_value: json(app_value)?,
+            user_content: json(user_content)?,
+            metadata: metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default(),
+            private_metadata: json(private_metadata)?,
+        }))
+    }
+
+    /// The tool's value.
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.0.value)
+    }
+
+    /// What the model sees instead of the value, if set.
+    #[getter]
+    fn model_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.model_content.as_ref().map(|v| convert::to_py(py, v)).transpose()
+    }
+
+    /// For application code.
+    #[getter]
+    fn app_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.app_value.as_ref().map(|v| convert::to_py(py, v)).transpose()
+    }
+
+    /// For the user interface.
+    #[getter]
+    fn user_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.user_content.as_ref().map(|v| convert::to_py(py, v)).transpose()
+    }
+
+    /// Public tool-return metadata.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &Value::Object(self.0.metadata.clone()))
+    }
+
+    /// Host-only debugging data.
+    #[getter]
+    fn private_metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.private_metadata.as_ref().map(|v| convert::to_py(py, v)).transpose()
+    }
+}
+
+/// The runtime state of one tool call.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ToolContext", frozen)]
+pub struct PyToolContext(pub(crate) ToolContext);
+
+/// The application's dependencies object, as tools see it.
+pub(crate) struct PyDependencies(pub(crate) Py<PyAny>);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyToolContext {
+    /// The run this call belongs to.
+    #[getter]
+    fn run_id(&self) -> &str {
+        self.0.run_id()
+    }
+
+    /// The call id as the model sent it.
+    #[getter]
+    fn tool_call_id(&self) -> &str {
+        self.0.tool_call_id()
+    }
+
+    /// The tool's name.
+    #[getter]
+    fn tool_name(&self) -> &str {
+        self.0.tool_name()
+    }
+
+    /// Model retries this tool has spent in the run.
+    #[getter]
+    fn retry(&self) -> u32 {
+        self.0.retry()
+    }
+
+    /// This call's attempt number, from 1.
+    #[getter]
+    fn attempt(&self) -> u32 {
+        self.0.attempt()
+    }
+
+    /// The tool's retry budget.
+    #[getter]
+    fn max_retries(&self) -> u32 {
+        self.0.max_retries()
+    }
+
+    /// Whether a retryable failure now would not be retried again.
+    #[getter]
+    fn last_attempt(&self) -> bool {
+        self.0.last_attempt()
+    }
+
+    /// The approval this call was re-invoked with, or `None`.
+    #[getter]
+    fn approval(&self) -> Option<PyApprovalDecision> {
+        self.0.approval().cloned().map(PyApprovalDecision)
+    }
+
+    /// The dependencies object given to `create_agent(dependencies=...)`, or `None`.
+    #[getter]
+    fn deps(&self, py: Python<'_>) -> Py<PyAny> {
+        self.0.dependency::<PyDependencies>().map_or_else(|| py.None(), |d| d.0.clone_ref(py))
+    }
+
+    /// Whether the runtime asked this call to stop.
+    fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Completes when the runtime asks this call to stop.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
+    fn cancelled(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let future = event_loop.call_method0("create_future")?;
+        if self.0.is_cancelled() {
+            future.call_method1("set_result", (py.None(),))?;
+            return Ok(future.unbind());
+        }
+        let ctx = self.0.clone();
+        let (event_loop, waiter) = (event_loop.unbind(), future.clone().unbind());
+        crate::runtime::runtime().spawn(async move {
+            ctx.cancelled().await;
+            Python::attach(|py| {
+                let set = waiter.getattr(py, "set_result");
+                if let Ok(set) = set
+                    && !waiter.call_method0(py, "done").and_then(|d| d.extract::<bool>(py)).unwrap_or(true)
+                {
+                    drop(event_loop.call_method1(py, "call_soon_threadsafe", (set, py.None())));
+                }
+            });
+        });
+        Ok(future.unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ToolContext(tool_name={:?}, tool_call_id={:?})", self.0.tool_name(), self.0.tool_call_id())
+    }
+}
+
+/// A Python tool as the runtime sees it: a definition and the layer's `invoke(ctx,
+/// arguments_json)`, which validates the arguments and starts the call.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeTool", frozen)]
+pub struct PyNativeTool {
+    pub(crate) tool: Arc<PythonTool>,
+}
+
+pub(crate) struct PythonTool {
+    definition: ToolDefinition,
+    invoke: Py<PyAny>,
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyNativeTool {
+    /// `invoke(ctx, arguments: bytes)` returns a coroutine (async tools) or an asyncio
+    /// future (sync tools in the executor), or raises `InvalidArguments`.
+    #[new]
+    fn new(definition: &PyToolDefinition, invoke: Py<PyAny>) -> Self {
+        Self { tool: Arc::new(PythonTool { definition: definition.0.clone(), invoke }) }
+    }
+
+    /// The tool's definition.
+    #[getter]
+    fn definition(&self) -> PyToolDefinition {
+        PyToolDefinition(self.tool.definition.clone())
+    }
+}
+
+impl starweaver::Tool for PythonTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
+        let started = Python::attach(|py| {
+            let arguments = serde_json::to_vec(args).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+            let awaitable = self
+                .invoke
+                .bind(py)
+                .call1((PyToolContext(ctx), PyBytes::new(py, &arguments)))
+                .and_then(PyAwait::new)
+                .map_err(|err| errors::tool_error(py, err))?;
+            Ok::<_, ToolError>(awaitable)
+        });
+        match started {
+            Ok(awaitable) => awaitable.map(|outcome| Python::attach(|py| finish(py, outcome))).boxed(),
+            Err(err) => futures::future::ready(Err(err)).boxed(),
+        }
+    }
+}
+
+/// A finished Python call as a tool outcome: a `ToolResult` as given, any other value as
+/// JSON, an exception as its `ToolError` kind.
+fn finish(py: Python<'_>, outcome: PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError> {
+    let value = outcome.map_err(|err| errors::tool_error(py, err))?.into_bound(py);
+    if let Ok(result) = value.cast::<PyToolResult>() {
+        return Ok(result.get().0.clone());
+    }
+    convert::to_json(&value)
+        .map(ToolResult::new)
+        .map_err(|err| ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")))
+}

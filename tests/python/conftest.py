@@ -1,0 +1,34 @@
+"""Shared fixtures: scripted models for the common shapes of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from starweaver.testing import TestModel
+
+
+def calls_then_text(calls: Sequence[Mapping[str, object]], text: str = "done") -> TestModel:
+    """A model that makes one response of tool calls, then answers ``text``."""
+    return TestModel.responses([TestModel.tool_call_response(calls), {"text": text}])
+
+
+def call(call_id: str, name: str, arguments: Mapping[str, object] | None = None) -> dict[str, object]:
+    return {"id": call_id, "name": name, "arguments": dict(arguments or {})}
+
+
+def returns(messages: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """Every tool return in a history, in order."""
+    out: list[dict[str, object]] = []
+    for message in messages:
+        if message["kind"] == "request":
+            parts = message["parts"]
+            assert isinstance(parts, list)
+            out.extend(part for part in parts if part["kind"] == "tool_return")
+    return out
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
