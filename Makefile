@@ -1,14 +1,40 @@
 # Every target installs or builds what it needs, so a fresh clone needs nothing else.
 .DEFAULT_GOAL := help
 CARGO ?= cargo
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# maturin gets its own target dir: pyo3's build script reruns whenever the Python
+# environment changes, so sharing one with `cargo test` would rebuild pyo3 every time.
+MATURIN_TARGET := target/maturin
+export VIRTUAL_ENV := $(abspath $(VENV))
 
 .PHONY: help
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+
+.PHONY: install
+install: $(BIN)/python  ## create .venv with the build and test tools
+
+.PHONY: build-dev
+build-dev: install  ## build the Python package (release) into .venv
+	cd starweaver-py && ../$(BIN)/maturin develop --release --quiet --target-dir ../$(MATURIN_TARGET)
+
 .PHONY: run
-run:  ## the main job: the quickstart agent with tools and an approval on the test model
+run: build-dev  ## the main job: the quickstart agents (Rust tools, then Python tools) on the test model
 	$(CARGO) run --quiet --example quickstart
+	$(BIN)/python examples/quickstart.py
+
+.PHONY: stubs
+stubs: install  ## regenerate stubs/starweaver/_native.pyi from the bindings
+	PYO3_PYTHON=$(abspath $(BIN)/python) $(CARGO) run --quiet -p starweaver-py --bin stub_gen
+	mv starweaver-py/python/starweaver/_native/__init__.pyi stubs/starweaver/_native.pyi
+	rmdir starweaver-py/python/starweaver/_native
 
 .PHONY: format
 format:  ## format the Rust code
@@ -19,13 +45,26 @@ lint-rust:  ## rustfmt check and clippy with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+.PHONY: lint-python
+lint-python: stubs build-dev  ## stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing
+	git diff --exit-code -- stubs/ || (echo "stubs/ is stale: run 'make stubs' and commit" && exit 1)
+	$(BIN)/python -m mypy.stubtest starweaver._native --allowlist stubs/stubtest-allowlist.txt
+	$(BIN)/mypy --strict starweaver-py/python/starweaver tests/typing/public_api.py tests/typing/check_misuse.py
+	$(BIN)/pyright
+	$(BIN)/python tests/typing/check_misuse.py
+
 .PHONY: test-rust
-test-rust:  ## every Rust test: unit, integration, doc tests
+test-rust:  ## every Rust test: unit, integration, doc, snapshot and compile-fail tests
 	$(CARGO) test --workspace
 
+.PHONY: test-python
+test-python: build-dev  ## pytest: spec samples, control flow, scheduling, HITL, snapshots
+	$(BIN)/python -m pytest tests/python -q
+
 .PHONY: test
-test: lint-rust test-rust  ## every check and every test (what CI runs)
+test: lint-rust test-rust lint-python test-python  ## every check and every test (what CI runs)
 
 .PHONY: bench
-bench:  ## benchmarks (report figures; they gate nothing)
+bench: build-dev  ## benchmarks: P4 in Rust, then the PERF.md table against pydantic-ai
 	$(CARGO) bench -p starweaver --bench scheduler
+	$(BIN)/python bench/run.py

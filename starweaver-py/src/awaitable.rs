@@ -27,15 +27,17 @@ impl PyAwait {
     /// Wraps what a Python call returned: a coroutine, or an awaitable future.
     pub(crate) fn new(awaitable: Bound<'_, PyAny>) -> PyResult<Self> {
         let py = awaitable.py();
+        let waker: Arc<Mutex<Option<Waker>>> = Arc::default();
         let (coroutine, waiting_on) = if awaitable.hasattr(pyo3::intern!(py, "send"))? {
             (Some(awaitable.unbind()), None)
         } else if awaitable.hasattr(pyo3::intern!(py, "add_done_callback"))? {
+            awaitable.call_method1(pyo3::intern!(py, "add_done_callback"), (WakeOnDone(waker.clone()),))?;
             (None, Some(awaitable.unbind()))
         } else {
             let coroutine = awaitable.call_method0(pyo3::intern!(py, "__await__"))?;
             (Some(coroutine.unbind()), None)
         };
-        Ok(Self { coroutine, waiting_on, waker: Arc::default(), done: false })
+        Ok(Self { coroutine, waiting_on, waker, done: false })
     }
 
     fn step(&mut self, py: Python<'_>, waker: &Waker) -> Poll<PyResult<Py<PyAny>>> {

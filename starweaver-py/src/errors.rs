@@ -45,11 +45,14 @@ classes! {
     session_state_error => "SessionStateError",
 }
 
+/// Looks up one exception class.
+type ClassOf = for<'py> fn(Python<'py>) -> PyResult<&'py Bound<'py, PyType>>;
+
 /// The tool outcome a Python exception stands for. Unexpected exceptions become
 /// `Execution` errors whose traceback goes to `private_metadata` only.
 pub(crate) fn tool_error(py: Python<'_>, err: PyErr) -> ToolError {
     let value = err.value(py);
-    let kinds: [(fn(Python<'_>) -> PyResult<&Bound<'_, PyType>>, ToolErrorKind); 9] = [
+    let kinds: [(ClassOf, ToolErrorKind); 9] = [
         (invalid_arguments, ToolErrorKind::InvalidArguments),
         (model_retry, ToolErrorKind::ModelRetry),
         (feedback, ToolErrorKind::Feedback),
@@ -88,7 +91,7 @@ fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {
     static FORMAT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let traceback = FORMAT
         .import(py, "traceback", "format_exception")
-        .and_then(|format| format.call1((err.value(py),)))
+        .and_then(|format| format.call1((err.get_type(py), err.value(py), err.traceback(py))))
         .and_then(|lines| lines.extract::<Vec<String>>())
         .map(|lines| lines.concat())
         .unwrap_or_default();

@@ -35,4 +35,5 @@ mod _native {
     }
 }
 
+pyo3_stub_gen::module_variable!("starweaver._native", "__version__", &str);
 pyo3_stub_gen::define_stub_info_gatherer!(stub_info);

@@ -117,6 +117,7 @@ impl Messages {
     }
 
     /// Every message, as a list of dicts.
+    #[gen_stub(override_return_type(type_repr = "list[dict[str, typing.Any]]", imports = ("typing",)))]
     fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, self.0.iter().map(|m| convert::serialize_to_py(py, &**m)).collect::<PyResult<Vec<_>>>()?)
     }

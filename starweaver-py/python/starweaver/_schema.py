@@ -56,7 +56,7 @@ def _schema_of(model: type[pydantic.BaseModel]) -> dict[str, object]:
 
 
 def _invalid(error: pydantic.ValidationError) -> InvalidArguments:
-    parts = []
+    parts: list[str] = []
     for item in error.errors(include_url=False):
         location = ".".join(str(part) for part in item["loc"])
         parts.append(f"`{location}`: {item['msg']}" if location else str(item["msg"]))

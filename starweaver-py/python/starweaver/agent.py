@@ -20,9 +20,9 @@ DeferredDecision = DeferredResult | Mapping[str, object]
 
 def _native_tool(item: ToolLike) -> NativeTool:
     if isinstance(item, (Tool, BaseTool)):
-        return item._native  # noqa: SLF001
+        return item.native
     # A raw callable: the same inference path as `@tool`.
-    return Tool(item)._native  # noqa: SLF001
+    return Tool(item).native
 
 
 class Agent:
@@ -118,7 +118,8 @@ def create_agent(
     callables; ``approval_required_tools`` entries are tool names, toolset names, metadata
     dicts, or ``"*"``. Raises ``RegistrationError`` naming what is wrong."""
     native = NativeAgent(
-        model._native,  # noqa: SLF001
+        # Anything else reaches the native check, which names what was passed.
+        getattr(model, "native", model),
         [_native_tool(item) for item in tools],
         instructions=instructions,
         approval_required_tools=list(approval_required_tools) if approval_required_tools is not None else None,

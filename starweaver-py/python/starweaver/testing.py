@@ -20,7 +20,7 @@ class TestModel:
     __test__ = False  # not a pytest test class
 
     def __init__(self, script: Sequence[ModelResponse]) -> None:
-        self._native = NativeTestModel([dict(item) for item in script])
+        self.native = NativeTestModel([dict(item) for item in script])
 
     @classmethod
     def responses(cls, responses: Sequence[ModelResponse]) -> TestModel:
@@ -35,7 +35,7 @@ class TestModel:
     @property
     def requests(self) -> list[dict[str, Any]]:
         """Every request so far: ``{"messages": [...], "tools": [...]}`` (model-facing view)."""
-        requests: list[dict[str, Any]] = self._native.requests
+        requests: list[dict[str, Any]] = self.native.requests
         return requests
 
 
@@ -49,4 +49,4 @@ class FunctionModel:
     ``tools`` (definition dicts), ``step`` and ``run_id``."""
 
     def __init__(self, function: ModelFunction) -> None:
-        self._native = NativeFunctionModel(function)
+        self.native = NativeFunctionModel(function)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import importlib
 import inspect
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
 
@@ -29,7 +29,8 @@ class Tool(Generic[P, R]):
     can be unit-tested directly; ``definition`` is what models are sent."""
 
     definition: ToolDefinition
-    _native: NativeTool
+    native: NativeTool
+    """The runtime's handle for this tool: what ``create_agent`` registers."""
 
     def __init__(
         self,
@@ -60,8 +61,8 @@ class Tool(Generic[P, R]):
             max_retries=max_retries,
             metadata=dict(metadata) if metadata is not None else None,
         )
-        self._native = NativeTool(self.definition, _invoker(fn, spec))
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        self.native = NativeTool(self.definition, _invoker(fn, spec))
+        functools.update_wrapper(self, fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self._fn(*args, **kwargs)
@@ -83,7 +84,8 @@ def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> Callable[[ToolCo
 
         def invoke_async(ctx: ToolContext, raw: bytes) -> Awaitable[object]:
             args, kwargs = decode(raw)
-            return fn(ctx, *args, **kwargs) if takes_context else fn(*args, **kwargs)
+            coroutine: Awaitable[object] = fn(ctx, *args, **kwargs) if takes_context else fn(*args, **kwargs)
+            return coroutine
 
         return invoke_async
 
@@ -134,7 +136,9 @@ def tool(
     decorator (so models defined inside a function, and ``from __future__ import
     annotations``, work).
     """
-    localns = sys._getframe(1).f_locals  # noqa: SLF001 (the decorating frame, as validate_call does)
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    localns = caller.f_locals if caller is not None else None  # the decorating frame, as validate_call does
 
     def decorate(function: Callable[P, R]) -> Tool[P, R]:
         return Tool(
@@ -184,7 +188,7 @@ class BaseTool:
             timeout_ms=timeout_ms,
             max_retries=max_retries,
             metadata=metadata,
-            localns=vars(sys.modules[type(self).__module__]),
+            localns=vars(importlib.import_module(type(self).__module__)),
         )
 
     @property
@@ -193,8 +197,9 @@ class BaseTool:
         return self._tool.definition
 
     @property
-    def _native(self) -> NativeTool:
-        return self._tool._native  # noqa: SLF001
+    def native(self) -> NativeTool:
+        """The runtime's handle for this tool: what ``create_agent`` registers."""
+        return self._tool.native
 
     def call(self, *args: Any, **kwargs: Any) -> object:  # noqa: ANN401 (subclasses narrow it)
         """The tool's work; subclasses override it (``async def`` or ``def``)."""

@@ -22,6 +22,7 @@ __all__ = [
     "ToolResult",
 ]
 
+__version__: builtins.str
 @typing.final
 class ApprovalDecision:
     r"""
@@ -107,7 +108,7 @@ class Messages:
     """
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int) -> typing.Any: ...
-    def to_list(self) -> list:
+    def to_list(self) -> list[dict[str, typing.Any]]:
         r"""
         Every message, as a list of dicts.
         """

@@ -1,0 +1,1 @@
+../../../stubs/starweaver/_native.pyi

@@ -1,0 +1,322 @@
+"""DESIGN.md §7 from Python: what each tool outcome makes the runtime do and the model see."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from conftest import call, calls_then_text, returns
+from pydantic import BaseModel
+
+from starweaver import (
+    Cancelled,
+    Execution,
+    Feedback,
+    InvalidArguments,
+    ModelRetry,
+    RegistrationError,
+    Timeout,
+    ToolContext,
+    ToolResult,
+    UserError,
+    create_agent,
+    tool,
+)
+from starweaver.testing import TestModel
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+async def one_call(t: object, name: str, arguments: dict[str, object] | None = None) -> dict[str, object]:
+    result = await create_agent(model=calls_then_text([call("c1", name, arguments)]), tools=[t]).run("go")
+    return returns(result.messages)[0]
+
+
+def test_values_pydantic_models_and_dataclasses_are_serialised() -> None:
+    import dataclasses
+    import datetime
+
+    class Out(BaseModel):
+        when: datetime.date
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    @tool
+    async def model_out() -> Out:
+        return Out(when=datetime.date(2026, 1, 2))
+
+    @tool
+    def dataclass_out() -> Point:
+        return Point(3)
+
+    assert run(one_call(model_out, "model_out"))["content"] == {"when": "2026-01-02"}  # type: ignore[index]
+    assert run(one_call(dataclass_out, "dataclass_out"))["content"] == {"x": 3}  # type: ignore[index]
+
+
+def test_a_value_that_is_not_json_serialisable_is_an_execution_error() -> None:
+    @tool(max_retries=0)
+    async def opaque() -> object:
+        return object()
+
+    ret = run(one_call(opaque, "opaque"))
+    assert ret["content"]["kind"] == "execution"  # type: ignore[index]
+    assert "not JSON-serialisable" in ret["content"]["message"]  # type: ignore[index]
+
+
+def test_invalid_arguments_name_the_field_and_count_a_retry() -> None:
+    seen: list[int] = []
+
+    @tool
+    async def add(ctx: ToolContext, left: int, right: int) -> int:
+        seen.append(ctx.retry)
+        return left + right
+
+    async def go() -> list[dict[str, object]]:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response([call("c1", "add", {"left": "two", "right": 1})]),
+                TestModel.tool_call_response([call("c2", "add", {"left": 1})]),
+                TestModel.tool_call_response([call("c3", "add", {"left": 1, "right": 1, "extra": 0})]),
+                TestModel.tool_call_response([call("c4", "add", {"left": 1, "right": 1})]),
+                {"text": "done"},
+            ]
+        )
+        result = await create_agent(model=model, tools=[add]).run("go")
+        assert result.status == "completed"
+        return returns(result.messages)
+
+    rets = run(go())
+    assert [r["content"]["message"] for r in rets[:3]] == [  # type: ignore[index]
+        "`left`: Input should be a valid integer, unable to parse string as an integer",
+        "`right`: Field required",
+        "`extra`: Extra inputs are not permitted",
+    ]
+    assert all(r["content"]["kind"] == "invalid_arguments" for r in rets[:3])  # type: ignore[index]
+    assert seen == [3], "the valid call saw the three retries spent before it"
+
+
+def test_raised_invalid_arguments_and_model_retry_exhaust_the_budget_and_fail_the_run() -> None:
+    for exc in (InvalidArguments("bad"), ModelRetry("try a positive number")):
+
+        @tool(max_retries=1)
+        async def picky(n: int) -> int:
+            raise exc
+
+        async def go() -> object:
+            model = TestModel.responses(
+                [
+                    TestModel.tool_call_response([call("c1", "picky", {"n": 1})]),
+                    TestModel.tool_call_response([call("c2", "picky", {"n": 2})]),
+                    {"text": "unreachable"},
+                ]
+            )
+            return await create_agent(model=model, tools=[picky]).run("go")
+
+        result = run(go())
+        assert result.status == "failed"  # type: ignore[attr-defined]
+        assert result.error == f"tool `picky` exceeded its retry budget of 1; last error: {exc.message}"  # type: ignore[attr-defined]
+
+
+def test_feedback_is_guidance_not_an_error() -> None:
+    @tool(max_retries=0)
+    async def read(path: str) -> str:
+        raise Feedback(f"no such file: {path}", metadata={"path": path})
+
+    ret = run(one_call(read, "read", {"path": "notes.txt"}))
+    assert ret["is_error"] is False
+    assert ret["content"] == {"kind": "feedback", "message": "no such file: notes.txt", "success": False}
+    assert ret["metadata"] == {"path": "notes.txt"}
+
+
+def test_user_error_is_never_retried() -> None:
+    attempts: list[int] = []
+
+    @tool
+    async def needs_wiring(ctx: ToolContext) -> None:
+        attempts.append(ctx.attempt)
+        raise UserError("missing runtime dependency")
+
+    ret = run(one_call(needs_wiring, "needs_wiring"))
+    assert (ret["is_error"], ret["content"]["kind"], attempts) == (True, "user_error", [1])  # type: ignore[index]
+
+
+def test_unexpected_exceptions_are_retried_then_shown_with_attempts_and_a_private_traceback() -> None:
+    attempts: list[int] = []
+
+    @tool
+    async def flaky(ctx: ToolContext) -> str:
+        attempts.append(ctx.attempt)
+        raise ValueError("backend on fire")
+
+    async def go() -> object:
+        return await create_agent(model=calls_then_text([call("c1", "flaky")]), tools=[flaky]).run("go")
+
+    result = run(go())
+    part = returns(result.messages)[0]  # type: ignore[attr-defined]
+    assert attempts == [1, 2, 3, 4]
+    assert part["content"]["kind"] == "execution"
+    assert part["content"]["attempts"] == 4
+    assert part["content"]["message"] == "ValueError: backend on fire (failed after 4 attempt(s))"
+    assert "Traceback" in part["private_metadata"]["traceback"]
+    assert "Traceback" not in repr({k: v for k, v in part.items() if k != "private_metadata"})
+
+
+def test_execution_errors_recover_on_a_later_attempt() -> None:
+    @tool(max_retries=2)
+    async def eventually(ctx: ToolContext) -> int:
+        if ctx.attempt < 3:
+            raise Execution("not yet")
+        return ctx.attempt
+
+    assert run(one_call(eventually, "eventually"))["content"] == 3
+
+
+def test_sync_tools_run_in_worker_threads() -> None:
+    loop_thread: list[int] = []
+
+    @tool
+    def where() -> bool:
+        return threading.get_ident() != loop_thread[0]
+
+    async def go() -> dict[str, object]:
+        loop_thread.append(threading.get_ident())
+        return await one_call(where, "where")
+
+    assert run(go())["content"] is True
+
+
+def test_a_timeout_cancels_the_coroutine() -> None:
+    seen: list[str] = []
+
+    @tool(timeout_ms=20)
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "never"
+
+    ret = run(one_call(slow, "slow"))
+    assert ret["content"] == {"kind": "timeout", "message": "tool `slow` timed out after 20 ms", "success": False}
+    assert seen == ["cancelled"]
+
+
+def test_tools_raising_cancelled_or_timeout_map_to_those_kinds() -> None:
+    for exc, kind in ((Cancelled("stopped"), "cancelled"), (Timeout("too slow"), "timeout")):
+
+        @tool
+        async def gives_up() -> None:
+            raise exc
+
+        ret = run(one_call(gives_up, "gives_up"))
+        assert (ret["content"]["kind"], ret["is_error"]) == (kind, True)  # type: ignore[index]
+
+
+def test_cancelling_the_awaiting_task_cancels_running_tools() -> None:
+    observed: list[str] = []
+
+    @tool
+    async def waits(ctx: ToolContext) -> None:
+        observed.append(f"cancelled before: {ctx.is_cancelled()}")
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            observed.append(f"CancelledError, is_cancelled: {ctx.is_cancelled()}")
+            raise
+
+    @tool
+    async def watches(ctx: ToolContext) -> None:
+        await ctx.cancelled()
+        observed.append("cancelled() completed")
+
+    async def go() -> None:
+        agent = create_agent(model=calls_then_text([call("c1", "waits"), call("c2", "watches")]), tools=[waits, watches])
+        task = asyncio.ensure_future(agent.run("go"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(go())
+    assert observed[:2] == ["cancelled before: False", "CancelledError, is_cancelled: True"]
+
+
+def test_ctx_cancelled_completes_when_the_run_is_cancelled() -> None:
+    waiters: list[asyncio.Future[None]] = []
+
+    @tool
+    async def watcher(ctx: ToolContext) -> None:
+        waiters.append(ctx.cancelled())  # type: ignore[arg-type]
+        await asyncio.sleep(10)
+
+    async def go() -> None:
+        agent = create_agent(model=calls_then_text([call("c1", "watcher")]), tools=[watcher])
+        task = asyncio.ensure_future(agent.run("go"))
+        await asyncio.sleep(0.02)
+        assert not waiters[0].done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(waiters[0], timeout=5)
+
+    run(go())
+    assert waiters[0].done()
+
+
+def test_an_unknown_tool_is_a_not_found_return() -> None:
+    @tool
+    async def known() -> None: ...
+
+    ret = run(one_call(known, "unknown"))
+    assert ret["content"]["kind"] == "not_found"  # type: ignore[index]
+    assert ret["content"]["message"] == "unknown tool `unknown`; available tools: `known`"  # type: ignore[index]
+
+
+def test_tool_results_and_dependencies() -> None:
+    class Db:
+        url = "postgres://db"
+
+    @tool
+    async def query(ctx: ToolContext) -> ToolResult:
+        return ToolResult(ctx.deps.url, model_content="connected", private_metadata={"pool": 1})
+
+    async def go() -> dict[str, object]:
+        agent = create_agent(model=calls_then_text([call("c1", "query")]), tools=[query], dependencies=Db())
+        return returns((await agent.run("go")).messages)[0]
+
+    part = run(go())
+    assert (part["content"], part["value"], part["private_metadata"]) == ("connected", "postgres://db", {"pool": 1})
+
+
+def test_bad_registrations_are_clear_errors() -> None:
+    @tool
+    async def twin() -> None: ...
+
+    with pytest.raises(RegistrationError, match="duplicate tool name `twin`"):
+        create_agent(model=TestModel.responses([]), tools=[twin, twin])
+    with pytest.raises(RegistrationError, match=r"names must match"):
+        tool(name="has space")(twin)
+    with pytest.raises(RegistrationError, match="invalid approval rule"):
+        create_agent(model=TestModel.responses([]), tools=[twin], approval_required_tools=[""])
+    with pytest.raises(RegistrationError, match="must be an ordinary keyword parameter"):
+
+        @tool
+        async def variadic(*names: str) -> None: ...
+
+    with pytest.raises(TypeError, match="`model` must be a starweaver model"):
+        create_agent(model=object(), tools=[])  # type: ignore[arg-type]
+
+
+def test_a_script_that_runs_out_fails_the_run_clearly() -> None:
+    async def go() -> object:
+        return await create_agent(model=TestModel.responses([]), tools=[]).run("go")
+
+    result = run(go())
+    assert result.status == "failed"  # type: ignore[attr-defined]
+    assert "TestModel script exhausted" in result.error  # type: ignore[attr-defined]

@@ -1,0 +1,34 @@
+"""Deliberate misuse: every line marked `# error` must be rejected by both mypy --strict
+and pyright (strict), and no other line may be. Checked by check_misuse.py; never run."""
+
+from __future__ import annotations
+
+from starweaver import ToolContext, ToolDefinition, create_agent, tool
+from starweaver.testing import TestModel
+
+
+@tool
+async def add(left: int, right: int) -> int:
+    return left + right
+
+
+@tool(sequential=True)
+def shout(ctx: ToolContext, text: str) -> str:
+    return text.upper()
+
+
+async def misuse() -> None:
+    await add("1", 2)  # error
+    await add(1)  # error
+    await add(1, 2, 3)  # error
+    await add(left=1, rite=2)  # error
+    shout("not a context", "x")  # error
+    doubled: str = await add(1, 2)  # error
+    definition: ToolDefinition = add.definition
+    definition.name = "renamed"  # error
+    create_agent(model="gpt", tools=[add])  # error
+    create_agent(model=TestModel([]), tools=[add], max_steps="ten")  # error
+    tool(sequential="yes")(add)  # error
+    result = await create_agent(model=TestModel([])).run(42)  # error
+    result.hitl.approvals[0].approve("ui")  # error
+    del doubled, result

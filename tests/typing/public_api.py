@@ -1,0 +1,137 @@
+"""Uses every public name; `mypy --strict` and `pyright` (strict) must accept it and agree
+with each `assert_type`. Run by `make lint-python`; never executed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pydantic import BaseModel
+from typing_extensions import assert_type
+
+import starweaver
+from starweaver import (
+    Agent,
+    AgentSession,
+    ApprovalDecision,
+    ApprovalRequired,
+    BaseTool,
+    CallDeferred,
+    Cancelled,
+    DecisionError,
+    DeferredResult,
+    Execution,
+    Feedback,
+    Hitl,
+    InvalidArguments,
+    ModelRetry,
+    PendingApproval,
+    PendingDeferred,
+    RegistrationError,
+    RunResult,
+    SessionStateError,
+    StarweaverError,
+    Timeout,
+    Tool,
+    ToolContext,
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    UserError,
+    create_agent,
+    create_agent_runtime,
+    tool,
+)
+from starweaver.testing import FunctionModel, Messages, TestModel
+
+
+@tool
+async def add(left: int, right: int) -> dict[str, int]:
+    return {"total": left + right}
+
+
+@tool(sequential=True, timeout_ms=5_000, max_retries=1, metadata={"risk": "low"})
+def shout(ctx: ToolContext, text: str) -> str:
+    return text.upper() + ctx.tool_call_id
+
+
+class TicketArgs(BaseModel):
+    ticket_id: str
+
+
+@tool(name="fetch", description="Fetch a ticket.", strict=True)
+async def fetch_ticket(args: TicketArgs) -> ToolResult:
+    return ToolResult({"id": args.ticket_id}, model_content="found", private_metadata={"trace": 1})
+
+
+class DeployTool(BaseTool):
+    name = "deploy"
+    description = "Deploy."
+
+    async def call(self, ctx: ToolContext, args: dict[str, object]) -> dict[str, bool]:
+        if ctx.approval is None:
+            raise ApprovalRequired("deploy production", metadata={"risk": "high"})
+        return {"ok": not ctx.is_cancelled()}
+
+
+def scripted(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    return {"text": f"{len(messages)} messages"}
+
+
+async def typed_usage() -> None:
+    # The decorator keeps the call signature (ParamSpec): names, types and return.
+    as_function: Callable[[int, int], Coroutine[Any, Any, dict[str, int]]] = add
+    as_sync_function: Callable[[ToolContext, str], str] = shout
+    assert_type(await add(1, 2), dict[str, int])
+    assert_type(await add(left=1, right=2), dict[str, int])
+    assert_type(add.definition, ToolDefinition)
+    assert_type(add.definition.name, str)
+    assert_type(add.definition.to_dict(), Any)
+    assert_type(DeployTool().definition, ToolDefinition)
+
+    model = TestModel.responses([TestModel.tool_call_response([{"id": "c", "name": "add", "arguments": {}}]), {"text": "ok"}])
+    assert_type(model.requests, list[dict[str, Any]])
+    agent = create_agent(model=model, tools=[add, shout, fetch_ticket, DeployTool(), len], approval_required_tools=["deploy", {"risk": "high"}, "*"])
+    assert_type(agent, Agent)
+    assert_type(create_agent_runtime(model=FunctionModel(scripted)), Agent)
+    result = await agent.run("go")
+    assert_type(result, RunResult)
+    assert_type(result.status, str)
+    assert_type(result.output, str | None)
+    assert_type(result.hitl, Hitl)
+    async with agent as same, same.session() as session:
+        assert_type(session, AgentSession)
+        waiting = await session.run("deploy")
+        pending = waiting.hitl.approvals[0]
+        assert_type(pending, PendingApproval)
+        decision = pending.approve(decided_by="ui", override_arguments={"a": 1}, metadata={"why": "ok"})
+        assert_type(decision, ApprovalDecision)
+        assert_type(pending.deny("no"), ApprovalDecision)
+        deferred = waiting.hitl.deferred[0]
+        assert_type(deferred, PendingDeferred)
+        assert_type(deferred.complete({"rows": 1}), DeferredResult)
+        assert_type(deferred.fail("boom"), DeferredResult)
+        assert_type(await session.hitl.resume(approvals=[decision]), RunResult)
+        assert_type(await session.resume_after_hitl(approvals=[{"id": "x", "approved": True}]), RunResult)
+        assert_type(session.hitl.pending, Hitl | None)
+
+    errors: list[type[StarweaverError]] = [
+        ToolError,
+        InvalidArguments,
+        ModelRetry,
+        Feedback,
+        UserError,
+        Execution,
+        ApprovalRequired,
+        CallDeferred,
+        Cancelled,
+        Timeout,
+        RegistrationError,
+        DecisionError,
+        SessionStateError,
+    ]
+    assert_type(errors, list[type[StarweaverError]])
+    assert_type(starweaver.__version__, str)
+    assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
+    assert_type(Tool(len).definition, ToolDefinition)
+    del as_function, as_sync_function
