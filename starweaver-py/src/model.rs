@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::testing::TestModel;
-use starweaver::{Message, Model, ModelError, ModelRequest, ModelResponse};
+use starweaver::{Model, ModelError, ModelRequest, ModelResponse};
 
 use crate::awaitable::PyAwait;
 use crate::convert;
@@ -68,7 +68,7 @@ impl Model for CallbackModel {
             info.set_item("tools", convert::serialize_to_py(py, request.tools)?)?;
             info.set_item("step", request.step)?;
             info.set_item("run_id", request.run_id)?;
-            let answer = self.0.bind(py).call1((Messages(request.messages.to_vec()), info))?;
+            let answer = self.0.bind(py).call1((Messages(request.messages.clone()), info))?;
             if answer.hasattr("__await__")? && !answer.is_instance_of::<PyDict>() {
                 Ok(Answer::Awaiting(PyAwait::new(answer)?))
             } else {
@@ -98,7 +98,7 @@ fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
 /// so a callback that looks at the last message does not pay for the whole history.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "Messages", frozen, sequence)]
-pub struct Messages(Vec<Arc<Message>>);
+pub struct Messages(starweaver::Messages);
 
 #[gen_stub_pymethods]
 #[pymethods]

@@ -31,7 +31,7 @@ pub use hitl::{
     PendingApproval, PendingCall, PendingDeferred,
 };
 pub use message::{
-    History, HostFields, Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
+    History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
 };
 pub use model::{Model, ModelError, ModelRequest, ModelResponse};
 pub use registry::{ToolRegistry, Toolset};

@@ -155,6 +155,31 @@ impl HostFields {
     }
 }
 
+/// A snapshot of a conversation's model-facing messages. Cloning it copies one pointer;
+/// the history it was taken from copies its list only if it grows while a snapshot is
+/// still held (a model that keeps every request, like `TestModel`).
+///
+/// ```
+/// use starweaver::History;
+///
+/// let history = History::from_json(&serde_json::json!([
+///     {"kind": "request", "parts": [{"kind": "user_prompt", "text": "hi"}]},
+/// ])).unwrap();
+/// let snapshot = history.messages().clone();
+/// assert_eq!(snapshot.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Messages(Arc<Vec<Arc<Message>>>);
+
+impl std::ops::Deref for Messages {
+    type Target = [Arc<Message>];
+
+    fn deref(&self) -> &[Arc<Message>] {
+        &self.0
+    }
+}
+
 /// The conversation of a session: model-facing messages plus the host-only fields of
 /// their tool returns.
 ///
@@ -175,13 +200,13 @@ impl HostFields {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
-    messages: Vec<Arc<Message>>,
+    messages: Messages,
     host: BTreeMap<(usize, usize), Box<HostFields>>,
 }
 
 impl History {
     /// The model-facing messages, exactly what a provider is sent.
-    pub fn messages(&self) -> &[Arc<Message>] {
+    pub fn messages(&self) -> &Messages {
         &self.messages
     }
 
@@ -192,7 +217,7 @@ impl History {
 
     /// The canonical JSON of the full history, host-only fields included.
     pub fn to_json(&self) -> Value {
-        let messages = self.messages.iter().enumerate().map(|(i, message)| {
+        let messages = self.messages.0.iter().enumerate().map(|(i, message)| {
             let mut json = serde_json::to_value(message).expect("messages hold only JSON values");
             for ((_, part), host) in self.host.range((i, 0)..(i + 1, 0)) {
                 let fields = serde_json::to_value(host).expect("host fields hold only JSON values");
@@ -230,14 +255,18 @@ impl History {
                 }
             }
             let message = serde_json::from_value(item).map_err(|e| invalid(format!("message {i}: {e}")))?;
-            history.messages.push(Arc::new(message));
+            history.append(message);
         }
         Ok(history)
     }
 
     pub(crate) fn push(&mut self, message: Message) -> &Arc<Message> {
-        self.messages.push(Arc::new(message));
+        self.append(message);
         self.messages.last().expect("just pushed")
+    }
+
+    fn append(&mut self, message: Message) {
+        Arc::make_mut(&mut self.messages.0).push(Arc::new(message));
     }
 
     pub(crate) fn push_request(&mut self, parts: impl IntoIterator<Item = (RequestPart, Option<Box<HostFields>>)>) {
@@ -249,7 +278,7 @@ impl History {
             }
             request.push(part);
         }
-        self.messages.push(Arc::new(Message::Request { parts: request }));
+        self.append(Message::Request { parts: request });
     }
 }
 

@@ -8,14 +8,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::message::{Message, ResponsePart, ToolCallPart};
+use crate::message::{Messages, ResponsePart, ToolCallPart};
 use crate::tool::ToolDefinition;
 
 /// What a model is asked: the model-facing history and the tool definitions.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRequest<'a> {
-    /// The conversation so far (no host-only fields: the types cannot hold them).
-    pub messages: &'a [Arc<Message>],
+    /// The conversation so far (no host-only fields: the types cannot hold them). Clone
+    /// it to keep it: that copies a pointer, not the conversation.
+    pub messages: &'a Messages,
     /// The tools the model may call.
     pub tools: &'a [ToolDefinition],
     /// The run asking.

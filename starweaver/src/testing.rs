@@ -1,6 +1,6 @@
 //! Models for tests: a scripted [`TestModel`] and a closure-driven [`FunctionModel`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::message::{Message, ToolCallPart};
+use crate::message::{Messages, ToolCallPart};
 use crate::model::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::tool::ToolDefinition;
 
@@ -16,7 +16,7 @@ use crate::tool::ToolDefinition;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecordedRequest {
     /// The model-facing history.
-    pub messages: Vec<Arc<Message>>,
+    pub messages: Messages,
     /// The tool definitions.
     pub tools: Vec<ToolDefinition>,
 }
@@ -89,7 +89,7 @@ impl Model for TestModel {
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let mut requests = self.lock();
         let index = requests.len();
-        requests.push(RecordedRequest { messages: request.messages.to_vec(), tools: request.tools.to_vec() });
+        requests.push(RecordedRequest { messages: request.messages.clone(), tools: request.tools.to_vec() });
         let answer = self.script.get(index).cloned().ok_or_else(|| {
             ModelError::new(format!(
                 "TestModel script exhausted: request {} has no scripted response (the script has {})",

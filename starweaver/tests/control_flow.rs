@@ -130,7 +130,7 @@ async fn model_retry_counts_a_retry_and_exhausting_the_budget_fails_the_run_nami
         result.error.unwrap().to_string(),
         "tool `flaky` exceeded its retry budget of 1; last error: use a positive number"
     );
-    let first = &tool_returns(model.requests()[1].messages.as_slice())[0];
+    let first = &tool_returns(&model.requests()[1].messages)[0];
     assert_eq!(first.content["kind"], "model_retry");
     assert_eq!(first.content["retry_expected"], true);
     assert_eq!(model.requests().len(), 2, "the run stopped instead of asking the model again");

@@ -74,7 +74,7 @@ async fn an_approved_tool_is_reinvoked_with_its_decision_and_the_run_completes()
     assert_eq!(result.output.as_deref(), Some("deployed"));
     assert_eq!(log.entries(), ["asked", "ran by Some(\"ui\") with {}"]);
     assert_eq!(result.run_id, waiting.run_id, "a resume continues the same run");
-    let ret = &tool_returns(model.requests()[1].messages.as_slice())[0];
+    let ret = &tool_returns(&model.requests()[1].messages)[0];
     assert_eq!(ret.content, json!({"approved": true}));
     assert!(session.pending().is_none());
 }
@@ -102,7 +102,7 @@ async fn a_denied_tool_returns_the_denial_to_the_model_and_never_runs() {
     let result = session.resume(vec![decision]).await.unwrap();
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(log.entries(), ["asked"]);
-    let ret = &tool_returns(model.requests()[1].messages.as_slice())[0];
+    let ret = &tool_returns(&model.requests()[1].messages)[0];
     assert_eq!(ret.content["kind"], "approval_denied");
     assert_eq!(ret.content["message"], "change freeze");
     assert_eq!(ret.content["decided_by"], "alice");
@@ -119,7 +119,7 @@ async fn deferred_calls_complete_or_fail_from_outside() {
         let pending = &waiting.hitl.deferred[0];
         let result = if complete { pending.complete(json!({"rows": 3})) } else { pending.fail("job crashed") };
         session.resume(vec![result]).await.unwrap();
-        let ret = &tool_returns(model.requests()[1].messages.as_slice())[0];
+        let ret = &tool_returns(&model.requests()[1].messages)[0];
         assert_eq!(ret.is_error, expected_error);
         if complete {
             assert_eq!(ret.content, json!({"rows": 3}));

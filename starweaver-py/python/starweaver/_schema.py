@@ -15,14 +15,18 @@ once, in pydantic-core.
 from __future__ import annotations
 
 import inspect
+import json
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Union
 
 import docstring_parser
 import pydantic
+from docstring_parser import google, numpydoc, rest
 from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import SchemaValidator, core_schema
 
 from ._native import ToolContext
 from .exceptions import InvalidArguments, RegistrationError
@@ -91,7 +95,7 @@ def inspect_callable(
         raise RegistrationError(f"invalid tool `{name}`: cannot resolve its annotations: {error}") from error
     # The callable's own docstring: `inspect.getdoc` would inherit a base class's.
     own_doc = getattr(fn, "__doc__", None)
-    docstring = docstring_parser.parse(inspect.cleandoc(own_doc) if own_doc else "")
+    docstring = _parse_docstring(inspect.cleandoc(own_doc) if own_doc else "")
     param_docs = {p.arg_name: p.description for p in docstring.params if p.description}
 
     params = list(signature.parameters.values())
@@ -118,9 +122,130 @@ def inspect_callable(
     if only is not None and parameters_schema is not None:
         adapter: pydantic.TypeAdapter[object] = pydantic.TypeAdapter(hints.get(only.name, dict[str, object]))
         return CallSpec(dict(parameters_schema), description, takes_context, _decode_whole(adapter.validate_json))
+    fast = _fast_fields(business, hints, param_docs)
+    if fast is not None:
+        fast_schema, fields = fast
+        schema = dict(parameters_schema) if parameters_schema is not None else fast_schema
+        return CallSpec(schema, description, takes_context, _decode_typed_dict(fields))
     model = _signature_model(name, business, hints, param_docs)
     schema = dict(parameters_schema) if parameters_schema is not None else _schema_of(model)
     return CallSpec(schema, description, takes_context, _decode_fields(model))
+
+
+# Parsers are built once: building one per docstring costs more than parsing.
+_GOOGLE = google.GoogleParser()
+_NUMPY = numpydoc.NumpydocParser()
+
+
+def _parse_docstring(text: str) -> docstring_parser.Docstring:
+    """Parses with the one style the text uses (Google, NumPy or Sphinx); trying every
+    style, as `docstring_parser.parse` does, triples the cost of every `@tool`."""
+    if "Args:" in text or "Arguments:" in text:
+        return _GOOGLE.parse(text)
+    if "----" in text:
+        return _NUMPY.parse(text)
+    if ":param" in text:
+        return rest.parse(text)
+    return _GOOGLE.parse(text)
+
+
+_PRIMITIVES: dict[object, tuple[str, Callable[[], core_schema.CoreSchema]]] = {
+    str: ("string", core_schema.str_schema),
+    int: ("integer", core_schema.int_schema),
+    float: ("number", core_schema.float_schema),
+    bool: ("boolean", core_schema.bool_schema),
+}
+
+# A JSON Schema now, and the matching pydantic-core schema when first needed.
+_Fast = tuple[dict[str, object], Callable[[], core_schema.CoreSchema]]
+
+
+def _fast_type(annotation: object) -> _Fast | None:
+    """The JSON Schema pydantic would generate for a plain annotation, and a matching
+    pydantic-core schema; ``None`` for anything else (which takes the pydantic path)."""
+    if annotation is Any or annotation is object:
+        return {}, core_schema.any_schema
+    if annotation in _PRIMITIVES:
+        json_type, core = _PRIMITIVES[annotation]
+        return {"type": json_type}, core
+    if annotation is None or annotation is type(None):
+        return {"type": "null"}, core_schema.none_schema
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        present = [arg for arg in args if arg is not type(None)]
+        inner = _fast_type(present[0]) if len(present) == 1 and len(args) == 2 else None
+        if inner is None:
+            return None
+        inner_core = inner[1]
+        return {"anyOf": [inner[0], {"type": "null"}]}, lambda: core_schema.nullable_schema(inner_core())
+    if origin is list and len(args) == 1:
+        item = _fast_type(args[0])
+        if item is None:
+            return None
+        item_core = item[1]
+        return {"items": item[0], "type": "array"}, lambda: core_schema.list_schema(item_core())
+    if origin is dict and len(args) == 2 and args[0] is str:
+        value = _fast_type(args[1])
+        if value is None:
+            return None
+        value_core = value[1]
+        return {"additionalProperties": value[0], "type": "object"}, lambda: core_schema.dict_schema(
+            core_schema.str_schema(), value_core()
+        )
+    if origin is Literal and args and all(type(arg) is str for arg in args):
+        values = list(args)
+        json_schema: dict[str, object] = {"const": values[0]} if len(values) == 1 else {"enum": values}
+        return {**json_schema, "type": "string"}, lambda: core_schema.literal_schema(values)
+    return None
+
+
+# Per parameter: the core schema thunk and the default (`inspect.Parameter.empty` if none).
+_FastFields = dict[str, tuple[Callable[[], core_schema.CoreSchema], object]]
+
+
+def _fast_fields(
+    params: list[inspect.Parameter], hints: Mapping[str, object], docs: Mapping[str, str]
+) -> tuple[dict[str, object], _FastFields] | None:
+    """Schema and validator fields for a signature of plain annotations, without building
+    a pydantic model (the `@tool` hot path); ``None`` when any parameter needs pydantic."""
+    properties: dict[str, object] = {}
+    fields: _FastFields = {}
+    required: list[str] = []
+    for param in params:
+        fast = _fast_type(hints.get(param.name, Any))
+        if fast is None:
+            return None
+        json_schema, core = fast
+        field_schema = dict(json_schema)
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        else:
+            try:
+                json.dumps(param.default)
+            except (TypeError, ValueError):
+                return None
+            field_schema["default"] = param.default
+        fields[param.name] = (core, param.default)
+        if param.name in docs:
+            field_schema["description"] = docs[param.name]
+        properties[param.name] = dict(sorted(field_schema.items()))
+    schema: dict[str, object] = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema, fields
+
+
+def _typed_dict_validator(fields: _FastFields) -> SchemaValidator:
+    typed_fields: dict[str, core_schema.TypedDictField] = {}
+    for name, (core, default) in fields.items():
+        if default is inspect.Parameter.empty:
+            typed_fields[name] = core_schema.typed_dict_field(core(), required=True)
+        else:
+            typed_fields[name] = core_schema.typed_dict_field(
+                core_schema.with_default_schema(core(), default=default), required=False
+            )
+    return SchemaValidator(core_schema.typed_dict_schema(typed_fields, extra_behavior="forbid"))
 
 
 def _signature_model(
@@ -151,6 +276,23 @@ def _decode_whole(validate: Callable[[bytes], object]) -> Decode:
             return (validate(raw),), {}
         except pydantic.ValidationError as error:
             raise _invalid(error) from error
+
+    return decode
+
+
+def _decode_typed_dict(fields: _FastFields) -> Decode:
+    """Validates into a dict of keyword arguments. The validator is compiled on the first
+    call, so defining a tool costs no pydantic-core compilation."""
+    validators: list[SchemaValidator] = []
+
+    def decode(raw: bytes) -> tuple[tuple[object, ...], dict[str, object]]:
+        if not validators:
+            validators.append(_typed_dict_validator(fields))
+        try:
+            kwargs: dict[str, object] = validators[0].validate_json(raw)
+        except pydantic.ValidationError as error:
+            raise _invalid(error) from error
+        return (), kwargs
 
     return decode
 

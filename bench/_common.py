@@ -1,0 +1,44 @@
+"""What both scenario scripts share: the tool bodies and the measurement helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+CALLS = 1_000
+STEPS = (100, 1_000)
+SLEEPERS = 100
+MEMORY_CALLS = 10_000
+
+
+def timed(run: Callable[[], Awaitable[object]], *, warm_up: bool = True) -> float:
+    """Seconds for one awaited run, after one warm-up run unless told otherwise."""
+
+    async def go() -> float:
+        if warm_up:
+            await run()
+        started = time.perf_counter()
+        await run()
+        return time.perf_counter() - started
+
+    return asyncio.run(go())
+
+
+def peak_rss_growth(run: Callable[[], Awaitable[object]]) -> float:
+    """MiB the process's peak resident set grew by during one run."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    asyncio.run(run())  # type: ignore[arg-type]
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (after - before) / 1024
+
+
+def report(value: float, **extra: float) -> None:
+    print(json.dumps({"value": value, **extra}))
+
+
+def main(scenarios: dict[str, Callable[[], None]]) -> None:
+    scenarios[sys.argv[1]]()

@@ -1,0 +1,98 @@
+"""Runs every PERF.md scenario for starweaver and for pydantic-ai side by side and prints
+one table. pydantic-ai is installed from PyPI into its own virtual environment here.
+
+    python bench/run.py [--runs N]
+
+Each measurement runs in a fresh process; the two frameworks alternate, and the table
+quotes medians. Benchmarks report; they gate nothing (a missed target is printed as such).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PEER_VENV = HERE / ".venv-pydantic-ai"
+PEER_REQUIREMENT = "pydantic-ai-slim==2.68.0"
+OURS = sys.executable
+
+
+def peer_python() -> str:
+    python = PEER_VENV / "bin" / "python"
+    if not python.exists():
+        venv.create(PEER_VENV, with_pip=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", PEER_REQUIREMENT], check=True)
+    return str(python)
+
+
+def measure(python: str, script: str, scenario: str) -> dict[str, float]:
+    out = subprocess.run([python, str(HERE / script), scenario], capture_output=True, text=True, check=True, cwd=HERE)
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def import_ms(python: str, module: str) -> dict[str, float]:
+    started = time.perf_counter()
+    subprocess.run([python, "-c", f"import {module}"], check=True)
+    return {"value": (time.perf_counter() - started) * 1e3}
+
+
+# id, scenario, unit, target, check(ours, theirs) -> met
+ROWS = [
+    ("P1", "p1", "µs/call", "≤ 20 µs and ≥ 10× faster", lambda o, t: o["value"] <= 20 and t["value"] / o["value"] >= 10),
+    ("P2", "p2", "µs/step", "≤ 100 µs; growth 100→1000 ≤ 1.5×", lambda o, t: o["value"] <= 100 and o["growth"] <= 1.5),
+    ("P3", "p3", "µs/call", "≥ 10× faster", lambda o, t: t["value"] / o["value"] >= 10),
+    ("P4", None, "µs/call", "≤ 2 µs (Rust, `cargo bench`)", None),
+    ("P5", "p5", "µs", "≤ 100 µs and ≥ 10× faster", lambda o, t: o["value"] <= 100 and t["value"] / o["value"] >= 10),
+    ("P6", "p6", "ms wall", "≤ 70 ms", lambda o, t: o["value"] <= 70),
+    ("P7", "import", "ms", "≤ 150 ms", lambda o, t: o["value"] <= 150),
+    ("P8", "p8", "MiB peak", "≤ 0.5× pydantic-ai", lambda o, t: o["value"] <= 0.5 * t["value"]),
+]
+
+
+def median(samples: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="fresh-process runs per scenario and framework")
+    args = parser.parse_args()
+    theirs_python = peer_python()
+    print(f"{'id':<4} {'scenario':<8} {'starweaver':>12} {'pydantic-ai':>12} {'ratio':>8}  {'target':<36} result")
+    missed = 0
+    for row_id, scenario, unit, target, check in ROWS:
+        if scenario is None:
+            print(f"{row_id:<4} {'rust':<8} {'see cargo bench':>12} {'-':>12} {'-':>8}  {target:<36} (reported by `cargo bench`)")
+            continue
+        ours_samples, theirs_samples = [], []
+        for _ in range(args.runs):
+            if scenario == "import":
+                ours_samples.append(import_ms(OURS, "starweaver"))
+                theirs_samples.append(import_ms(theirs_python, "pydantic_ai"))
+            else:
+                ours_samples.append(measure(OURS, "scenarios_starweaver.py", scenario))
+                theirs_samples.append(measure(theirs_python, "scenarios_pydantic_ai.py", scenario))
+        ours, theirs = median(ours_samples), median(theirs_samples)
+        ratio = theirs["value"] / ours["value"]
+        ok = check(ours, theirs)
+        missed += not ok
+        extra = f" (growth {ours['growth']:.2f}× vs {theirs['growth']:.2f}×)" if "growth" in ours else ""
+        print(
+            f"{row_id:<4} {scenario:<8} {ours['value']:>12.1f} {theirs['value']:>12.1f} {ratio:>7.1f}×  "
+            f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
+        )
+    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms, P8 MiB; {args.runs} runs each, medians")
+    print("all targets met" if not missed else f"{missed} target(s) missed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""The same PERF.md scenarios on pydantic-ai (FunctionModel, no network), for bench/run.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, main, peak_rss_growth, report, timed
+from pydantic_ai import Agent, Tool
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
+
+UNLIMITED = UsageLimits(request_limit=None, tool_calls_limit=None)
+
+
+def one_response(count: int, name: str = "add") -> FunctionModel:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(name, {"a": i, "b": 1}, f"c{i}") for i in range(count)])
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(model)
+
+
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+def add_sync(a: int, b: int) -> int:
+    return a + b
+
+
+def p1() -> None:
+    agent = Agent(one_response(CALLS), tools=[Tool(add, name="add")])
+    report(timed(lambda: agent.run("go", usage_limits=UNLIMITED)) / CALLS * 1e6)
+
+
+def p3() -> None:
+    agent = Agent(one_response(CALLS), tools=[Tool(add_sync, name="add")])
+    report(timed(lambda: agent.run("go", usage_limits=UNLIMITED)) / CALLS * 1e6)
+
+
+def steps_model(steps: int) -> FunctionModel:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = (len(messages) + 1) // 2
+        if step > steps:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("add", {"a": step, "b": 1}, f"c{step}")])
+
+    return FunctionModel(model)
+
+
+def p2() -> None:
+    # The 100-step run warms up the 1,000-step one (which is minutes long on pydantic-ai).
+    per_step = {}
+    for steps in STEPS:
+        agent = Agent(steps_model(steps), tools=[Tool(add, name="add")])
+        per_step[steps] = timed(lambda: agent.run("go", usage_limits=UNLIMITED), warm_up=False) / steps * 1e6
+    report(per_step[STEPS[-1]], growth=per_step[STEPS[-1]] / per_step[STEPS[0]])
+
+
+def p5() -> None:
+    started = time.perf_counter()
+    rounds = 200
+    for _ in range(rounds):
+
+        def lookup(ticket_id: str, limit: int, include_history: bool = False, since: str | None = None) -> str:
+            """Look up a ticket.
+
+            Args:
+                ticket_id: The ticket.
+                limit: How many entries.
+                include_history: Include the history.
+                since: Only after this.
+            """
+            return ticket_id
+
+        assert Tool(lookup).function_schema.json_schema
+    report((time.perf_counter() - started) / rounds * 1e6)
+
+
+def p6() -> None:
+    def sleeper(i: int) -> Tool[None]:
+        async def nap() -> None:
+            await asyncio.sleep(0.05)
+
+        return Tool(nap, name=f"nap_{i}")
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(f"nap_{i}", {}, f"c{i}") for i in range(SLEEPERS)])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(model), tools=[sleeper(i) for i in range(SLEEPERS)])
+    report(timed(lambda: agent.run("go", usage_limits=UNLIMITED)) * 1e3)
+
+
+def p8() -> None:
+    agent = Agent(one_response(MEMORY_CALLS), tools=[Tool(add, name="add")])
+    report(peak_rss_growth(lambda: agent.run("go", usage_limits=UNLIMITED)))
+
+
+if __name__ == "__main__":
+    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8})

@@ -1,0 +1,107 @@
+"""PERF.md scenarios on starweaver. `python scenarios_starweaver.py <scenario>` prints one
+JSON measurement; bench/run.py runs it in fresh processes beside the pydantic-ai twin."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, main, peak_rss_growth, report, timed
+
+from starweaver import create_agent, tool
+from starweaver.testing import FunctionModel, Messages
+
+
+def one_response(count: int) -> FunctionModel:
+    calls = {"tool_calls": [{"id": f"c{i}", "name": "add", "arguments": {"a": i, "b": 1}} for i in range(count)]}
+
+    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+        return calls if info["step"] == 1 else {"text": "done"}
+
+    return FunctionModel(model)
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    return a + b
+
+
+@tool(name="add")
+def add_sync(a: int, b: int) -> int:
+    return a + b
+
+
+def p1() -> None:
+    agent = create_agent(model=one_response(CALLS), tools=[add])
+    report(timed(lambda: agent.run("go")) / CALLS * 1e6)
+
+
+def p3() -> None:
+    agent = create_agent(model=one_response(CALLS), tools=[add_sync])
+    report(timed(lambda: agent.run("go")) / CALLS * 1e6)
+
+
+def steps_model(steps: int) -> FunctionModel:
+    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+        step = info["step"]
+        if step > steps:
+            return {"text": "done"}
+        return {"tool_calls": [{"id": f"c{step}", "name": "add", "arguments": {"a": step, "b": 1}}]}
+
+    return FunctionModel(model)
+
+
+def p2() -> None:
+    # The 100-step run warms up the 1,000-step one (which is minutes long on pydantic-ai).
+    per_step = {}
+    for steps in STEPS:
+        agent = create_agent(model=steps_model(steps), tools=[add], max_steps=steps + 1)
+        per_step[steps] = timed(lambda: agent.run("go"), warm_up=False) / steps * 1e6
+    report(per_step[STEPS[-1]], growth=per_step[STEPS[-1]] / per_step[STEPS[0]])
+
+
+def p5() -> None:
+    started = time.perf_counter()
+    rounds = 200
+    for _ in range(rounds):
+
+        def lookup(ticket_id: str, limit: int, include_history: bool = False, since: str | None = None) -> str:
+            """Look up a ticket.
+
+            Args:
+                ticket_id: The ticket.
+                limit: How many entries.
+                include_history: Include the history.
+                since: Only after this.
+            """
+            return ticket_id
+
+        assert tool(lookup).definition.parameters
+    report((time.perf_counter() - started) / rounds * 1e6)
+
+
+def p6() -> None:
+    def sleeper(i: int) -> object:
+        async def nap() -> None:
+            await asyncio.sleep(0.05)
+
+        return tool(name=f"nap_{i}")(nap)
+
+    tools = [sleeper(i) for i in range(SLEEPERS)]
+    calls = {"tool_calls": [{"id": f"c{i}", "name": f"nap_{i}", "arguments": {}} for i in range(SLEEPERS)]}
+
+    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+        return calls if info["step"] == 1 else {"text": "done"}
+
+    agent = create_agent(model=FunctionModel(model), tools=tools)
+    report(timed(lambda: agent.run("go")) * 1e3)
+
+
+def p8() -> None:
+    agent = create_agent(model=one_response(MEMORY_CALLS), tools=[add])
+    report(peak_rss_growth(lambda: agent.run("go")))
+
+
+if __name__ == "__main__":
+    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8})
