@@ -7,25 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use starweaver::testing::TestModel;
-use starweaver::{
-    Agent, Message, ModelResponse, RequestPart, RunResult, RunStatus, Tool, ToolCallPart, ToolContext, ToolReturnPart,
-};
+use starweaver::{Agent, ModelResponse, RunResult, RunStatus, Tool, ToolCallPart, ToolContext, ToolReturnPart};
 use starweaver_tests as corpus;
 
 fn returns(result: &RunResult) -> Vec<ToolReturnPart> {
-    result
-        .messages
-        .messages()
-        .iter()
-        .flat_map(|m| match &**m {
-            Message::Request { parts } => parts.clone(),
-            Message::Response { .. } => Vec::new(),
-        })
-        .filter_map(|p| match p {
-            RequestPart::ToolReturn(r) => Some((*r).clone()),
-            _ => None,
-        })
-        .collect()
+    result.messages.messages().iter().flat_map(|m| m.tool_returns()).map(|r| (**r).clone()).collect()
 }
 
 fn script(calls: Vec<ToolCallPart>) -> Arc<TestModel> {

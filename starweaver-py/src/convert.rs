@@ -80,6 +80,11 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
     })
 }
 
+/// An optional JSON value as Python (`None` when absent).
+pub(crate) fn optional_to_py<'py>(py: Python<'py>, value: Option<&Value>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    value.map(|v| to_py(py, v)).transpose()
+}
+
 /// Any serialisable Rust value (events, messages, definitions) as Python.
 pub(crate) fn serialize_to_py<'py, T: serde::Serialize + ?Sized>(
     py: Python<'py>,

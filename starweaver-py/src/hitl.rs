@@ -144,7 +144,7 @@ impl PyApprovalDecision {
     /// Arguments to run with instead of the model's.
     #[getter]
     fn override_arguments<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.0.override_arguments.as_ref().map(|v| convert::to_py(py, v)).transpose()
+        convert::optional_to_py(py, self.0.override_arguments.as_ref())
     }
     /// Extra data recorded with the decision.
     #[getter]

@@ -171,19 +171,19 @@ impl PyToolResult {
     /// What the model sees instead of the value, if set.
     #[getter]
     fn model_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.0.model_content.as_ref().map(|v| convert::to_py(py, v)).transpose()
+        convert::optional_to_py(py, self.0.model_content.as_ref())
     }
 
     /// For application code.
     #[getter]
     fn app_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.0.app_value.as_ref().map(|v| convert::to_py(py, v)).transpose()
+        convert::optional_to_py(py, self.0.app_value.as_ref())
     }
 
     /// For the user interface.
     #[getter]
     fn user_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.0.user_content.as_ref().map(|v| convert::to_py(py, v)).transpose()
+        convert::optional_to_py(py, self.0.user_content.as_ref())
     }
 
     /// Public tool-return metadata.
@@ -195,7 +195,7 @@ impl PyToolResult {
     /// Host-only debugging data.
     #[getter]
     fn private_metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.0.private_metadata.as_ref().map(|v| convert::to_py(py, v)).transpose()
+        convert::optional_to_py(py, self.0.private_metadata.as_ref())
     }
 }
 

@@ -117,6 +117,20 @@ impl Message {
     }
 }
 
+impl Message {
+    /// The tool returns of a request, in model order (none for a response).
+    pub fn tool_returns(&self) -> impl Iterator<Item = &Arc<ToolReturnPart>> {
+        let parts = match self {
+            Self::Request { parts } => parts.as_slice(),
+            Self::Response { .. } => &[],
+        };
+        parts.iter().filter_map(|part| match part {
+            RequestPart::ToolReturn(ret) => Some(ret),
+            RequestPart::SystemPrompt { .. } | RequestPart::UserPrompt { .. } => None,
+        })
+    }
+}
+
 impl ToolCallPart {
     /// A call of `name` with `arguments`.
     pub fn new(id: impl Into<Arc<str>>, name: impl Into<Arc<str>>, arguments: Value) -> Self {

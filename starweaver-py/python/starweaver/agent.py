@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing_extensions import Self
+from typing import TYPE_CHECKING
 
 from ._native import ApprovalDecision, DeferredResult, Hitl, NativeAgent, NativeSession, NativeTool, RunResult, ToolDefinition
 from .testing import FunctionModel, TestModel
 from .tools import BaseTool, Tool
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Agent", "AgentSession", "HitlControls", "create_agent", "create_agent_runtime"]
 
@@ -25,7 +28,19 @@ def _native_tool(item: ToolLike) -> NativeTool:
     return Tool(item).native
 
 
-class Agent:
+class _AsyncContext:
+    """``async with`` support; nothing to open or close today, so both ends are no-ops."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+
+class Agent(_AsyncContext):
     """A model, tools, instructions and an approval policy. ``async with`` is supported."""
 
     def __init__(self, native: NativeAgent) -> None:
@@ -43,14 +58,6 @@ class Agent:
     def definitions(self) -> list[ToolDefinition]:
         """The tool definitions models are sent."""
         return self._native.definitions
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
 
 
 class HitlControls:
@@ -72,7 +79,7 @@ class HitlControls:
         return await self._native.resume(approvals=list(approvals), deferred_results=list(deferred_results))
 
 
-class AgentSession:
+class AgentSession(_AsyncContext):
     """A conversation with an agent. ``async with`` is supported."""
 
     def __init__(self, native: NativeSession) -> None:
@@ -94,14 +101,6 @@ class AgentSession:
         """The conversation so far as canonical message dicts, host-only fields included."""
         messages: list[dict[str, object]] = self._native.messages
         return messages
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        return None
 
 
 def create_agent(

@@ -6,17 +6,18 @@ native ``ToolDefinition``, the same one ``#[tool]`` produces in Rust.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, overload
 
-from . import _schema
 from ._native import NativeTool, ToolContext, ToolDefinition
 from .exceptions import RegistrationError
+
+if TYPE_CHECKING:
+    from . import _schema
 
 __all__ = ["BaseTool", "Tool", "tool"]
 
@@ -48,6 +49,9 @@ class Tool(Generic[P, R]):
     ) -> None:
         if not callable(fn):
             raise RegistrationError(f"a tool must be callable, got {fn!r}")
+        # pydantic loads with the first tool, not with `import starweaver`.
+        from . import _schema
+
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
         spec = _schema.inspect_callable(fn, name=tool_name, parameters_schema=parameters_schema, localns=localns)
         self._fn = fn
@@ -90,6 +94,8 @@ def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> Callable[[ToolCo
         return invoke_async
 
     def invoke_sync(ctx: ToolContext, raw: bytes) -> Awaitable[object]:
+        import asyncio  # already loaded by the running loop; kept out of `import starweaver`
+
         args, kwargs = decode(raw)
         if takes_context:
             args = (ctx, *args)

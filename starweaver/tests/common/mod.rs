@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use starweaver::testing::TestModel;
 use starweaver::{
-    FnTool, IntoToolResult, Message, ModelResponse, RequestPart, ToolBuilder, ToolCallPart, ToolContext, ToolError,
-    ToolReturnPart,
+    FnTool, IntoToolResult, Message, ModelResponse, ToolBuilder, ToolCallPart, ToolContext, ToolError, ToolReturnPart,
 };
 
 pub type Args = Map<String, Value>;
@@ -35,17 +34,7 @@ where
 
 /// Every tool return in a history, in order.
 pub fn tool_returns(messages: &[Arc<Message>]) -> Vec<ToolReturnPart> {
-    messages
-        .iter()
-        .flat_map(|m| match &**m {
-            Message::Request { parts } => parts.clone(),
-            Message::Response { .. } => Vec::new(),
-        })
-        .filter_map(|p| match p {
-            RequestPart::ToolReturn(r) => Some((*r).clone()),
-            _ => None,
-        })
-        .collect()
+    messages.iter().flat_map(|m| m.tool_returns()).map(|r| (**r).clone()).collect()
 }
 
 /// A shared append-only log of what tools did, for ordering assertions.
