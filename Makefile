@@ -7,7 +7,9 @@ BIN := $(VENV)/bin
 # maturin gets its own target dir: pyo3's build script reruns whenever the Python
 # environment changes, so sharing one with `cargo test` would rebuild pyo3 every time.
 MATURIN_TARGET := target/maturin
-export VIRTUAL_ENV := $(abspath $(VENV))
+# Every cargo command builds the bindings against the same interpreter, so pyo3 is
+# configured once (and embedded-Python links find its libpython).
+export PYO3_PYTHON := $(abspath $(BIN)/python)
 
 .PHONY: help
 help:  ## list the targets
@@ -23,7 +25,7 @@ install: $(BIN)/python  ## create .venv with the build and test tools
 
 .PHONY: build-dev
 build-dev: install  ## build the Python package (release) into .venv
-	cd starweaver-py && ../$(BIN)/maturin develop --release --quiet --target-dir ../$(MATURIN_TARGET)
+	cd starweaver-py && VIRTUAL_ENV=$(abspath $(VENV)) ../$(BIN)/maturin develop --release --quiet --target-dir ../$(MATURIN_TARGET)
 
 .PHONY: run
 run: build-dev  ## the main job: the quickstart agents (Rust tools, then Python tools) on the test model
@@ -32,7 +34,7 @@ run: build-dev  ## the main job: the quickstart agents (Rust tools, then Python 
 
 .PHONY: stubs
 stubs: install  ## regenerate stubs/starweaver/_native.pyi from the bindings
-	PYO3_PYTHON=$(abspath $(BIN)/python) $(CARGO) run --quiet -p starweaver-py --bin stub_gen
+	$(CARGO) run --quiet -p starweaver-py --bin stub_gen
 	mv starweaver-py/python/starweaver/_native/__init__.pyi stubs/starweaver/_native.pyi
 	rmdir starweaver-py/python/starweaver/_native
 
@@ -41,7 +43,7 @@ format:  ## format the Rust code
 	$(CARGO) fmt --all
 
 .PHONY: lint-rust
-lint-rust:  ## rustfmt check and clippy with warnings denied
+lint-rust: install  ## rustfmt check and clippy with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
@@ -54,7 +56,7 @@ lint-python: stubs build-dev  ## stubs fresh, stubtest, mypy --strict and pyrigh
 	$(BIN)/python tests/typing/check_misuse.py
 
 .PHONY: test-rust
-test-rust:  ## every Rust test: unit, integration, doc, snapshot and compile-fail tests
+test-rust: install  ## every Rust test: unit, integration, doc, snapshot and compile-fail tests
 	$(CARGO) test --workspace
 
 .PHONY: test-python
