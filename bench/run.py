@@ -64,11 +64,14 @@ def median(samples: list[dict[str, float]]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="fresh-process runs per scenario and framework")
+    parser.add_argument("--only", nargs="*", metavar="ID", help="run only these rows (e.g. P1 P5)")
     args = parser.parse_args()
     theirs_python = peer_python()
     print(f"{'id':<4} {'scenario':<8} {'starweaver':>12} {'pydantic-ai':>12} {'ratio':>8}  {'target':<36} result")
     missed = 0
     for row_id, scenario, unit, target, check in ROWS:
+        if args.only and row_id not in args.only:
+            continue
         if scenario is None:
             print(f"{row_id:<4} {'rust':<8} {'see cargo bench':>12} {'-':>12} {'-':>8}  {target:<36} (reported by `cargo bench`)")
             continue

@@ -61,9 +61,12 @@ def p2() -> None:
 
 
 def p5() -> None:
-    started = time.perf_counter()
+    # Round 0 warms up (loads pydantic, fills caches); the other rounds are timed.
     rounds = 200
-    for _ in range(rounds):
+    started = 0.0
+    for round_ in range(rounds + 1):
+        if round_ == 1:
+            started = time.perf_counter()
 
         def lookup(ticket_id: str, limit: int, include_history: bool = False, since: str | None = None) -> str:
             """Look up a ticket.
