@@ -111,12 +111,7 @@ impl PySession {
     /// Takes the session for one run (a second concurrent run is refused, not queued) and
     /// returns the awaitable that performs it.
     fn start(&self, py: Python<'_>, action: Action) -> PyResult<LoopFuture> {
-        let mut session = self.0.clone().try_lock_owned().map_err(|_| {
-            errors::session_state_error(py).map_or_else(
-                |e| e,
-                |class| PyErr::from_type(class.clone(), "this session is already running; await its current run first"),
-            )
-        })?;
+        let mut session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
         let cancellation = CancellationToken::new();
         let options = RunOptions { cancellation: Some(cancellation.clone()), dependencies: None };
         let run = async move {
@@ -155,16 +150,24 @@ impl PySession {
     /// What the waiting run needs, or `None` when no run waits.
     #[getter]
     fn pending(&self, py: Python<'_>) -> PyResult<Option<PyHitl>> {
-        let session = self.0.try_lock().map_err(|_| errors::to_py_err(py, starweaver::Error::NotWaiting))?;
+        let session = self.0.try_lock().map_err(|_| busy(py))?;
         Ok(session.pending().map(PyHitl::from))
     }
 
     /// The conversation so far as canonical message dicts, host-only fields included.
     #[getter]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let session = self.0.try_lock().map_err(|_| errors::to_py_err(py, starweaver::Error::NotWaiting))?;
+        let session = self.0.try_lock().map_err(|_| busy(py))?;
         convert::to_py(py, &session.history().to_json())
     }
+}
+
+/// The session is in the middle of a run (only one runs at a time; calls are not queued).
+fn busy(py: Python<'_>) -> PyErr {
+    errors::session_state_error(py).map_or_else(
+        |e| e,
+        |class| PyErr::from_type(class.clone(), "this session is running; await its current run first"),
+    )
 }
 
 fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {

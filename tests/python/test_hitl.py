@@ -145,6 +145,25 @@ def test_refused_decisions_are_clear_errors_and_leave_the_session_waiting() -> N
     asyncio.run(go())
 
 
+def test_a_session_runs_one_run_at_a_time() -> None:
+    @tool
+    async def slow() -> None:
+        await asyncio.sleep(0.05)
+
+    async def go() -> None:
+        session = create_agent(model=calls_then_text([call("c1", "slow")]), tools=[slow]).session()
+        first = asyncio.ensure_future(session.run("one"))
+        await asyncio.sleep(0.01)
+        with pytest.raises(SessionStateError, match="this session is running"):
+            await session.run("two")
+        with pytest.raises(SessionStateError, match="this session is running"):
+            _ = session.messages
+        assert (await first).status == "completed"
+        assert session.messages[0]["parts"][0]["text"] == "one"
+
+    asyncio.run(go())
+
+
 def test_sessions_keep_history_across_runs() -> None:
     async def go() -> None:
         model = TestModel.responses([{"text": "first"}, {"text": "second"}])
