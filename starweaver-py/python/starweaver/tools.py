@@ -11,7 +11,9 @@ import functools
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypedDict, TypeVar, overload
+
+from typing_extensions import Unpack
 
 from ._native import NativeTool, ToolContext, ToolDefinition
 from .exceptions import RegistrationError
@@ -25,6 +27,19 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+class ToolOptions(TypedDict, total=False):
+    """The options of ``@tool(...)``, ``Tool(...)`` and ``BaseTool.__init__``."""
+
+    name: str | None
+    description: str | None
+    parameters_schema: Mapping[str, object] | None
+    strict: bool | None
+    sequential: bool
+    timeout_ms: int | None
+    max_retries: int | None
+    metadata: Mapping[str, object] | None
+
+
 class Tool(Generic[P, R]):
     """A callable turned into a tool. Calling it calls the function, unchanged, so tools
     can be unit-tested directly; ``definition`` is what models are sent."""
@@ -34,35 +49,27 @@ class Tool(Generic[P, R]):
     """The runtime's handle for this tool: what ``create_agent`` registers."""
 
     def __init__(
-        self,
-        fn: Callable[P, R],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        parameters_schema: Mapping[str, object] | None = None,
-        strict: bool | None = None,
-        sequential: bool = False,
-        timeout_ms: int | None = None,
-        max_retries: int | None = None,
-        metadata: Mapping[str, object] | None = None,
-        localns: Mapping[str, object] | None = None,
+        self, fn: Callable[P, R], *, localns: Mapping[str, object] | None = None, **options: Unpack[ToolOptions]
     ) -> None:
         if not callable(fn):
             raise RegistrationError(f"a tool must be callable, got {fn!r}")
         # pydantic loads with the first tool, not with `import starweaver`.
         from . import _schema
 
-        tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
-        spec = _schema.inspect_callable(fn, name=tool_name, parameters_schema=parameters_schema, localns=localns)
+        tool_name = options.get("name") or getattr(fn, "__name__", None) or type(fn).__name__
+        schema = options.get("parameters_schema")
+        spec = _schema.inspect_callable(fn, name=tool_name, parameters_schema=schema, localns=localns)
+        description = options.get("description")
+        metadata = options.get("metadata")
         self._fn = fn
         self.definition = ToolDefinition(
             tool_name,
             spec.parameters,
             description=description if description is not None else spec.description,
-            strict=strict,
-            sequential=sequential,
-            timeout_ms=timeout_ms,
-            max_retries=max_retries,
+            strict=options.get("strict"),
+            sequential=options.get("sequential", False),
+            timeout_ms=options.get("timeout_ms"),
+            max_retries=options.get("max_retries"),
             metadata=dict(metadata) if metadata is not None else None,
         )
         self.native = NativeTool(self.definition, _invoker(fn, spec))
@@ -110,31 +117,11 @@ def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters_schema: Mapping[str, object] | None = None,
-    strict: bool | None = None,
-    sequential: bool = False,
-    timeout_ms: int | None = None,
-    max_retries: int | None = None,
-    metadata: Mapping[str, object] | None = None,
-) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(**options: Unpack[ToolOptions]) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
 def tool(
-    fn: Callable[P, R] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    parameters_schema: Mapping[str, object] | None = None,
-    strict: bool | None = None,
-    sequential: bool = False,
-    timeout_ms: int | None = None,
-    max_retries: int | None = None,
-    metadata: Mapping[str, object] | None = None,
+    fn: Callable[P, R] | None = None, /, **options: Unpack[ToolOptions]
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turns a function into a tool: ``@tool`` or ``@tool(name=..., sequential=True, ...)``.
 
@@ -147,18 +134,7 @@ def tool(
     localns = caller.f_locals if caller is not None else None  # the decorating frame, as validate_call does
 
     def decorate(function: Callable[P, R]) -> Tool[P, R]:
-        return Tool(
-            function,
-            name=name,
-            description=description,
-            parameters_schema=parameters_schema,
-            strict=strict,
-            sequential=sequential,
-            timeout_ms=timeout_ms,
-            max_retries=max_retries,
-            metadata=metadata,
-            localns=localns,
-        )
+        return Tool(function, localns=localns, **options)
 
     return decorate(fn) if fn is not None else decorate
 
@@ -172,29 +148,13 @@ class BaseTool:
     name: ClassVar[str]
     description: ClassVar[str | None] = None
 
-    def __init__(
-        self,
-        *,
-        parameters_schema: Mapping[str, object] | None = None,
-        strict: bool | None = None,
-        sequential: bool = False,
-        timeout_ms: int | None = None,
-        max_retries: int | None = None,
-        metadata: Mapping[str, object] | None = None,
-    ) -> None:
+    def __init__(self, **options: Unpack[ToolOptions]) -> None:
         if not getattr(type(self), "name", None):
             raise RegistrationError(f"{type(self).__name__} must set the class attribute `name`")
+        merged = ToolOptions(name=self.name, description=self.description)
+        merged.update(options)
         self._tool: Tool[..., object] = Tool(
-            self.call,
-            name=self.name,
-            description=self.description,
-            parameters_schema=parameters_schema,
-            strict=strict,
-            sequential=sequential,
-            timeout_ms=timeout_ms,
-            max_retries=max_retries,
-            metadata=metadata,
-            localns=vars(importlib.import_module(type(self).__module__)),
+            self.call, localns=vars(importlib.import_module(type(self).__module__)), **merged
         )
 
     @property
