@@ -78,6 +78,37 @@ def test_deny_returns_the_denial_and_never_runs_the_tool() -> None:
     assert part["content"] == {"kind": "approval_denied", "message": "change freeze", "success": False}
 
 
+def test_a_failed_deferred_call_is_a_deferred_failed_error_for_the_model() -> None:
+    from starweaver import CallDeferred
+
+    @tool
+    async def export(rows: int) -> int:
+        raise CallDeferred("queued")
+
+    async def go() -> RunResult:
+        session = create_agent(model=calls_then_text([call("c1", "export", {"rows": 3})]), tools=[export]).session()
+        waiting = await session.run("export")
+        return await session.hitl.resume(deferred_results=[waiting.hitl.deferred[0].fail("disk full")])
+
+    part = returns(asyncio.run(go()).messages)[0]
+    assert part["is_error"] is True
+    assert part["content"] == {"kind": "deferred_failed", "message": "disk full", "success": False}
+
+
+def test_decisions_serialise_to_canonical_json() -> None:
+    async def go() -> None:
+        session = agent_for(call("call_1", "deploy", {"env": "prod"})).session()
+        waiting = await session.run("deploy")
+        pending = waiting.hitl.approvals[0]
+        decision = pending.approve(decided_by="ui", metadata={"ticket": "CHG-1"})
+        assert decision.to_dict() == {"id": pending.id, "approved": True, "decided_by": "ui", "metadata": {"ticket": "CHG-1"}}
+        assert pending.deny().to_dict() == {"id": pending.id, "approved": False, "reason": "the call was denied"}
+        result = await session.resume_after_hitl(approvals=[decision.to_dict()])
+        assert result.status == "completed"
+
+    asyncio.run(go())
+
+
 def test_bare_ids_and_canonical_json_decisions_are_accepted() -> None:
     async def go() -> RunResult:
         runs.clear()
