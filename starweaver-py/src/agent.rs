@@ -84,9 +84,14 @@ impl PyAgent {
         LoopFuture::new(run.boxed(), Some(cancellation))
     }
 
-    /// A new conversation.
-    fn session(&self) -> PySession {
-        PySession(Arc::new(tokio::sync::Mutex::new(self.0.session())))
+    /// A new conversation, or one restored from `NativeSession.export_state()` (a dict).
+    #[pyo3(signature = (state=None))]
+    fn session(&self, py: Python<'_>, state: Option<&Bound<'_, PyAny>>) -> PyResult<PySession> {
+        let session = match state {
+            None => self.0.session(),
+            Some(state) => self.0.restore_session(&convert::to_json(state)?).into_py_result(py)?,
+        };
+        Ok(PySession(Arc::new(tokio::sync::Mutex::new(session))))
     }
 
     /// The tool definitions models are sent.
@@ -159,6 +164,13 @@ impl PySession {
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let session = self.0.try_lock().map_err(|_| busy(py))?;
         convert::to_py(py, &session.history().to_json())
+    }
+
+    /// The session as canonical JSON (a dict): history, applied decisions, and a waiting
+    /// run's state. `agent.session(state=...)` restores it, in this process or another.
+    fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let session = self.0.try_lock().map_err(|_| busy(py))?;
+        convert::to_py(py, &session.export_state())
     }
 }
 

@@ -42,6 +42,7 @@ classes! {
     timeout => "Timeout",
     registration_error => "RegistrationError",
     decision_error => "DecisionError",
+    format_error => "FormatError",
     session_state_error => "SessionStateError",
 }
 
@@ -116,7 +117,8 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         | Error::MissingDecisions { .. }
         | Error::WrongDecisionKind { .. }
         | Error::InvalidDecision { .. }
-        | Error::InvalidJson { .. } => decision_error(py),
+        | Error::InvalidJson { what: "decisions", .. } => decision_error(py),
+        Error::InvalidJson { .. } => format_error(py),
         _ => return pyo3::exceptions::PyRuntimeError::new_err(message),
     };
     match class {

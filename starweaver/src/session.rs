@@ -1,9 +1,15 @@
 //! `Session`: a conversation that keeps its history across runs and can wait for humans.
 
-use crate::agent::{Agent, RunOptions, SessionState, Start, drive};
-use crate::error::Result;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::agent::{Agent, RunOptions, SessionState, Slot, Start, Suspended, drive};
+use crate::error::{Error, Result};
 use crate::hitl::{Hitl, HitlDecisions};
-use crate::message::History;
+use crate::message::{History, Message};
 use crate::result::RunResult;
 use crate::stream::RunStream;
 
@@ -103,8 +109,101 @@ impl Session {
         &self.state.history
     }
 
+    /// The session as canonical JSON: the history (host-only fields included), the
+    /// decisions already applied, and a waiting run's state (its pending approvals and
+    /// deferred calls, the results of its other calls, its retry counts). Restore it with
+    /// [`Agent::restore_session`], in this process or another.
+    pub fn export_state(&self) -> Value {
+        let state = &self.state;
+        let mut decided: Vec<&String> = state.decided.iter().collect();
+        decided.sort();
+        let waiting = state.waiting.as_ref().map(|w| {
+            let retries: BTreeMap<&str, u32> = w.retries.iter().map(|(tool, n)| (&**tool, *n)).collect();
+            json!({
+                "run_id": &*w.run_id,
+                "step": w.step,
+                "retries": retries,
+                "next_seq": w.next_seq,
+                "slots": serde_json::to_value(&w.slots).expect("slots hold only JSON values"),
+            })
+        });
+        json!({
+            "version": STATE_VERSION,
+            "history": state.history.to_json(),
+            "decided": decided,
+            "waiting": waiting,
+        })
+    }
+
     fn stream(&mut self, start: Start, options: RunOptions) -> RunStream<'_> {
         let Self { agent, state } = self;
         RunStream::new(move |live| drive(&agent.inner, state, start, options, Some(live)))
     }
+}
+
+/// The version of [`Session::export_state`]'s format.
+const STATE_VERSION: u32 = 1;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportedSession {
+    version: u32,
+    history: Value,
+    decided: Vec<String>,
+    waiting: Option<ExportedWaiting>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportedWaiting {
+    run_id: String,
+    step: u32,
+    retries: BTreeMap<String, u32>,
+    next_seq: u64,
+    slots: Vec<Slot>,
+}
+
+impl Agent {
+    /// A session from [`Session::export_state`]. A waiting session resumes as it would
+    /// have where it was exported; this agent must have the tools it was using.
+    ///
+    /// # Errors
+    /// `InvalidJson` naming what does not fit: the format, the version, the history, or
+    /// a waiting run whose calls do not match the history's last response.
+    pub fn restore_session(&self, state: &Value) -> Result<Session> {
+        let invalid = |message: String| Error::InvalidJson { what: "session state", message };
+        let exported: ExportedSession = serde_path_to_error::deserialize(state)
+            .map_err(|e| invalid(format!("at `{}`: {}", e.path(), e.inner())))?;
+        if exported.version != STATE_VERSION {
+            return Err(invalid(format!("version {} is not supported (expected {STATE_VERSION})", exported.version)));
+        }
+        let history = History::from_json(&exported.history)?;
+        let waiting = match exported.waiting {
+            None => None,
+            Some(waiting) => Some(restore_waiting(&history, waiting).map_err(invalid)?),
+        };
+        let decided: HashSet<String> = exported.decided.into_iter().collect();
+        Ok(Session { agent: self.clone(), state: SessionState { history, waiting, decided } })
+    }
+}
+
+/// A waiting run's state, checked against the response it stopped at.
+fn restore_waiting(history: &History, waiting: ExportedWaiting) -> std::result::Result<Suspended, String> {
+    let response = history.messages().last().cloned().filter(|m| matches!(**m, Message::Response { .. }));
+    let Some(response) = response else {
+        return Err("a waiting run needs the history to end with the model response it stopped at".into());
+    };
+    let calls: Vec<&str> = response.tool_calls().map(|c| &*c.id).collect();
+    let slot_ids: Vec<&str> = waiting.slots.iter().map(Slot::tool_call_id).collect();
+    if calls != slot_ids {
+        return Err(format!("the waiting run's calls {slot_ids:?} do not match the last response's calls {calls:?}"));
+    }
+    Ok(Suspended {
+        run_id: Arc::from(waiting.run_id),
+        step: waiting.step,
+        retries: waiting.retries.into_iter().map(|(tool, n)| (Arc::from(tool), n)).collect(),
+        next_seq: waiting.next_seq,
+        response,
+        slots: waiting.slots,
+    })
 }

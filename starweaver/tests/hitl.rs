@@ -344,3 +344,91 @@ async fn completed_calls_of_a_waiting_response_keep_their_results_and_run_once()
         tool_returns(result.messages.messages()).into_iter().map(|r| r.tool_call_id.to_string()).collect();
     assert_eq!(ids, ["c1", "c2"], "returns stay in model order across the wait");
 }
+
+/// The deploy agent of the export tests, with a model script starting at `from`.
+fn export_agent(from: usize, runs: &Counter) -> Agent {
+    let script = [
+        TestModel::tool_call_response([
+            call("c_read", "read", json!({})),
+            call("c_deploy", "deploy", json!({"env": "prod"})),
+            call("c_job", "job", json!({})),
+        ]),
+        ModelResponse::text("all done"),
+    ];
+    let model = Arc::new(TestModel::new(script.into_iter().skip(from)));
+    Agent::builder(model)
+        .tool(plain("read", runs))
+        .tool(plain("deploy", runs))
+        .tool(deferred("job"))
+        .approval_required_tools(["deploy"])
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_exported_waiting_session_resumes_elsewhere_exactly_as_in_process() {
+    let runs = Counter::default();
+    let mut original = export_agent(0, &runs).session();
+    let waiting = original.run("go").await.unwrap();
+    let state = original.export_state();
+    let text = serde_json::to_string(&state).unwrap();
+    assert!(text.contains("\"state\":\"approval\"") && text.contains("\"state\":\"deferred\""), "{text}");
+
+    let decisions = |hitl: &starweaver::Hitl| HitlDecisions {
+        approvals: vec![hitl.approvals[0].approve().decided_by("ops")],
+        deferred_results: vec![hitl.deferred[0].complete(json!({"rows": 2}))],
+    };
+    let in_process = original.resume(decisions(&waiting.hitl)).await.unwrap();
+
+    // Elsewhere: a fresh agent (its model continues the script) restores the JSON text.
+    let fresh_runs = Counter::default();
+    let agent = export_agent(1, &fresh_runs);
+    let mut restored = agent.restore_session(&serde_json::from_str(&text).unwrap()).unwrap();
+    assert_eq!(restored.pending(), Some(waiting.hitl.clone()));
+    let resumed = restored.resume(decisions(&waiting.hitl)).await.unwrap();
+
+    assert_eq!(resumed.status, RunStatus::Completed);
+    assert_eq!(resumed.output, in_process.output);
+    assert_eq!(resumed.messages.to_json(), in_process.messages.to_json());
+    assert_eq!(serde_json::to_value(&resumed.events).unwrap(), serde_json::to_value(&in_process.events).unwrap());
+    assert_eq!(fresh_runs.get(), 1, "only the approved call ran after the restore: `read` kept its result");
+    let err = restored.resume(decisions(&waiting.hitl)).await.unwrap_err();
+    assert!(matches!(err, Error::NotWaiting));
+}
+
+#[tokio::test]
+async fn replayed_decisions_stay_refused_after_a_restore() {
+    let runs = Counter::default();
+    let agent = export_agent(0, &runs);
+    let mut session = agent.session();
+    let waiting = session.run("go").await.unwrap();
+    let approval = waiting.hitl.approvals[0].approve();
+    session
+        .resume(HitlDecisions {
+            approvals: vec![approval.clone()],
+            deferred_results: vec![waiting.hitl.deferred[0].complete(json!(1))],
+        })
+        .await
+        .unwrap();
+    let mut restored = export_agent(0, &runs).restore_session(&session.export_state()).unwrap();
+    restored.run("again").await.unwrap();
+    let err = restored.resume(vec![approval]).await.unwrap_err();
+    assert!(matches!(err, Error::ReplayedDecision { .. }), "{err}");
+}
+
+#[test]
+fn malformed_session_state_is_refused_naming_what_is_wrong() {
+    let agent = export_agent(0, &Counter::default());
+    for (state, expected) in [
+        (json!({"version": 2, "history": [], "decided": [], "waiting": null}), "version 2 is not supported"),
+        (json!({"version": 1, "history": {}, "decided": [], "waiting": null}), "invalid history"),
+        (json!({"version": 1, "history": [], "decided": [], "waiting": null, "extra": 1}), "unknown field `extra`"),
+        (
+            json!({"version": 1, "history": [], "decided": [], "waiting": {"run_id": "r", "step": 1, "retries": {}, "next_seq": 0, "slots": []}}),
+            "needs the history to end with the model response",
+        ),
+    ] {
+        let err = agent.restore_session(&state).err().unwrap().to_string();
+        assert!(err.contains(expected), "{err}");
+    }
+}

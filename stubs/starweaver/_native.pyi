@@ -131,9 +131,9 @@ class NativeAgent:
         r"""
         Runs `prompt` in a fresh session; await the result.
         """
-    def session(self) -> NativeSession:
+    def session(self, state: typing.Optional[typing.Any] = None) -> NativeSession:
         r"""
-        A new conversation.
+        A new conversation, or one restored from `NativeSession.export_state()` (a dict).
         """
 
 @typing.final
@@ -170,6 +170,11 @@ class NativeSession:
     def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None) -> typing.Awaitable[RunResult]:
         r"""
         Continues the waiting run: one decision (object or canonical dict) per pending item.
+        """
+    def export_state(self) -> typing.Any:
+        r"""
+        The session as canonical JSON (a dict): history, applied decisions, and a waiting
+        run's state. `agent.session(state=...)` restores it, in this process or another.
         """
 
 @typing.final

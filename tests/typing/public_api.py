@@ -22,6 +22,7 @@ from starweaver import (
     DeferredResult,
     Execution,
     Feedback,
+    FormatError,
     Hitl,
     InvalidArguments,
     ModelRetry,
@@ -114,6 +115,8 @@ async def typed_usage() -> None:
         assert_type(await session.hitl.resume(approvals=[decision]), RunResult)
         assert_type(await session.resume_after_hitl(approvals=[{"id": "x", "approved": True}]), RunResult)
         assert_type(session.hitl.pending, Hitl | None)
+        assert_type(session.export_state(), dict[str, object])
+        assert_type(same.session(state=session.export_state()), AgentSession)
 
     errors: list[type[StarweaverError]] = [
         ToolError,
@@ -128,6 +131,7 @@ async def typed_usage() -> None:
         Timeout,
         RegistrationError,
         DecisionError,
+        FormatError,
         SessionStateError,
     ]
     assert_type(errors, list[type[StarweaverError]])

@@ -50,9 +50,11 @@ class Agent(_AsyncContext):
         """Runs ``prompt`` in a fresh session. To resume a waiting run, use a session."""
         return await self._native.run(prompt)
 
-    def session(self) -> AgentSession:
-        """A conversation that keeps its history across runs and can wait for humans."""
-        return AgentSession(self._native.session())
+    def session(self, state: Mapping[str, object] | None = None) -> AgentSession:
+        """A conversation that keeps its history across runs and can wait for humans;
+        with ``state`` (from ``session.export_state()``), that conversation restored, here
+        or in another process. The agent must have the tools the session was using."""
+        return AgentSession(self._native.session(dict(state) if state is not None else None))
 
     @property
     def definitions(self) -> list[ToolDefinition]:
@@ -95,6 +97,12 @@ class AgentSession(_AsyncContext):
     ) -> RunResult:
         """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
         return await self.hitl.resume(approvals=approvals, deferred_results=deferred_results)
+
+    def export_state(self) -> dict[str, object]:
+        """The session as canonical JSON: history (host-only fields included), decisions
+        already applied, and a waiting run's pending approvals, deferred calls and state."""
+        state: dict[str, object] = self._native.export_state()
+        return state
 
     @property
     def messages(self) -> list[dict[str, object]]:

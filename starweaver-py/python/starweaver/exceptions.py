@@ -23,6 +23,7 @@ __all__ = [
     "Timeout",
     "RegistrationError",
     "DecisionError",
+    "FormatError",
     "SessionStateError",
 ]
 
@@ -91,6 +92,11 @@ class RegistrationError(StarweaverError, ValueError):
 
 class DecisionError(StarweaverError, ValueError):
     """A resume's decisions are unknown, foreign, replayed, duplicated, missing or malformed."""
+
+
+class FormatError(StarweaverError, ValueError):
+    """Canonical JSON (session state, a model script, a history) does not fit its format;
+    the message says where."""
 
 
 class SessionStateError(StarweaverError, RuntimeError):

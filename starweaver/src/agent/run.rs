@@ -32,14 +32,26 @@ pub(crate) struct SessionState {
     pub decided: HashSet<String>,
 }
 
-/// A run waiting for decisions: the response it stopped at, and a slot per tool call.
+/// A run waiting for decisions: the response it stopped at (the history's last message),
+/// and a slot per tool call of it.
 pub(crate) struct Suspended {
     pub run_id: Arc<str>,
-    step: u32,
-    retries: HashMap<Arc<str>, u32>,
-    next_seq: u64,
-    response: Arc<Message>,
-    slots: Vec<Slot>,
+    pub step: u32,
+    pub retries: HashMap<Arc<str>, u32>,
+    pub next_seq: u64,
+    pub response: Arc<Message>,
+    pub slots: Vec<Slot>,
+}
+
+impl Slot {
+    /// The model's id of the call this slot is for.
+    pub(crate) fn tool_call_id(&self) -> &str {
+        match self {
+            Self::Done(ret) => &ret.part.tool_call_id,
+            Self::Approval(pending) => &pending.tool_call_id,
+            Self::Deferred(pending) => &pending.tool_call_id,
+        }
+    }
 }
 
 impl Suspended {
@@ -56,8 +68,10 @@ impl Suspended {
     }
 }
 
-/// Where one call of a batch stands.
-enum Slot {
+/// Where one call of a batch stands. Serialised in exported session state.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub(crate) enum Slot {
     Done(ToolReturn),
     Approval(Box<PendingApproval>),
     Deferred(Box<PendingDeferred>),

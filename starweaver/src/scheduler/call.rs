@@ -50,7 +50,7 @@ impl From<ToolReturn> for CallOutcome {
 }
 
 /// A finished call: what the model sees, what only the host sees, and the error kind.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ToolReturn {
     pub part: Arc<ToolReturnPart>,
     pub host: Option<Box<HostFields>>,

@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 ///
 /// The first nine kinds are raised by tools; `NotFound`, `ApprovalDenied` and
 /// `DeferredFailed` are produced by the runtime. `as_str` is the `kind` the model sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolErrorKind {
     /// The arguments do not fit the schema; counts one model retry.
