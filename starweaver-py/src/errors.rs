@@ -113,6 +113,7 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         Error::UnknownDecision { .. }
         | Error::ForeignDecision { .. }
         | Error::ReplayedDecision { .. }
+        | Error::StaleDecision { .. }
         | Error::DuplicateDecision { .. }
         | Error::MissingDecisions { .. }
         | Error::WrongDecisionKind { .. }

@@ -97,6 +97,18 @@ pub enum Error {
         /// The id given.
         id: String,
     },
+    /// An approval was given for other arguments than the pending call has.
+    #[error(
+        "decision `{id}` approved arguments {approved}, but the pending call has {pending}; decide again, or approve with `override_arguments`"
+    )]
+    StaleDecision {
+        /// The id given.
+        id: String,
+        /// The arguments the decision approved.
+        approved: String,
+        /// The pending call's arguments.
+        pending: String,
+    },
     /// Two decisions in one resume name the same item.
     #[error("two decisions name `{id}`; give each pending item exactly one decision")]
     DuplicateDecision {

@@ -80,6 +80,31 @@ async fn an_approved_tool_is_reinvoked_with_its_decision_and_the_run_completes()
 }
 
 #[tokio::test]
+async fn a_decision_for_other_arguments_is_refused_as_stale() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("call_1", "deploy", json!({"env": "prod"}))], "ok");
+    let agent = Agent::builder(model).tool(gated("deploy", &log)).build().unwrap();
+    let mut session = agent.session();
+    let waiting = session.run("deploy").await.unwrap();
+    let mut forged = waiting.hitl.approvals[0].approve();
+    forged.arguments = Some(json!({"env": "staging"}));
+    let err = session.resume(vec![forged]).await.unwrap_err();
+    assert!(matches!(err, Error::StaleDecision { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "decision `{}` approved arguments {{\"env\":\"staging\"}}, but the pending call has {{\"env\":\"prod\"}}; decide again, or approve with `override_arguments`",
+            waiting.hitl.approvals[0].id
+        )
+    );
+    assert_eq!(log.entries(), ["asked"], "nothing ran");
+    let recorded = waiting.hitl.approvals[0].approve();
+    assert_eq!(recorded.arguments, Some(json!({"env": "prod"})), "approve() records what it approved");
+    session.resume(vec![recorded]).await.unwrap();
+    assert_eq!(log.entries()[1], "ran by None with {\"env\":\"prod\"}");
+}
+
+#[tokio::test]
 async fn an_approval_can_override_the_arguments() {
     let log = Log::default();
     let model = calls_then_text(vec![call("call_1", "deploy", json!({"env": "prod"}))], "ok");

@@ -101,7 +101,13 @@ def test_decisions_serialise_to_canonical_json() -> None:
         waiting = await session.run("deploy")
         pending = waiting.hitl.approvals[0]
         decision = pending.approve(decided_by="ui", metadata={"ticket": "CHG-1"})
-        assert decision.to_dict() == {"id": pending.id, "approved": True, "decided_by": "ui", "metadata": {"ticket": "CHG-1"}}
+        assert decision.to_dict() == {
+            "id": pending.id,
+            "approved": True,
+            "decided_by": "ui",
+            "arguments": {"env": "prod"},
+            "metadata": {"ticket": "CHG-1"},
+        }
         assert pending.deny().to_dict() == {"id": pending.id, "approved": False, "reason": "the call was denied"}
         result = await session.resume_after_hitl(approvals=[decision.to_dict()])
         assert result.status == "completed"
@@ -159,6 +165,9 @@ def test_refused_decisions_are_clear_errors_and_leave_the_session_waiting() -> N
         with pytest.raises(DecisionError, match="two decisions"):
             pending = waiting.hitl.approvals[0]
             await session.hitl.resume(approvals=[pending.approve(), pending.deny()])
+        with pytest.raises(DecisionError, match="approved arguments"):
+            stale = waiting.hitl.approvals[0].approve().to_dict() | {"arguments": {"env": "staging"}}
+            await session.hitl.resume(approvals=[stale])
         with pytest.raises(DecisionError, match="invalid decisions"):
             await session.hitl.resume(approvals=[{"id": "call_1", "approved": "yes"}])
         with pytest.raises(SessionStateError, match="waiting on run"):

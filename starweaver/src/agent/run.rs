@@ -155,12 +155,18 @@ fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
         .iter()
         .enumerate()
         .filter_map(|(slot, s)| {
-            let (id, tool_call_id, is_approval) = match s {
+            let (call, is_approval) = match s {
                 Slot::Done(_) => return None,
-                Slot::Approval(a) => (&a.id, &a.tool_call_id, true),
-                Slot::Deferred(d) => (&d.id, &d.tool_call_id, false),
+                Slot::Approval(a) => (&a.0, true),
+                Slot::Deferred(d) => (&d.0, false),
             };
-            Some(crate::hitl::Pending { slot, id, tool_call_id, is_approval })
+            Some(crate::hitl::Pending {
+                slot,
+                id: &call.id,
+                tool_call_id: &call.tool_call_id,
+                arguments: &call.arguments,
+                is_approval,
+            })
         })
         .collect()
 }

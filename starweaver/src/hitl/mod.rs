@@ -50,9 +50,15 @@ impl std::ops::Deref for PendingApproval {
 }
 
 impl PendingApproval {
-    /// Approves the call as it stands; refine with the decision's builder methods.
+    /// Approves the call as it stands (the decision records the arguments it approved);
+    /// refine with the decision's builder methods.
     pub fn approve(&self) -> ApprovalDecision {
-        ApprovalDecision { id: self.id.clone(), approved: true, ..ApprovalDecision::default() }
+        ApprovalDecision {
+            id: self.id.clone(),
+            approved: true,
+            arguments: Some(self.arguments.clone()),
+            ..ApprovalDecision::default()
+        }
     }
 
     /// Denies the call; the model is told `reason`.
@@ -80,6 +86,11 @@ pub struct ApprovalDecision {
     /// Why; shown to the model when denied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The arguments this approval was given for. When present, the resume is refused
+    /// if the pending call's arguments differ: changing them takes an explicit
+    /// `override_arguments`, never a stale decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
     /// Arguments to run with instead of the model's (a JSON object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub override_arguments: Option<Value>,

@@ -11,6 +11,7 @@ pub(crate) struct Pending<'a> {
     pub slot: usize,
     pub id: &'a str,
     pub tool_call_id: &'a str,
+    pub arguments: &'a serde_json::Value,
     pub is_approval: bool,
 }
 
@@ -43,6 +44,15 @@ pub(crate) fn resolve(
         }
         if matched.iter().any(|(slot, _)| *slot == item.slot) {
             return Err(Error::DuplicateDecision { id: item.id.to_owned() });
+        }
+        if let Resolution::Approval(ApprovalDecision { arguments: Some(approved), .. }) = &resolution
+            && approved != item.arguments
+        {
+            return Err(Error::StaleDecision {
+                id,
+                approved: approved.to_string(),
+                pending: item.arguments.to_string(),
+            });
         }
         if let Resolution::Approval(ApprovalDecision { override_arguments: Some(args), .. }) = &resolution
             && !args.is_object()
