@@ -16,6 +16,7 @@ use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::runtime::LoopFuture;
+use crate::stream::PyRunStream;
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
 
 /// An agent: a model, tools, instructions and an approval policy.
@@ -84,6 +85,11 @@ impl PyAgent {
         LoopFuture::new(run.boxed(), Some(cancellation))
     }
 
+    /// Runs `prompt` in a fresh session, yielding its events as they happen.
+    fn run_stream(&self, prompt: String) -> PyRunStream {
+        PyRunStream::new(self.0.run_stream(prompt))
+    }
+
     /// A new conversation, or one restored from `NativeSession.export_state()` (a dict).
     #[pyo3(signature = (state=None))]
     fn session(&self, py: Python<'_>, state: Option<&Bound<'_, PyAny>>) -> PyResult<PySession> {
@@ -139,6 +145,12 @@ impl PySession {
         self.start(py, Action::Run(prompt))
     }
 
+    /// Runs `prompt`, yielding its events as they happen.
+    fn run_stream(&self, py: Python<'_>, prompt: String) -> PyResult<PyRunStream> {
+        let session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
+        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt)))
+    }
+
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
     #[pyo3(signature = (*, approvals=None, deferred_results=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
@@ -182,7 +194,7 @@ fn busy(py: Python<'_>) -> PyErr {
     )
 }
 
-fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
+pub(crate) fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
     Python::attach(|py| {
         let result = result.into_py_result(py)?;
         Ok(Py::new(py, PyRunResult::from(result))?.into_any())

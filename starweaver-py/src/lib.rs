@@ -9,6 +9,7 @@ mod errors;
 mod hitl;
 mod model;
 mod runtime;
+mod stream;
 mod tool;
 
 use pyo3::prelude::*;
@@ -24,6 +25,8 @@ mod _native {
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
     #[pymodule_export]
     use crate::runtime::LoopFuture;
+    #[pymodule_export]
+    use crate::stream::PyRunStream;
     #[pymodule_export]
     use crate::tool::{PyNativeTool, PyToolContext, PyToolDefinition, PyToolResult};
 

@@ -76,6 +76,19 @@ impl Session {
         self.stream(Start::Prompt(prompt.into()), RunOptions::default())
     }
 
+    /// [`run_stream`](Self::run_stream) on a session the stream holds (owned, or behind
+    /// a lock guard), so the stream can outlive the caller's borrow.
+    pub fn run_stream_owned<S>(mut session: S, prompt: impl Into<String>) -> RunStream<'static>
+    where
+        S: std::ops::DerefMut<Target = Session> + Send + 'static,
+    {
+        let prompt = prompt.into();
+        RunStream::new(move |live| async move {
+            let Session { agent, state } = &mut *session;
+            drive(&agent.inner, state, Start::Prompt(prompt), RunOptions::default(), Some(live)).await
+        })
+    }
+
     /// Continues the waiting run with a decision for every pending item.
     ///
     /// # Errors

@@ -17,6 +17,7 @@ __all__ = [
     "PendingApproval",
     "PendingDeferred",
     "RunResult",
+    "RunStream",
     "ToolContext",
     "ToolDefinition",
     "ToolResult",
@@ -131,6 +132,10 @@ class NativeAgent:
         r"""
         Runs `prompt` in a fresh session; await the result.
         """
+    def run_stream(self, prompt: builtins.str) -> RunStream:
+        r"""
+        Runs `prompt` in a fresh session, yielding its events as they happen.
+        """
     def session(self, state: typing.Optional[typing.Any] = None) -> NativeSession:
         r"""
         A new conversation, or one restored from `NativeSession.export_state()` (a dict).
@@ -166,6 +171,10 @@ class NativeSession:
     def run(self, prompt: builtins.str) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt`, continuing the conversation; await the result.
+        """
+    def run_stream(self, prompt: builtins.str) -> RunStream:
+        r"""
+        Runs `prompt`, yielding its events as they happen.
         """
     def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None) -> typing.Awaitable[RunResult]:
         r"""
@@ -370,6 +379,20 @@ class RunResult:
         This run's events, in order, as dicts with `seq`, `run_id` and `type`.
         """
     def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class RunStream:
+    r"""
+    A run's events, live: iterate with `async for` (each event is a dict with `seq`,
+    `run_id` and `type`), then `await stream.result()` for the `RunResult`. Iterating drives
+    the run; nothing runs between iterations.
+    """
+    def __aiter__(self) -> RunStream: ...
+    def __anext__(self) -> typing.Awaitable[dict[str, typing.Any]]: ...
+    def result(self) -> typing.Awaitable[RunResult]:
+        r"""
+        Finishes the run (events not yet read stay in the result's `events`) and returns it.
+        """
 
 @typing.final
 class ToolContext:

@@ -30,6 +30,7 @@ from starweaver import (
     PendingDeferred,
     RegistrationError,
     RunResult,
+    RunStream,
     SessionStateError,
     StarweaverError,
     Timeout,
@@ -97,6 +98,10 @@ async def typed_usage() -> None:
     assert_type(create_agent_runtime(model=FunctionModel(scripted)), Agent)
     result = await agent.run("go")
     assert_type(result, RunResult)
+    stream = agent.run_stream("go")
+    events = [event async for event in stream]
+    assert_type(events, list[dict[str, Any]])
+    assert_type(await stream.result(), RunResult)
     assert_type(result.status, str)
     assert_type(result.output, str | None)
     assert_type(result.hitl, Hitl)
@@ -116,6 +121,11 @@ async def typed_usage() -> None:
         assert_type(await session.resume_after_hitl(approvals=[{"id": "x", "approved": True}]), RunResult)
         assert_type(session.hitl.pending, Hitl | None)
         assert_type(session.export_state(), dict[str, object])
+        session_stream = session.run_stream("again")
+        assert_type(session_stream, RunStream)
+        async for event in session_stream:
+            assert_type(event, dict[str, Any])
+        assert_type(await session_stream.result(), RunResult)
         assert_type(same.session(state=session.export_state()), AgentSession)
 
     errors: list[type[StarweaverError]] = [

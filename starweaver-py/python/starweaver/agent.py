@@ -6,7 +6,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ._native import ApprovalDecision, DeferredResult, Hitl, NativeAgent, NativeSession, NativeTool, RunResult, ToolDefinition
+from ._native import (
+    ApprovalDecision,
+    DeferredResult,
+    Hitl,
+    NativeAgent,
+    NativeSession,
+    NativeTool,
+    RunResult,
+    RunStream,
+    ToolDefinition,
+)
 from .testing import FunctionModel, TestModel
 from .tools import BaseTool, Tool
 
@@ -50,6 +60,11 @@ class Agent(_AsyncContext):
         """Runs ``prompt`` in a fresh session. To resume a waiting run, use a session."""
         return await self._native.run(prompt)
 
+    def run_stream(self, prompt: str) -> RunStream:
+        """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
+        as they happen; ``await stream.result()`` then gives the ``RunResult``."""
+        return self._native.run_stream(prompt)
+
     def session(self, state: Mapping[str, object] | None = None) -> AgentSession:
         """A conversation that keeps its history across runs and can wait for humans;
         with ``state`` (from ``session.export_state()``), that conversation restored, here
@@ -91,6 +106,10 @@ class AgentSession(_AsyncContext):
     async def run(self, prompt: str) -> RunResult:
         """Runs ``prompt``, continuing the conversation."""
         return await self._native.run(prompt)
+
+    def run_stream(self, prompt: str) -> RunStream:
+        """Runs ``prompt`` in this conversation, yielding events as they happen."""
+        return self._native.run_stream(prompt)
 
     async def resume_after_hitl(
         self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()

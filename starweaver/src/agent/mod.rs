@@ -106,12 +106,7 @@ impl Agent {
 
     /// Runs `prompt` in a fresh session, yielding events as they happen.
     pub fn run_stream(&self, prompt: impl Into<String>) -> RunStream<'static> {
-        let mut session = self.session();
-        let prompt = prompt.into();
-        RunStream::new(move |live| async move {
-            drive(&session.agent.inner, &mut session.state, Start::Prompt(prompt), RunOptions::default(), Some(live))
-                .await
-        })
+        Session::run_stream_owned(Box::new(self.session()), prompt)
     }
 
     /// The tool definitions models are sent, in registration order.
