@@ -16,20 +16,27 @@ use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::runtime::LoopFuture;
+use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
+use crate::trace::PyTrace;
 
 /// An agent: a model, tools, instructions and an approval policy.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeAgent", frozen)]
-pub struct PyAgent(Agent);
+pub struct PyAgent {
+    agent: Agent,
+    /// The store as the caller passed it (or the default), so `session_store` returns
+    /// that object with its own class.
+    store: Py<PySessionStore>,
+}
 
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyAgent {
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None))]
+    #[pyo3(signature = (model, tools, *, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -40,6 +47,7 @@ impl PyAgent {
         max_concurrency: Option<usize>,
         max_steps: Option<u32>,
         dependencies: Option<Py<PyAny>>,
+        session_store: Option<Bound<'_, PySessionStore>>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -72,13 +80,18 @@ impl PyAgent {
         if let Some(deps) = dependencies {
             builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
         }
-        builder.build().into_py_result(py).map(Self)
+        let store = match session_store {
+            Some(store) => store.unbind(),
+            None => Bound::new(py, PyMemorySessionStore::new())?.into_super().unbind(),
+        };
+        builder = builder.session_store(store.get().0.clone());
+        Ok(Self { agent: builder.build().into_py_result(py)?, store })
     }
 
     /// Runs `prompt` in a fresh session; await the result.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(&self, prompt: String) -> LoopFuture {
-        let agent = self.0.clone();
+        let agent = self.agent.clone();
         let cancellation = CancellationToken::new();
         let options = RunOptions { cancellation: Some(cancellation.clone()), dependencies: None };
         let run = async move { result_to_py(agent.run_with(prompt, options).await) };
@@ -87,23 +100,42 @@ impl PyAgent {
 
     /// Runs `prompt` in a fresh session, yielding its events as they happen.
     fn run_stream(&self, prompt: String) -> PyRunStream {
-        PyRunStream::new(self.0.run_stream(prompt))
+        PyRunStream::new(self.agent.run_stream(prompt))
     }
 
-    /// A new conversation, or one restored from `NativeSession.export_state()` (a dict).
-    #[pyo3(signature = (state=None))]
-    fn session(&self, py: Python<'_>, state: Option<&Bound<'_, PyAny>>) -> PyResult<PySession> {
-        let session = match state {
-            None => self.0.session(),
-            Some(state) => self.0.restore_session(&convert::to_json(state)?).into_py_result(py)?,
+    /// A new conversation; one restored from `NativeSession.export_state()` (a dict); or,
+    /// with `session_id`, the one kept under that id in the agent's session store (new if
+    /// none is), written back each time a run or resume returns.
+    #[pyo3(signature = (state=None, *, session_id=None))]
+    fn session(
+        &self,
+        py: Python<'_>,
+        state: Option<&Bound<'_, PyAny>>,
+        session_id: Option<String>,
+    ) -> PyResult<PySession> {
+        let session = match (state, session_id) {
+            (None, None) => self.agent.session(),
+            (Some(state), None) => self.agent.restore_session(&convert::to_json(state)?).into_py_result(py)?,
+            (None, Some(id)) => py.detach(|| self.agent.open_session(id)).into_py_result(py)?,
+            (Some(_), Some(_)) => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "give `state` or `session_id`, not both: a stored session already has its state",
+                ));
+            }
         };
         Ok(PySession(Arc::new(tokio::sync::Mutex::new(session))))
+    }
+
+    /// Where `session(session_id=...)` keeps sessions.
+    #[getter]
+    fn session_store(&self, py: Python<'_>) -> Py<PySessionStore> {
+        self.store.clone_ref(py)
     }
 
     /// The tool definitions models are sent.
     #[getter]
     fn definitions(&self) -> Vec<PyToolDefinition> {
-        self.0.definitions().iter().cloned().map(PyToolDefinition).collect()
+        self.agent.definitions().iter().cloned().map(PyToolDefinition).collect()
     }
 }
 
@@ -178,6 +210,13 @@ impl PySession {
         convert::to_py(py, &session.history().to_json())
     }
 
+    /// The id the session is stored under, or `None` for a session not opened by id.
+    #[getter]
+    fn session_id(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let session = self.0.try_lock().map_err(|_| busy(py))?;
+        Ok(session.id().map(str::to_owned))
+    }
+
     /// The session as canonical JSON (a dict): history, applied decisions, and a waiting
     /// run's state. `agent.session(state=...)` restores it, in this process or another.
     fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -197,7 +236,7 @@ fn busy(py: Python<'_>) -> PyErr {
 pub(crate) fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
     Python::attach(|py| {
         let result = result.into_py_result(py)?;
-        Ok(Py::new(py, PyRunResult::from(result))?.into_any())
+        Ok(Py::new(py, PyRunResult::new(py, result)?)?.into_any())
     })
 }
 
@@ -222,20 +261,23 @@ pub struct PyRunResult {
     hitl: Py<PyHitl>,
     history: History,
     events: Vec<Event>,
+    /// The run's spans with durations.
+    #[pyo3(get)]
+    trace: Py<PyTrace>,
 }
 
-impl From<RunResult> for PyRunResult {
-    fn from(result: RunResult) -> Self {
-        let hitl = Python::attach(|py| Py::new(py, PyHitl::from(result.hitl))).expect("allocating a Hitl object");
-        Self {
+impl PyRunResult {
+    fn new(py: Python<'_>, result: RunResult) -> PyResult<Self> {
+        Ok(Self {
             run_id: result.run_id,
             status: result.status.as_str(),
             output: result.output,
             error: result.error.map(|e| e.to_string()),
-            hitl,
+            hitl: Py::new(py, PyHitl::from(result.hitl))?,
             history: result.messages,
             events: result.events,
-        }
+            trace: Py::new(py, PyTrace(result.trace))?,
+        })
     }
 }
 

@@ -44,6 +44,8 @@ classes! {
     decision_error => "DecisionError",
     format_error => "FormatError",
     session_state_error => "SessionStateError",
+    session_conflict_error => "SessionConflictError",
+    session_store_error => "SessionStoreError",
 }
 
 /// Looks up one exception class.
@@ -120,6 +122,8 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         | Error::InvalidDecision { .. }
         | Error::InvalidJson { what: "decisions", .. } => decision_error(py),
         Error::InvalidJson { .. } => format_error(py),
+        Error::SessionConflict { .. } => session_conflict_error(py),
+        Error::Store { .. } => session_store_error(py),
         _ => return pyo3::exceptions::PyRuntimeError::new_err(message),
     };
     match class {

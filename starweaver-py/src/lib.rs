@@ -9,8 +9,10 @@ mod errors;
 mod hitl;
 mod model;
 mod runtime;
+mod store;
 mod stream;
 mod tool;
+mod trace;
 
 use pyo3::prelude::*;
 
@@ -26,9 +28,13 @@ mod _native {
     #[pymodule_export]
     use crate::runtime::LoopFuture;
     #[pymodule_export]
+    use crate::store::{PyMemorySessionStore, PySessionStore, PySqliteSessionStore};
+    #[pymodule_export]
     use crate::stream::PyRunStream;
     #[pymodule_export]
     use crate::tool::{PyNativeTool, PyToolContext, PyToolDefinition, PyToolResult};
+    #[pymodule_export]
+    use crate::trace::{PyTrace, PyTraceSpan};
 
     use super::*;
 

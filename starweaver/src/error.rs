@@ -147,6 +147,28 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A session store could not be read or written.
+    #[error("session store `{path}`: {operation} failed: {message}")]
+    Store {
+        /// Where the store keeps its data.
+        path: String,
+        /// What was being done (`open`, `load`, `save`, `delete`, `list`).
+        operation: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// A session was written by someone else since it was loaded.
+    #[error(
+        "session `{id}` changed in its store since it was loaded (expected revision {expected}, found {found}); open it again"
+    )]
+    SessionConflict {
+        /// The session id.
+        id: String,
+        /// The revision this session was based on.
+        expected: u64,
+        /// The revision in the store.
+        found: u64,
+    },
     /// Canonical JSON (history, script, decisions) could not be read.
     #[error("invalid {what}: {message}")]
     InvalidJson {

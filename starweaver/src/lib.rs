@@ -3,7 +3,7 @@
 //!
 //! A tool call's path reads off the modules: [`tool`] (what a tool is) → [`registry`]
 //! (an agent's tools) → `scheduler` (running a response's calls) → `agent` (the loop)
-//! → [`session`] and [`hitl`] (waiting for humans) → [`event`] and [`stream`] (what
+//! → [`session`] and [`hitl`] (waiting for humans) → [`store`] (sessions kept across processes) → [`event`] and [`stream`] (what
 //! happened), with [`model`] and [`testing`] on the model side.
 
 #[doc(hidden)]
@@ -19,9 +19,11 @@ pub mod result;
 mod scheduler;
 pub mod schema;
 pub mod session;
+pub mod store;
 pub mod stream;
 pub mod testing;
 pub mod tool;
+pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions};
 pub use error::{DefinitionError, DefinitionErrorKind, Error, Result};
@@ -134,3 +136,4 @@ pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, Tool, ToolBuilder, ToolContext, ToolDefinition,
     ToolError, ToolErrorKind, ToolResult, decode_args,
 };
+pub use trace::{SpanKind, Trace, TraceSpan};

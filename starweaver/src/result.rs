@@ -6,6 +6,7 @@ use thiserror::Error;
 use crate::event::Event;
 use crate::hitl::Hitl;
 use crate::message::History;
+use crate::trace::Trace;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,4 +83,6 @@ pub struct RunResult {
     pub messages: History,
     /// This run's events (since its start or its resume), in order.
     pub events: Vec<Event>,
+    /// This run's spans (since its start or its resume), with durations.
+    pub trace: Trace,
 }

@@ -13,6 +13,8 @@ use crate::message::{History, Message};
 use crate::result::RunResult;
 use crate::stream::RunStream;
 
+type Live = tokio::sync::mpsc::UnboundedSender<crate::event::Event>;
+
 /// A conversation with an agent (DESIGN.md §8).
 ///
 /// A run that needs approvals or deferred results returns with status `waiting`; the
@@ -48,11 +50,27 @@ use crate::stream::RunStream;
 pub struct Session {
     pub(crate) agent: Agent,
     pub(crate) state: SessionState,
+    stored: Option<StoreLink>,
+}
+
+/// Where a session opened by id is kept: its id and the revision it was last written at.
+struct StoreLink {
+    id: String,
+    revision: u64,
 }
 
 impl Session {
     pub(crate) fn new(agent: Agent) -> Self {
-        Self { agent, state: SessionState::default() }
+        Self { agent, state: SessionState::default(), stored: None }
+    }
+
+    pub(crate) fn link(&mut self, id: String, revision: u64) {
+        self.stored = Some(StoreLink { id, revision });
+    }
+
+    /// The id this session is stored under, when opened with [`Agent::open_session`].
+    pub fn id(&self) -> Option<&str> {
+        self.stored.as_ref().map(|s| s.id.as_str())
     }
 
     /// Runs `prompt`, continuing the session's conversation.
@@ -68,7 +86,7 @@ impl Session {
     /// # Errors
     /// `SessionWaiting` when a run is waiting for decisions.
     pub async fn run_with(&mut self, prompt: impl Into<String>, options: RunOptions) -> Result<RunResult> {
-        drive(&self.agent.inner, &mut self.state, Start::Prompt(prompt.into()), options, None).await
+        self.advance(Start::Prompt(prompt.into()), options, None).await
     }
 
     /// Runs `prompt`, yielding events as they happen.
@@ -84,8 +102,7 @@ impl Session {
     {
         let prompt = prompt.into();
         RunStream::new(move |live| async move {
-            let Session { agent, state } = &mut *session;
-            drive(&agent.inner, state, Start::Prompt(prompt), RunOptions::default(), Some(live)).await
+            session.advance(Start::Prompt(prompt), RunOptions::default(), Some(live)).await
         })
     }
 
@@ -104,7 +121,7 @@ impl Session {
     /// # Errors
     /// As [`resume`](Self::resume).
     pub async fn resume_with(&mut self, decisions: impl Into<HitlDecisions>, options: RunOptions) -> Result<RunResult> {
-        drive(&self.agent.inner, &mut self.state, Start::Resume(decisions.into()), options, None).await
+        self.advance(Start::Resume(decisions.into()), options, None).await
     }
 
     /// [`resume`](Self::resume), yielding events as they happen.
@@ -149,8 +166,20 @@ impl Session {
     }
 
     fn stream(&mut self, start: Start, options: RunOptions) -> RunStream<'_> {
-        let Self { agent, state } = self;
-        RunStream::new(move |live| drive(&agent.inner, state, start, options, Some(live)))
+        RunStream::new(move |live| self.advance(start, options, Some(live)))
+    }
+
+    /// Every run and resume goes through here: drive the run, then write the session to
+    /// its store when it has one. A refused call changes nothing and writes nothing.
+    async fn advance(&mut self, start: Start, options: RunOptions, live: Option<Live>) -> Result<RunResult> {
+        let result = drive(&self.agent.inner, &mut self.state, start, options, live).await?;
+        if let Some(link) = &self.stored {
+            let revision = self.agent.inner.store.save(&link.id, &self.export_state(), link.revision)?;
+            if let Some(link) = &mut self.stored {
+                link.revision = revision;
+            }
+        }
+        Ok(result)
     }
 }
 
@@ -196,7 +225,7 @@ impl Agent {
             Some(waiting) => Some(restore_waiting(&history, waiting).map_err(invalid)?),
         };
         let decided: HashSet<String> = exported.decided.into_iter().collect();
-        Ok(Session { agent: self.clone(), state: SessionState { history, waiting, decided } })
+        Ok(Session { agent: self.clone(), state: SessionState { history, waiting, decided }, stored: None })
     }
 }
 

@@ -2,11 +2,14 @@
 # ruff: noqa: E501, F401, F403, F405
 
 import builtins
+import os
+import pathlib
 import typing
 __all__ = [
     "ApprovalDecision",
     "DeferredResult",
     "Hitl",
+    "MemorySessionStore",
     "Messages",
     "NativeAgent",
     "NativeFunctionModel",
@@ -18,9 +21,13 @@ __all__ = [
     "PendingDeferred",
     "RunResult",
     "RunStream",
+    "SessionStore",
+    "SqliteSessionStore",
     "ToolContext",
     "ToolDefinition",
     "ToolResult",
+    "Trace",
+    "TraceSpan",
 ]
 
 __version__: builtins.str
@@ -102,6 +109,13 @@ class Hitl:
         """
 
 @typing.final
+class MemorySessionStore(SessionStore):
+    r"""
+    Sessions kept in this process's memory (the default store).
+    """
+    def __new__(cls) -> MemorySessionStore: ...
+
+@typing.final
 class Messages:
     r"""
     The history as a model callback sees it: canonical message dicts, converted when read,
@@ -120,11 +134,16 @@ class NativeAgent:
     An agent: a model, tools, instructions and an approval policy.
     """
     @property
+    def session_store(self) -> SessionStore:
+        r"""
+        Where `session(session_id=...)` keeps sessions.
+        """
+    @property
     def definitions(self) -> builtins.list[ToolDefinition]:
         r"""
         The tool definitions models are sent.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -136,9 +155,11 @@ class NativeAgent:
         r"""
         Runs `prompt` in a fresh session, yielding its events as they happen.
         """
-    def session(self, state: typing.Optional[typing.Any] = None) -> NativeSession:
+    def session(self, state: typing.Optional[typing.Any] = None, *, session_id: typing.Optional[builtins.str] = None) -> NativeSession:
         r"""
-        A new conversation, or one restored from `NativeSession.export_state()` (a dict).
+        A new conversation; one restored from `NativeSession.export_state()` (a dict); or,
+        with `session_id`, the one kept under that id in the agent's session store (new if
+        none is), written back each time a run or resume returns.
         """
 
 @typing.final
@@ -167,6 +188,11 @@ class NativeSession:
     def messages(self) -> typing.Any:
         r"""
         The conversation so far as canonical message dicts, host-only fields included.
+        """
+    @property
+    def session_id(self) -> typing.Optional[builtins.str]:
+        r"""
+        The id the session is stored under, or `None` for a session not opened by id.
         """
     def run(self, prompt: builtins.str) -> typing.Awaitable[RunResult]:
         r"""
@@ -369,6 +395,11 @@ class RunResult:
         What a waiting run needs.
         """
     @property
+    def trace(self) -> Trace:
+        r"""
+        The run's spans with durations.
+        """
+    @property
     def messages(self) -> typing.Any:
         r"""
         The session's full history as canonical message dicts, host-only fields included.
@@ -393,6 +424,46 @@ class RunStream:
         r"""
         Finishes the run (events not yet read stay in the result's `events`) and returns it.
         """
+
+class SessionStore:
+    r"""
+    Where sessions opened by id are kept. Use `MemorySessionStore` or `SqliteSessionStore`.
+    """
+    def load(self, session_id: builtins.str) -> dict[str, typing.Any] | None:
+        r"""
+        The stored state of session `session_id` (as `export_state()` gives it), or `None`.
+        """
+    def revision(self, session_id: builtins.str) -> builtins.int:
+        r"""
+        How many times session `session_id` has been written (0: never).
+        """
+    def ids(self) -> builtins.list[builtins.str]:
+        r"""
+        Every stored session id, sorted.
+        """
+    def delete(self, session_id: builtins.str) -> builtins.bool:
+        r"""
+        Removes session `session_id`; whether it was stored.
+        """
+
+@typing.final
+class SqliteSessionStore(SessionStore):
+    r"""
+    Sessions in an embedded SQLite database file, shared by every process that opens it.
+    Each write is one transaction: a process killed at any point leaves the last committed
+    state of every session loadable.
+    """
+    @property
+    def path(self) -> pathlib.Path:
+        r"""
+        The database file.
+        """
+    def __new__(cls, path: str | os.PathLike[str]) -> SqliteSessionStore:
+        r"""
+        Opens (creating if needed) the database at `path`; raises `SessionStoreError`
+        naming the path when it cannot.
+        """
+    def __repr__(self) -> builtins.str: ...
 
 @typing.final
 class ToolContext:
@@ -557,4 +628,102 @@ class ToolResult:
         instead; `metadata` is public; `app_value`, `user_content` and `private_metadata`
         stay on the host.
         """
+
+@typing.final
+class Trace:
+    r"""
+    The timing of one run (or one resume): a span for the run, each step, each model
+    request and each tool call. `str(trace)` is a readable summary;
+    `starweaver.otel.export_trace(trace)` sends it to OpenTelemetry.
+    """
+    @property
+    def run_id(self) -> builtins.str:
+        r"""
+        The run.
+        """
+    @property
+    def started_at_unix_us(self) -> builtins.int:
+        r"""
+        When the run (or resume) started, in microseconds since the Unix epoch.
+        """
+    @property
+    def duration_ms(self) -> builtins.float:
+        r"""
+        The whole run's duration in milliseconds.
+        """
+    @property
+    def spans(self) -> builtins.list[TraceSpan]:
+        r"""
+        The spans, parents before children; the first is the run.
+        """
+    def to_dict(self) -> typing.Any:
+        r"""
+        The trace as a JSON-ready dict: `run_id`, `started_at_unix_us` and `spans`.
+        """
+    def __str__(self) -> builtins.str: ...
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class TraceSpan:
+    r"""
+    One timed span of a `Trace`.
+    """
+    @property
+    def id(self) -> builtins.int:
+        r"""
+        Index in `Trace.spans`.
+        """
+    @property
+    def parent(self) -> typing.Optional[builtins.int]:
+        r"""
+        The enclosing span's id; `None` for the run.
+        """
+    @property
+    def kind(self) -> builtins.str:
+        r"""
+        `"run"`, `"step"`, `"model_request"` or `"tool_call"`.
+        """
+    @property
+    def name(self) -> builtins.str:
+        r"""
+        The span name, as the Rust `tracing` span has it (`starweaver.tool_call`, ...).
+        """
+    @property
+    def start_us(self) -> builtins.int:
+        r"""
+        Start, in microseconds after the run's start.
+        """
+    @property
+    def duration_us(self) -> builtins.int:
+        r"""
+        Duration in microseconds.
+        """
+    @property
+    def duration_ms(self) -> builtins.float:
+        r"""
+        Duration in milliseconds.
+        """
+    @property
+    def step(self) -> typing.Optional[builtins.int]:
+        r"""
+        The model request number, for steps and model requests.
+        """
+    @property
+    def tool(self) -> typing.Optional[builtins.str]:
+        r"""
+        The tool, for tool calls.
+        """
+    @property
+    def tool_call_id(self) -> typing.Optional[builtins.str]:
+        r"""
+        The model's call id, for tool calls.
+        """
+    @property
+    def outcome(self) -> typing.Optional[builtins.str]:
+        r"""
+        How it ended: a run's status; `"ok"` or the error kind for a tool call (or
+        `"approval_required"`, `"deferred"`); `"ok"`, `"error"` or `"cancelled"` for a model
+        request; `"tool_calls"` or how the run ended for a step.
+        """
+    def __repr__(self) -> builtins.str: ...
 

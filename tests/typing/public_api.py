@@ -4,6 +4,7 @@ with each `assert_type`. Run by `make lint-python`; never executed."""
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,8 +31,13 @@ from starweaver import (
     PendingDeferred,
     RegistrationError,
     RunResult,
+    MemorySessionStore,
     RunStream,
+    SessionConflictError,
     SessionStateError,
+    SessionStore,
+    SessionStoreError,
+    SqliteSessionStore,
     StarweaverError,
     Timeout,
     Tool,
@@ -39,11 +45,14 @@ from starweaver import (
     ToolDefinition,
     ToolError,
     ToolResult,
+    Trace,
+    TraceSpan,
     UserError,
     create_agent,
     create_agent_runtime,
     tool,
 )
+from starweaver.otel import export_trace
 from starweaver.testing import FunctionModel, Messages, TestModel
 
 
@@ -128,6 +137,32 @@ async def typed_usage() -> None:
         assert_type(await session_stream.result(), RunResult)
         assert_type(same.session(state=session.export_state()), AgentSession)
 
+    # Session stores: one argument selects SQLite (a path) or any store object.
+    stored = create_agent_runtime(model=FunctionModel(scripted), session_store="sessions.db")
+    assert_type(create_agent_runtime(model=FunctionModel(scripted), session_store=MemorySessionStore()), Agent)
+    sqlite_store = SqliteSessionStore("sessions.db")
+    assert_type(sqlite_store.path, Path)
+    assert_type(stored.session_store, SessionStore)
+    kept = stored.session(session_id="ticket-42")
+    assert_type(kept.session_id, str | None)
+    assert_type(stored.session_store.load("ticket-42"), dict[str, Any] | None)
+    assert_type(stored.session_store.revision("ticket-42"), int)
+    assert_type(stored.session_store.ids(), list[str])
+    assert_type(stored.session_store.delete("ticket-42"), bool)
+
+    # Traces.
+    trace = result.trace
+    assert_type(trace, Trace)
+    assert_type(trace.duration_ms, float)
+    assert_type(trace.started_at_unix_us, int)
+    span = trace.spans[0]
+    assert_type(span, TraceSpan)
+    assert_type(span.kind, str)
+    assert_type(span.parent, int | None)
+    assert_type(span.outcome, str | None)
+    assert_type(str(trace), str)
+    export_trace(trace)
+
     errors: list[type[StarweaverError]] = [
         ToolError,
         InvalidArguments,
@@ -143,6 +178,8 @@ async def typed_usage() -> None:
         DecisionError,
         FormatError,
         SessionStateError,
+        SessionConflictError,
+        SessionStoreError,
     ]
     assert_type(errors, list[type[StarweaverError]])
     assert_type(starweaver.__version__, str)

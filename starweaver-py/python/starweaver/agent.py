@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -15,6 +16,8 @@ from ._native import (
     NativeTool,
     RunResult,
     RunStream,
+    SessionStore,
+    SqliteSessionStore,
     ToolDefinition,
 )
 from .testing import FunctionModel, TestModel
@@ -65,11 +68,21 @@ class Agent(_AsyncContext):
         as they happen; ``await stream.result()`` then gives the ``RunResult``."""
         return self._native.run_stream(prompt)
 
-    def session(self, state: Mapping[str, object] | None = None) -> AgentSession:
-        """A conversation that keeps its history across runs and can wait for humans;
-        with ``state`` (from ``session.export_state()``), that conversation restored, here
-        or in another process. The agent must have the tools the session was using."""
-        return AgentSession(self._native.session(dict(state) if state is not None else None))
+    def session(self, state: Mapping[str, object] | None = None, *, session_id: str | None = None) -> AgentSession:
+        """A conversation that keeps its history across runs and can wait for humans.
+
+        With ``state`` (from ``session.export_state()``), that conversation restored, here
+        or in another process. With ``session_id``, the session kept under that id in the
+        agent's session store (a new one if none is); it is written back, in one
+        transaction, each time a run or resume returns. The agent must have the tools the
+        session was using."""
+        native = self._native.session(dict(state) if state is not None else None, session_id=session_id)
+        return AgentSession(native)
+
+    @property
+    def session_store(self) -> SessionStore:
+        """Where ``session(session_id=...)`` keeps sessions."""
+        return self._native.session_store
 
     @property
     def definitions(self) -> list[ToolDefinition]:
@@ -129,6 +142,11 @@ class AgentSession(_AsyncContext):
         messages: list[dict[str, object]] = self._native.messages
         return messages
 
+    @property
+    def session_id(self) -> str | None:
+        """The id the session is stored under, or ``None`` when not opened by id."""
+        return self._native.session_id
+
 
 def create_agent(
     *,
@@ -139,10 +157,16 @@ def create_agent(
     max_concurrency: int | None = None,
     max_steps: int | None = None,
     dependencies: object = None,
+    session_store: SessionStore | str | os.PathLike[str] | None = None,
 ) -> Agent:
     """Builds an agent. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
     callables; ``approval_required_tools`` entries are tool names, toolset names, metadata
-    dicts, or ``"*"``. Raises ``RegistrationError`` naming what is wrong."""
+    dicts, or ``"*"``. ``session_store`` keeps sessions opened with
+    ``agent.session(session_id=...)``: a ``SessionStore``, or a path for a
+    ``SqliteSessionStore`` (in memory when unset). Raises ``RegistrationError`` naming
+    what is wrong, ``SessionStoreError`` when the store cannot be opened."""
+    if isinstance(session_store, (str, os.PathLike)):
+        session_store = SqliteSessionStore(session_store)
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
         getattr(model, "native", model),
@@ -152,6 +176,7 @@ def create_agent(
         max_concurrency=max_concurrency,
         max_steps=max_steps,
         dependencies=dependencies,
+        session_store=session_store,
     )
     return Agent(native)
 

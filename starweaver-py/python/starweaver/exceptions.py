@@ -25,6 +25,8 @@ __all__ = [
     "DecisionError",
     "FormatError",
     "SessionStateError",
+    "SessionConflictError",
+    "SessionStoreError",
 ]
 
 
@@ -101,3 +103,12 @@ class FormatError(StarweaverError, ValueError):
 
 class SessionStateError(StarweaverError, RuntimeError):
     """The session cannot do that now (it is waiting, not waiting, or already running)."""
+
+
+class SessionConflictError(SessionStateError):
+    """The session was written to its store by someone else since it was opened (another
+    process resumed it); open it again to see what happened."""
+
+
+class SessionStoreError(StarweaverError, OSError):
+    """A session store could not be opened, read or written; the message names the store."""

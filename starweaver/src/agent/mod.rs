@@ -14,6 +14,7 @@ use crate::model::Model;
 use crate::registry::{Registration, ToolRegistry, Toolset};
 use crate::result::RunResult;
 use crate::session::Session;
+use crate::store::{MemoryStore, SessionStore};
 use crate::stream::RunStream;
 use crate::tool::{Dependencies, Tool, ToolDefinition};
 
@@ -56,6 +57,7 @@ pub(crate) struct AgentInner {
     pub max_steps: u32,
     pub max_concurrency: Option<usize>,
     pub dependencies: Dependencies,
+    pub store: Arc<dyn SessionStore>,
 }
 
 /// Per-run options.
@@ -79,6 +81,7 @@ impl Agent {
             max_steps: DEFAULT_MAX_STEPS,
             max_concurrency: None,
             dependencies: Dependencies::new(),
+            store: None,
         }
     }
 
@@ -86,6 +89,53 @@ impl Agent {
     /// human decisions.
     pub fn session(&self) -> Session {
         Session::new(self.clone())
+    }
+
+    /// The session `id` from the agent's [store](AgentBuilder::session_store), or a new
+    /// one under that id. It is written back each time a run or resume returns, so a
+    /// waiting run can be resumed by any process that opens the same store.
+    ///
+    /// ```
+    /// use starweaver::testing::TestModel;
+    /// use starweaver::{Agent, ModelResponse};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let agent = Agent::builder(TestModel::new([ModelResponse::text("hi")])).build().unwrap();
+    /// let mut session = agent.open_session("ticket-42").unwrap();
+    /// session.run("hello").await.unwrap();
+    /// let reopened = agent.open_session("ticket-42").unwrap();
+    /// assert_eq!(reopened.history().messages().len(), 2);
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// `InvalidOption` for an empty id; `Store` when the store cannot be read;
+    /// `InvalidJson` when the stored state does not fit this agent.
+    pub fn open_session(&self, id: impl Into<String>) -> Result<Session> {
+        let id = id.into();
+        if id.is_empty() {
+            return Err(Error::InvalidOption { option: "session_id", message: "must not be empty".into() });
+        }
+        let mut session = match self.inner.store.load(&id)? {
+            Some(stored) => {
+                let mut session = self.restore_session(&stored.state).map_err(|e| match e {
+                    Error::InvalidJson { what, message } => {
+                        Error::InvalidJson { what, message: format!("stored session `{id}`: {message}") }
+                    }
+                    other => other,
+                })?;
+                session.link(id, stored.revision);
+                return Ok(session);
+            }
+            None => Session::new(self.clone()),
+        };
+        session.link(id, 0);
+        Ok(session)
+    }
+
+    /// Where [`open_session`](Self::open_session) keeps sessions.
+    pub fn session_store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
     }
 
     /// Runs `prompt` in a fresh session. To resume a waiting run, use [`Agent::session`].
@@ -125,6 +175,7 @@ pub struct AgentBuilder {
     max_steps: u32,
     max_concurrency: Option<usize>,
     dependencies: Dependencies,
+    store: Option<Arc<dyn SessionStore>>,
 }
 
 impl AgentBuilder {
@@ -178,6 +229,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Where [`Agent::open_session`] keeps sessions: a [`MemoryStore`] unless set, or a
+    /// [`SqliteStore`](crate::store::SqliteStore) to keep them across processes.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Validates every tool and option and builds the agent.
     ///
     /// # Errors
@@ -198,6 +256,7 @@ impl AgentBuilder {
                 max_steps: self.max_steps,
                 max_concurrency: self.max_concurrency,
                 dependencies: self.dependencies,
+                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
             }),
         })
     }

@@ -22,6 +22,7 @@ use crate::model::ModelRequest;
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{self, CallEnv, CallOutcome, CallRequest, ToolReturn};
 use crate::tool::{Dependencies, ToolError, ToolErrorKind, ToolResult};
+use crate::trace::{SpanId, SpanOf, Tracer};
 
 /// What a session keeps between runs.
 #[derive(Default)]
@@ -90,6 +91,17 @@ enum End {
     Cancelled,
 }
 
+impl End {
+    fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed(_) => "completed",
+            Self::Waiting(..) => "waiting",
+            Self::Failed(_) => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// The calls of one response after execution, one slot per call in model order.
 struct Batch {
     response: Arc<Message>,
@@ -129,8 +141,11 @@ pub(crate) async fn drive(
             (run_id, step, retries, next_seq, First::Resume(response, slots, resolved))
         }
     };
-    let span = tracing::info_span!("starweaver.run", run_id = %run_id);
+    let tracer = Tracer::new(run_id.clone());
+    let (run_span, span) = tracer.open(SpanOf::Run, None);
     let run = Run {
+        tracer,
+        run_span,
         agent,
         events: EventLog::new(run_id.clone(), next_seq, live),
         run_id,
@@ -172,6 +187,8 @@ fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
 }
 
 struct Run<'a> {
+    tracer: Tracer,
+    run_span: SpanId,
     agent: &'a AgentInner,
     state: &'a mut SessionState,
     run_id: Arc<str>,
@@ -211,38 +228,49 @@ impl Run<'_> {
             {
                 return Ok(self.finish(end));
             }
-            let span = tracing::info_span!("starweaver.step", step = self.step + 1);
+            if self.step >= self.agent.max_steps {
+                let max_steps = self.agent.max_steps;
+                return Ok(self.finish(End::Failed(RunError::StepLimit { max_steps })));
+            }
+            self.step += 1;
+            let (step_span, span) = self.tracer.open(SpanOf::Step(self.step), Some(self.run_span));
             let step = async {
-                let response = self.step_model().await?;
+                let response = self.step_model(step_span).await?;
                 let requests: Vec<CallRequest<'_>> =
                     response.tool_calls().map(|part| CallRequest { part, approval: None }).collect();
-                let (slots, cancelled) = self.run_calls(&requests).await;
+                let (slots, cancelled) = self.run_calls(&requests, step_span).await;
                 drop(requests);
-                Ok(Batch { response, slots, cancelled })
+                Ok::<_, End>(Batch { response, slots, cancelled })
             };
             match step.instrument(span).await {
-                Ok(next) => batch = Some(next),
-                Err(end) => return Ok(self.finish(end)),
+                Ok(next) => {
+                    self.tracer.close(step_span, "tool_calls");
+                    batch = Some(next);
+                }
+                Err(end) => {
+                    self.tracer.close(step_span, end.as_str());
+                    return Ok(self.finish(end));
+                }
             }
         }
     }
 
     /// One model request; `Ok` holds a response with tool calls to run, `Err` how the run ends.
-    async fn step_model(&mut self) -> Result<Arc<Message>, End> {
-        if self.step >= self.agent.max_steps {
-            return Err(End::Failed(RunError::StepLimit { max_steps: self.agent.max_steps }));
-        }
-        self.step += 1;
+    async fn step_model(&mut self, step_span: SpanId) -> Result<Arc<Message>, End> {
         let step = self.step;
         let messages = self.state.history.messages();
         self.events.emit(EventKind::ModelRequest { step, messages: messages.len() });
         let request = ModelRequest { messages, tools: self.agent.registry.definitions(), run_id: &self.run_id, step };
-        let span = tracing::info_span!("starweaver.model_request", step);
+        let (model_span, span) = self.tracer.open(SpanOf::ModelRequest(step), Some(step_span));
         let response = tokio::select! {
             biased;
-            () = self.cancellation.cancelled() => return Err(End::Cancelled),
+            () = self.cancellation.cancelled() => {
+                self.tracer.close(model_span, "cancelled");
+                return Err(End::Cancelled);
+            }
             response = self.agent.model.request(request).instrument(span) => response,
         };
+        self.tracer.close(model_span, if response.is_ok() { "ok" } else { "error" });
         let response = response.map_err(|e| End::Failed(RunError::Model { message: e.to_string() }))?;
         let empty = response.parts.is_empty();
         let message = self.state.history.push(Message::Response { parts: response.parts }).clone();
@@ -265,8 +293,10 @@ impl Run<'_> {
     }
 
     /// Runs calls through the scheduler and turns each outcome into a slot.
-    async fn run_calls(&self, requests: &[CallRequest<'_>]) -> (Vec<Slot>, bool) {
+    async fn run_calls(&self, requests: &[CallRequest<'_>], parent: SpanId) -> (Vec<Slot>, bool) {
         let env = CallEnv {
+            trace: &self.tracer,
+            parent,
             registry: &self.agent.registry,
             run_id: &self.run_id,
             cancellation: &self.cancellation,
@@ -343,7 +373,7 @@ impl Run<'_> {
         approved.sort_by_key(|(slot, _)| *slot);
         let requests: Vec<CallRequest<'_>> =
             approved.iter().map(|(slot, d)| CallRequest { part: calls[*slot], approval: Some(d.clone()) }).collect();
-        let (rerun, cancelled) = self.run_calls(&requests).await;
+        let (rerun, cancelled) = self.run_calls(&requests, self.run_span).await;
         drop(requests);
         drop(calls);
         for ((slot, _), new) in approved.into_iter().zip(rerun) {
@@ -408,7 +438,7 @@ impl Run<'_> {
     }
 
     fn finish(self, end: End) -> RunResult {
-        let Run { events, state, run_id, step, retries, .. } = self;
+        let Run { events, state, run_id, step, retries, tracer, run_span, .. } = self;
         let (status, output, error) = match end {
             End::Completed(output) => {
                 events.emit(EventKind::RunComplete { output: output.clone() });
@@ -431,6 +461,7 @@ impl Run<'_> {
                 (RunStatus::Cancelled, None, None)
             }
         };
+        tracer.close(run_span, status.as_str());
         let (events, next_seq) = events.finish();
         let hitl = match &mut state.waiting {
             Some(waiting) => {
@@ -439,6 +470,16 @@ impl Run<'_> {
             }
             None => Hitl::default(),
         };
-        RunResult { run_id: run_id.to_string(), status, output, error, hitl, messages: state.history.clone(), events }
+        let trace = tracer.finish();
+        RunResult {
+            run_id: run_id.to_string(),
+            status,
+            output,
+            error,
+            hitl,
+            messages: state.history.clone(),
+            events,
+            trace,
+        }
     }
 }

@@ -17,9 +17,13 @@ use crate::hitl::ApprovalDecision;
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::tool::{Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
+use crate::trace::{SpanId, SpanOf, Tracer};
 
 /// What every call of one batch shares.
 pub(crate) struct CallEnv<'a> {
+    pub trace: &'a Tracer,
+    /// The span calls are timed under.
+    pub parent: SpanId,
     pub registry: &'a ToolRegistry,
     pub run_id: &'a Arc<str>,
     pub cancellation: &'a CancellationToken,
@@ -117,7 +121,8 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
         override_arguments: override_arguments.cloned(),
     });
     let arguments = override_arguments.unwrap_or(&call.arguments);
-    let span = tracing::info_span!("starweaver.tool_call", tool = %call.name, tool_call_id = %call.id);
+    let (call_span, span) =
+        env.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
             let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
@@ -142,6 +147,14 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
     }
     .instrument(span)
     .await;
+    env.trace.close(
+        call_span,
+        match &outcome {
+            CallOutcome::Returned(ret) => ret.error.map_or("ok", ToolErrorKind::as_str),
+            CallOutcome::NeedsApproval { .. } => "approval_required",
+            CallOutcome::Deferred { .. } => "deferred",
+        },
+    );
     if let CallOutcome::Returned(ret) = &outcome {
         if ret.error.is_some_and(ToolErrorKind::counts_model_retry) {
             *env.retries
