@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use starweaver::{ToolContext, ToolError, ToolResult, tool};
 
+/// Tricky signatures for the provider snapshots and the checker.
+pub mod corpus;
+
 /// The quickstart example's tools, snapshotted with the rest.
 #[path = "../starweaver/examples/quickstart/tools.rs"]
 pub mod quickstart;

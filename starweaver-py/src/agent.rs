@@ -36,7 +36,7 @@ pub struct PyAgent {
 impl PyAgent {
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None))]
+    #[pyo3(signature = (model, tools, *, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -48,6 +48,7 @@ impl PyAgent {
         max_steps: Option<u32>,
         dependencies: Option<Py<PyAny>>,
         session_store: Option<Bound<'_, PySessionStore>>,
+        require_parameter_descriptions: bool,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -59,7 +60,7 @@ impl PyAgent {
                 model.get_type().name()?
             )));
         };
-        let mut builder = Agent::builder(model);
+        let mut builder = Agent::builder(model).require_parameter_descriptions(require_parameter_descriptions);
         for tool in tools {
             builder = builder.shared_tool(tool.tool.clone());
         }

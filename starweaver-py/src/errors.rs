@@ -46,6 +46,7 @@ classes! {
     session_state_error => "SessionStateError",
     session_conflict_error => "SessionConflictError",
     session_store_error => "SessionStoreError",
+    render_error => "RenderError",
 }
 
 /// Looks up one exception class.
@@ -124,6 +125,7 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         Error::InvalidJson { .. } => format_error(py),
         Error::SessionConflict { .. } => session_conflict_error(py),
         Error::Store { .. } => session_store_error(py),
+        Error::Render { .. } => render_error(py),
         _ => return pyo3::exceptions::PyRuntimeError::new_err(message),
     };
     match class {

@@ -8,6 +8,7 @@ mod convert;
 mod errors;
 mod hitl;
 mod model;
+mod render;
 mod runtime;
 mod store;
 mod stream;
@@ -25,6 +26,8 @@ mod _native {
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
+    #[pymodule_export]
+    use crate::render::check_rendered;
     #[pymodule_export]
     use crate::runtime::LoopFuture;
     #[pymodule_export]

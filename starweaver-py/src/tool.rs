@@ -106,6 +106,16 @@ impl PyToolDefinition {
         convert::to_py(py, &Value::Object(self.0.metadata.clone()))
     }
 
+    /// This definition in a provider's tool format (`"openai-chat"`, `"openai-responses"`,
+    /// `"anthropic"`, `"gemini"`). `strict=None` follows the definition (`strict` unset:
+    /// strict when the schema can be); `True` forces strict, `False` lax. Raises
+    /// `RenderError` naming what stands in the way.
+    #[pyo3(signature = (provider, *, strict=None))]
+    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
+    fn render<'py>(&self, py: Python<'py>, provider: &str, strict: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        crate::render::render_definition(py, &self.0, provider, strict)
+    }
+
     /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut json =

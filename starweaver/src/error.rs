@@ -39,6 +39,17 @@ pub enum DefinitionErrorKind {
     /// The parameter schema is malformed.
     #[error(transparent)]
     Schema(SchemaError),
+    /// `strict: true`, but the parameter schema cannot be made strict.
+    #[error("`strict: true`, but the {0}")]
+    NotStrict(SchemaError),
+    /// A parameter has no description, and the agent requires them.
+    #[error(
+        "parameter `{name}` has no description (the agent requires one for every parameter: a doc comment, a docstring Args entry, or `Field(description=...)`)"
+    )]
+    UndescribedParameter {
+        /// The parameter.
+        name: String,
+    },
 }
 
 /// What a caller of the runtime can get wrong.
@@ -145,6 +156,16 @@ pub enum Error {
         /// The option.
         option: &'static str,
         /// What is wrong.
+        message: String,
+    },
+    /// A definition cannot be rendered in a provider's format.
+    #[error("tool `{tool}` cannot be rendered for {provider}: {message}")]
+    Render {
+        /// The tool.
+        tool: String,
+        /// The provider format.
+        provider: &'static str,
+        /// What stands in the way.
         message: String,
     },
     /// A session store could not be read or written.

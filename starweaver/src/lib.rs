@@ -15,6 +15,7 @@ pub mod hitl;
 pub mod message;
 pub mod model;
 pub mod registry;
+pub mod render;
 pub mod result;
 mod scheduler;
 pub mod schema;

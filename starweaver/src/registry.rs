@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::tool::{Tool, ToolDefinition};
 
@@ -83,6 +83,14 @@ pub(crate) struct RegisteredTool {
     pub max_retries: u32,
     pub sequential: bool,
     pub timeout: Option<Duration>,
+    /// Whether a `null` argument may stand for a schema `default` (strict mode's optionals).
+    pub fills_defaults: bool,
+}
+
+/// Agent-wide rules every tool must meet at registration, beyond the definition's own.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RegistrationRules {
+    pub require_parameter_descriptions: bool,
 }
 
 /// The tools of an agent: unique names, validated definitions.
@@ -94,11 +102,17 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
-    pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy) -> Result<Self> {
+    pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
         let mut registry = Self { tools: Vec::new(), index: HashMap::new(), definitions: Vec::new() };
         for Registration { tool, toolset } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
+            if rules.require_parameter_descriptions
+                && let Some(name) = definition.undescribed_parameters().into_iter().next()
+            {
+                let kind = DefinitionErrorKind::UndescribedParameter { name };
+                return Err(DefinitionError { tool: definition.name, kind }.into());
+            }
             if registry.index.contains_key(&definition.name) {
                 return Err(Error::DuplicateTool { name: definition.name });
             }
@@ -110,6 +124,7 @@ impl ToolRegistry {
                 max_retries: definition.effective_max_retries(),
                 sequential: definition.sequential,
                 timeout: definition.timeout_ms.map(Duration::from_millis),
+                fills_defaults: crate::schema::has_defaults(&definition.parameters),
                 tool,
             });
             registry.definitions.push(definition);

@@ -28,6 +28,7 @@ __all__ = [
     "ToolResult",
     "Trace",
     "TraceSpan",
+    "check_rendered",
 ]
 
 __version__: builtins.str
@@ -143,7 +144,7 @@ class NativeAgent:
         r"""
         The tool definitions models are sent.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -576,6 +577,13 @@ class ToolDefinition:
         Builds and validates a definition; raises `RegistrationError` naming what is wrong
         (the JSON path, for schemas).
         """
+    def render(self, provider: builtins.str, *, strict: typing.Optional[builtins.bool] = None) -> dict[str, typing.Any]:
+        r"""
+        This definition in a provider's tool format (`"openai-chat"`, `"openai-responses"`,
+        `"anthropic"`, `"gemini"`). `strict=None` follows the definition (`strict` unset:
+        strict when the schema can be); `True` forces strict, `False` lax. Raises
+        `RenderError` naming what stands in the way.
+        """
     def to_dict(self) -> typing.Any:
         r"""
         `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
@@ -726,4 +734,11 @@ class TraceSpan:
         request; `"tool_calls"` or how the run ended for a step.
         """
     def __repr__(self) -> builtins.str: ...
+
+def check_rendered(provider_name: builtins.str, rendered: typing.Any) -> builtins.list[builtins.str]:
+    r"""
+    Every way `rendered` (one tool in `provider`'s format, as `ToolDefinition.render` gives
+    it) breaks that provider's documented rules, each naming its JSON Pointer; empty when
+    it meets them all.
+    """
 

@@ -55,7 +55,9 @@ async def child(db: Path) -> None:
     agent = make_agent(db)
 
     def committed(session_id: str) -> None:
-        print(session_id, agent.session_store.revision(session_id), flush=True)
+        # One write per line, so a kill cannot split it (a torn last line is ignored anyway).
+        sys.stdout.write(f"{session_id} {agent.session_store.revision(session_id)}\n")
+        sys.stdout.flush()
 
     async def finish(session_id: str) -> None:
         session = agent.session(session_id=session_id)
@@ -124,9 +126,11 @@ def trial(db: Path, kills: int, seed: int = 0) -> Figures:
         time.sleep(rng.uniform(0, 0.01))
         proc.send_signal(signal.SIGKILL)
         rest, _ = proc.communicate()
-        for line in rest.splitlines():
-            record(committed, line)
-            figures.commits_seen += 1
+        # Only whole lines were acknowledged: a kill may tear the last one.
+        for line in rest.splitlines(keepends=True):
+            if line.endswith("\n"):
+                record(committed, line)
+                figures.commits_seen += 1
         figures.kills += 1
         check(db, committed, figures)
     figures.waiting_resumed = asyncio.run(resume_all(db))

@@ -14,10 +14,10 @@ SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 SOURCE = "tests/python/test_definitions.py"
 
 
-def assert_snapshot(name: str, body: str) -> None:
+def assert_snapshot(name: str, body: str, source: str = SOURCE) -> None:
     """Compares ``body`` with ``snapshots/<name>.snap``."""
     path = SNAPSHOTS / f"{name}.snap"
-    content = f"---\nsource: {SOURCE}\n---\n{body}\n"
+    content = f"---\nsource: {source}\n---\n{body}\n"
     mode = os.environ.get("INSTA_UPDATE", "no" if os.environ.get("CI") else "auto")
     if path.exists() and path.read_text() == content:
         return

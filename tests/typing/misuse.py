@@ -4,6 +4,7 @@ and pyright (strict), and no other line may be. Checked by check_misuse.py; neve
 from __future__ import annotations
 
 from starweaver import ToolContext, ToolDefinition, create_agent, tool
+from starweaver.providers import render
 from starweaver.testing import TestModel
 
 
@@ -31,4 +32,6 @@ async def misuse() -> None:
     tool(sequential="yes")(add)  # error
     result = await create_agent(model=TestModel([])).run(42)  # error
     result.hitl.approvals[0].approve("ui")  # error
+    render(add, "openai")  # error
+    create_agent(model=TestModel([]), session_store=42)  # error
     del doubled, result

@@ -30,6 +30,7 @@ from starweaver import (
     PendingApproval,
     PendingDeferred,
     RegistrationError,
+    RenderError,
     RunResult,
     MemorySessionStore,
     RunStream,
@@ -53,6 +54,7 @@ from starweaver import (
     tool,
 )
 from starweaver.otel import export_trace
+from starweaver.providers import PROVIDERS, Provider, check, render, render_tools
 from starweaver.testing import FunctionModel, Messages, TestModel
 
 
@@ -163,6 +165,15 @@ async def typed_usage() -> None:
     assert_type(str(trace), str)
     export_trace(trace)
 
+    # Provider formats and their checker.
+    provider: Provider = PROVIDERS[0]
+    rendered = render(add, provider, strict=None)
+    assert_type(rendered, dict[str, Any])
+    assert_type(add.definition.render("gemini", strict=True), dict[str, Any])
+    assert_type(render_tools([add, DeployTool()], "anthropic"), list[dict[str, Any]])
+    assert_type(check("openai-responses", rendered), list[str])
+    assert_type(create_agent(model=model, tools=[add], require_parameter_descriptions=True), Agent)
+
     errors: list[type[StarweaverError]] = [
         ToolError,
         InvalidArguments,
@@ -180,6 +191,7 @@ async def typed_usage() -> None:
         SessionStateError,
         SessionConflictError,
         SessionStoreError,
+        RenderError,
     ]
     assert_type(errors, list[type[StarweaverError]])
     assert_type(starweaver.__version__, str)

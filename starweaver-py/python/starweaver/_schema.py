@@ -54,7 +54,13 @@ class _ToolSchema(GenerateJsonSchema):
 
 
 def _schema_of(model: type[pydantic.BaseModel]) -> dict[str, object]:
-    schema = model.model_json_schema(schema_generator=_ToolSchema)
+    schema: dict[str, Any] = model.model_json_schema(schema_generator=_ToolSchema)
+    reference = schema.get("$ref")
+    defs: dict[str, Any] = schema.get("$defs", {})
+    if isinstance(reference, str) and reference.removeprefix("#/$defs/") in defs:
+        # A recursive model is a bare `$ref` at the root; tool parameters need the object
+        # itself there. `$defs` stays, for the references inside it.
+        schema = {**defs[reference.removeprefix("#/$defs/")], "$defs": defs}
     schema.pop("title", None)
     return schema
 

@@ -158,12 +158,14 @@ def create_agent(
     max_steps: int | None = None,
     dependencies: object = None,
     session_store: SessionStore | str | os.PathLike[str] | None = None,
+    require_parameter_descriptions: bool = False,
 ) -> Agent:
     """Builds an agent. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
     callables; ``approval_required_tools`` entries are tool names, toolset names, metadata
     dicts, or ``"*"``. ``session_store`` keeps sessions opened with
     ``agent.session(session_id=...)``: a ``SessionStore``, or a path for a
-    ``SqliteSessionStore`` (in memory when unset). Raises ``RegistrationError`` naming
+    ``SqliteSessionStore`` (in memory when unset). ``require_parameter_descriptions``
+    makes a parameter without a description a registration error. Raises ``RegistrationError`` naming
     what is wrong, ``SessionStoreError`` when the store cannot be opened."""
     if isinstance(session_store, (str, os.PathLike)):
         session_store = SqliteSessionStore(session_store)
@@ -177,6 +179,7 @@ def create_agent(
         max_steps=max_steps,
         dependencies=dependencies,
         session_store=session_store,
+        require_parameter_descriptions=require_parameter_descriptions,
     )
     return Agent(native)
 

@@ -27,6 +27,7 @@ __all__ = [
     "SessionStateError",
     "SessionConflictError",
     "SessionStoreError",
+    "RenderError",
 ]
 
 
@@ -112,3 +113,8 @@ class SessionConflictError(SessionStateError):
 
 class SessionStoreError(StarweaverError, OSError):
     """A session store could not be opened, read or written; the message names the store."""
+
+
+class RenderError(StarweaverError, ValueError):
+    """A tool definition cannot be rendered in a provider's format (forced strict on a schema
+    that cannot be strict, a recursive schema for Gemini, ...); the message names it."""

@@ -11,7 +11,7 @@ pub(crate) use run::{SessionState, Slot, Start, Suspended, drive};
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::model::Model;
-use crate::registry::{Registration, ToolRegistry, Toolset};
+use crate::registry::{Registration, RegistrationRules, ToolRegistry, Toolset};
 use crate::result::RunResult;
 use crate::session::Session;
 use crate::store::{MemoryStore, SessionStore};
@@ -77,11 +77,12 @@ impl Agent {
             model: Arc::new(model),
             tools: Vec::new(),
             instructions: None,
-            rules: Vec::new(),
+            approval_rules: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
             max_concurrency: None,
             dependencies: Dependencies::new(),
             store: None,
+            rules: RegistrationRules::default(),
         }
     }
 
@@ -171,11 +172,12 @@ pub struct AgentBuilder {
     model: Arc<dyn Model>,
     tools: Vec<Registration>,
     instructions: Option<String>,
-    rules: Vec<ApprovalRule>,
+    approval_rules: Vec<ApprovalRule>,
     max_steps: u32,
     max_concurrency: Option<usize>,
     dependencies: Dependencies,
     store: Option<Arc<dyn SessionStore>>,
+    rules: RegistrationRules,
 }
 
 impl AgentBuilder {
@@ -207,7 +209,7 @@ impl AgentBuilder {
     /// Tools that need a human decision before every call: names, toolset names or ids,
     /// metadata bundles, or `"*"`.
     pub fn approval_required_tools<R: Into<ApprovalRule>>(mut self, rules: impl IntoIterator<Item = R>) -> Self {
-        self.rules.extend(rules.into_iter().map(Into::into));
+        self.approval_rules.extend(rules.into_iter().map(Into::into));
         self
     }
 
@@ -236,6 +238,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Makes a parameter without a description a registration error, so every parameter
+    /// a model sees is explained (doc comments, docstring `Args`, `Field(description=...)`).
+    pub fn require_parameter_descriptions(mut self, required: bool) -> Self {
+        self.rules.require_parameter_descriptions = required;
+        self
+    }
+
     /// Validates every tool and option and builds the agent.
     ///
     /// # Errors
@@ -247,7 +256,7 @@ impl AgentBuilder {
         if self.max_concurrency == Some(0) {
             return Err(Error::InvalidOption { option: "max_concurrency", message: "must be at least 1".into() });
         }
-        let registry = ToolRegistry::new(self.tools, &ApprovalPolicy::new(self.rules))?;
+        let registry = ToolRegistry::new(self.tools, &ApprovalPolicy::new(self.approval_rules), self.rules)?;
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model: self.model,

@@ -129,10 +129,13 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
             let message = format!("unknown tool `{}`; available tools: {available}", call.name);
             return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
         };
-        let arguments = match object_arguments(arguments) {
+        let mut arguments = match object_arguments(arguments) {
             Ok(arguments) => arguments,
             Err(err) => return ToolReturn::failure(call, err, Map::new()).into(),
         };
+        if tool.fills_defaults && contains_null(&arguments) {
+            crate::schema::fill_null_defaults(&tool.tool.definition().parameters, arguments.to_mut());
+        }
         if request.approval.is_none()
             && let Some(rule) = &tool.approval_rule
         {
@@ -269,6 +272,16 @@ pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolEr
 }
 
 /// Arguments must be a JSON object; some providers send one encoded as a string.
+/// Whether a `null` appears anywhere in `value` (cheaper than filling defaults for nothing).
+fn contains_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.iter().any(contains_null),
+        Value::Object(map) => map.values().any(contains_null),
+        _ => false,
+    }
+}
+
 fn object_arguments(arguments: &Value) -> Result<Cow<'_, Value>, ToolError> {
     match arguments {
         Value::Object(_) => Ok(Cow::Borrowed(arguments)),

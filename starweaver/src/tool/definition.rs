@@ -135,7 +135,30 @@ impl ToolDefinition {
             return fail(DefinitionErrorKind::ZeroTimeout);
         }
         schema::validate_parameters(&self.parameters)
-            .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::Schema(err)))
+            .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::Schema(err)))?;
+        if self.strict == Some(true) {
+            schema::to_strict(&self.parameters)
+                .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::NotStrict(err)))?;
+        }
+        Ok(())
+    }
+
+    /// The names of parameters with no description. A property described only through the
+    /// definition its `$ref` names counts as described.
+    pub fn undescribed_parameters(&self) -> Vec<String> {
+        let Some(Value::Object(properties)) = self.parameters.get("properties") else { return Vec::new() };
+        let described = |schema: &Value| {
+            let target = schema
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix('#'))
+                .and_then(|p| self.parameters.pointer(p));
+            [Some(schema), target]
+                .into_iter()
+                .flatten()
+                .any(|s| s.get("description").and_then(Value::as_str).is_some_and(|d| !d.trim().is_empty()))
+        };
+        properties.iter().filter(|(_, schema)| !described(schema)).map(|(name, _)| name.clone()).collect()
     }
 }
 

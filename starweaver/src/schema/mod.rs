@@ -1,10 +1,20 @@
 //! Parameter schemas: derived from Rust types with schemars, and checked when given
-//! explicitly (DESIGN.md §4).
+//! explicitly (DESIGN.md §4); the strict transform, `$defs` inlining, and putting
+//! defaults back for `null` arguments.
+
+mod defaults;
+mod inline;
+mod strict;
 
 use std::fmt;
 
 use schemars::JsonSchema;
 use serde_json::Value;
+
+pub use defaults::{fill_null_defaults, has_defaults};
+pub use inline::{DEFAULT_INLINE_LIMIT, inline_defs};
+pub(crate) use strict::append_notes;
+pub use strict::{MOVED_TO_DESCRIPTION, STRICT_STRING_FORMATS, to_strict};
 
 /// A parameter schema broke a rule; `path` is the JSON Pointer of the offending value
 /// inside `parameters` (`""` is the root).
@@ -149,7 +159,7 @@ fn validate_node(node: &Value, path: &mut String) -> Result<(), SchemaError> {
     Ok(())
 }
 
-fn with_segment<R>(path: &mut String, segment: &str, f: impl FnOnce(&mut String) -> R) -> R {
+pub(crate) fn with_segment<R>(path: &mut String, segment: &str, f: impl FnOnce(&mut String) -> R) -> R {
     let len = path.len();
     path.push('/');
     path.push_str(segment);
@@ -159,7 +169,7 @@ fn with_segment<R>(path: &mut String, segment: &str, f: impl FnOnce(&mut String)
 }
 
 /// RFC 6901 escaping, so a property called `a/b` still yields an unambiguous pointer.
-fn escape(segment: &str) -> String {
+pub(crate) fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 

@@ -1,0 +1,197 @@
+//! Google Gemini function declarations: `{"name", "description", "parameters"}`, where
+//! `parameters` is Gemini's OpenAPI subset: no `$ref`, one `type` per schema with
+//! `nullable`, `enum` for strings only, a short list of formats and keywords.
+
+use serde_json::{Map, Value, json};
+
+use super::{GeminiError, description};
+use crate::schema::{self, DEFAULT_INLINE_LIMIT, SchemaError, append_notes};
+use crate::tool::ToolDefinition;
+
+/// The keywords a Gemini schema may hold; anything else moves into the description.
+pub const GEMINI_KEYWORDS: &[&str] = &[
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
+];
+
+/// Keywords dropped without a note: annotations that say nothing to the model.
+const DROPPED: &[&str] =
+    &["title", "$schema", "examples", "$comment", "readOnly", "writeOnly", "deprecated", "discriminator"];
+
+/// The formats Gemini accepts, per type.
+pub fn gemini_format_allowed(ty: &str, format: &str) -> bool {
+    matches!(
+        (ty, format),
+        ("string", "date-time" | "enum") | ("integer", "int32" | "int64") | ("number", "float" | "double")
+    )
+}
+
+pub(super) fn declaration(definition: &ToolDefinition) -> Result<Value, GeminiError> {
+    let name = &definition.name;
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return Err(GeminiError::Name);
+    }
+    let inlined = schema::inline_defs(&definition.parameters, DEFAULT_INLINE_LIMIT).map_err(GeminiError::Schema)?;
+    let parameters = convert(inlined, &mut String::new()).map_err(GeminiError::Schema)?;
+    let mut out = Map::new();
+    out.insert("name".into(), Value::String(name.clone()));
+    if let Some(text) = description(definition) {
+        out.insert("description".into(), Value::String(text.to_owned()));
+    }
+    // Gemini wants no `parameters` at all for a function without any.
+    if parameters.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
+        out.insert("parameters".into(), parameters);
+    }
+    Ok(Value::Object(out))
+}
+
+fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
+    let Value::Object(mut map) = node else { return Err(any_value(path)) };
+    if let Some(one_of) = map.remove("oneOf") {
+        map.entry("anyOf").or_insert(one_of);
+    }
+    if let Some(Value::Array(mut all)) = map.remove("allOf") {
+        if all.len() != 1 {
+            return Err(SchemaError {
+                path: format!("{path}/allOf"),
+                message: "Gemini cannot take `allOf` with several schemas".into(),
+            });
+        }
+        if let Value::Object(sub) = all.remove(0) {
+            for (key, value) in sub {
+                map.entry(key).or_insert(value);
+            }
+        }
+    }
+    if let Some(value) = map.remove("const") {
+        map.insert("enum".into(), json!([value]));
+    }
+    let mut nullable = false;
+    match map.remove("type") {
+        Some(Value::Array(types)) => {
+            let mut others: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
+            nullable = true;
+            match others.len() {
+                0 => {}
+                1 => {
+                    map.insert("type".into(), others.remove(0));
+                }
+                _ => {
+                    let branches: Vec<Value> = others.into_iter().map(|t| json!({ "type": t })).collect();
+                    map.insert("anyOf".into(), Value::Array(branches));
+                }
+            }
+        }
+        Some(Value::String(t)) if t == "null" => nullable = true,
+        Some(t) => {
+            map.insert("type".into(), t);
+        }
+        None => {}
+    }
+    if let Some(Value::Array(branches)) = map.remove("anyOf") {
+        let before = branches.len();
+        let mut rest: Vec<Value> = branches.into_iter().filter(|b| b.get("type").is_none_or(|t| t != "null")).collect();
+        nullable |= rest.len() < before;
+        if rest.len() == 1 {
+            if let Value::Object(only) = rest.remove(0) {
+                for (key, value) in only {
+                    map.entry(key).or_insert(value);
+                }
+            }
+            // The merged branch may itself be nullable or a list of types: convert again.
+            let merged = convert(Value::Object(map), path)?;
+            let Value::Object(mut merged) = merged else { unreachable!("convert keeps objects") };
+            if nullable {
+                merged.insert("nullable".into(), Value::Bool(true));
+            }
+            return Ok(Value::Object(merged));
+        }
+        let mut converted = Vec::with_capacity(rest.len());
+        for (i, branch) in rest.into_iter().enumerate() {
+            converted.push(crate::schema::with_segment(path, &format!("anyOf/{i}"), |p| convert(branch, p))?);
+        }
+        if !converted.is_empty() {
+            map.insert("anyOf".into(), Value::Array(converted));
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        if values.contains(&Value::Null) {
+            values.retain(|v| !v.is_null());
+            nullable = true;
+        }
+        let strings = values.iter().all(Value::is_string);
+        if !strings {
+            let listed = values.iter().map(Value::to_string).collect::<Vec<_>>().join(", ");
+            map.remove("enum");
+            append_notes(&mut map, &[format!("one of: {listed}")]);
+        } else if !map.contains_key("type") {
+            map.insert("type".into(), Value::String("string".into()));
+        }
+    }
+    if !["type", "anyOf", "enum", "properties", "items"].iter().any(|k| map.contains_key(*k)) && !nullable {
+        return Err(any_value(path));
+    }
+    let ty = map.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+    if let Some(Value::String(format)) = map.get("format")
+        && !gemini_format_allowed(&ty, format)
+    {
+        let note = format!("format: {format}");
+        map.remove("format");
+        append_notes(&mut map, &[note]);
+    }
+    let mut notes = Vec::new();
+    let mut out = Map::with_capacity(map.len());
+    for (key, value) in map {
+        match key.as_str() {
+            "properties" => {
+                let Value::Object(props) = value else { continue };
+                let mut converted = Map::with_capacity(props.len());
+                for (name, prop) in props {
+                    let at = format!("properties/{}", crate::schema::escape(&name));
+                    converted.insert(name, crate::schema::with_segment(path, &at, |p| convert(prop, p))?);
+                }
+                out.insert(key, Value::Object(converted));
+            }
+            "items" => {
+                out.insert(key, crate::schema::with_segment(path, "items", |p| convert(value, p))?);
+            }
+            _ if GEMINI_KEYWORDS.contains(&key.as_str()) => {
+                out.insert(key, value);
+            }
+            _ if DROPPED.contains(&key.as_str()) => {}
+            // Gemini objects never take extra keys: `false` is what they are anyway.
+            "additionalProperties" if value.is_boolean() => {}
+            _ => notes.push(format!("{key}: {value}")),
+        }
+    }
+    append_notes(&mut out, &notes);
+    if nullable {
+        out.insert("nullable".into(), Value::Bool(true));
+    }
+    Ok(Value::Object(out))
+}
+
+fn any_value(path: &str) -> SchemaError {
+    SchemaError {
+        path: path.to_owned(),
+        message: "accepts any JSON value, which Gemini's schema subset cannot express".into(),
+    }
+}

@@ -1,0 +1,142 @@
+//! Provider renderers: one [`ToolDefinition`] as each provider's tool format, with the
+//! strict transform applied where the definition is strict (DESIGN.md §10).
+//!
+//! `strict` has three states: `Some(true)` always renders strict (registration already
+//! refused a schema that cannot be), `Some(false)` never, and `None` renders strict exactly
+//! when the schema can be made strict-compatible.
+
+mod anthropic;
+mod gemini;
+mod openai;
+mod rules;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+pub use rules::check;
+
+use crate::error::{Error, Result};
+use crate::schema::{self, SchemaError};
+use crate::tool::ToolDefinition;
+
+/// A provider tool format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI Chat Completions: `{"type": "function", "function": {...}}`.
+    OpenAiChat,
+    /// OpenAI Responses: `{"type": "function", "name", ..., "strict"}`.
+    OpenAiResponses,
+    /// Anthropic Messages: `{"name", "description", "input_schema"}`.
+    Anthropic,
+    /// Google Gemini function declarations (OpenAPI schema subset, no `$ref`).
+    Gemini,
+}
+
+impl Provider {
+    /// Every provider, in a stable order.
+    pub const ALL: [Provider; 4] = [Self::OpenAiChat, Self::OpenAiResponses, Self::Anthropic, Self::Gemini];
+
+    /// The name used on the command line and in Python: `openai-chat`, `openai-responses`,
+    /// `anthropic`, `gemini`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAiChat => "openai-chat",
+            Self::OpenAiResponses => "openai-responses",
+            Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == name).ok_or_else(|| Error::InvalidOption {
+            option: "provider",
+            message: format!(
+                "unknown provider `{name}`; expected one of {}",
+                Self::ALL.map(|p| format!("`{p}`")).join(", ")
+            ),
+        })
+    }
+}
+
+/// `definition` in `provider`'s tool format. `strict` overrides the definition's own
+/// setting: `Some(true)` forces strict, `Some(false)` forces lax, `None` keeps it.
+///
+/// ```
+/// use serde_json::json;
+/// use starweaver::ToolDefinition;
+/// use starweaver::render::{Provider, render};
+///
+/// let definition = ToolDefinition::new("weather", json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
+///     "required": ["city"],
+/// }))
+/// .with_description("Forecast for a city.");
+/// let chat = render(&definition, Provider::OpenAiChat, None).unwrap();
+/// assert_eq!(chat["function"]["strict"], json!(true)); // strict-compatible, so strict
+/// assert_eq!(chat["function"]["parameters"]["required"], json!(["city", "days"]));
+/// let gemini = render(&definition, Provider::Gemini, None).unwrap();
+/// assert_eq!(gemini["parameters"]["required"], json!(["city"]));
+/// ```
+///
+/// # Errors
+/// `Render` naming the tool, the provider and the construct: a schema forced strict that
+/// cannot be, a schema Gemini cannot take (recursive, or too large once inlined), or a
+/// name the provider refuses.
+pub fn render(definition: &ToolDefinition, provider: Provider, strict: Option<bool>) -> Result<Value> {
+    let fail = |message: String| Error::Render { tool: definition.name.clone(), provider: provider.as_str(), message };
+    let strict_parameters = match strict.or(definition.strict) {
+        Some(true) => {
+            Some(schema::to_strict(&definition.parameters).map_err(|e| fail(format!("cannot be strict: {e}")))?)
+        }
+        Some(false) => None,
+        None => schema::to_strict(&definition.parameters).ok(),
+    };
+    match provider {
+        Provider::OpenAiChat => Ok(openai::chat(definition, strict_parameters)),
+        Provider::OpenAiResponses => Ok(openai::responses(definition, strict_parameters)),
+        Provider::Anthropic => Ok(anthropic::tool(definition, strict_parameters)),
+        Provider::Gemini => gemini::declaration(definition).map_err(|e| fail(e.to_string())),
+    }
+}
+
+/// [`render`] for every definition, in order (what a request's `tools` holds).
+///
+/// # Errors
+/// The first definition that cannot be rendered.
+pub fn render_all(definitions: &[ToolDefinition], provider: Provider, strict: Option<bool>) -> Result<Vec<Value>> {
+    definitions.iter().map(|d| render(d, provider, strict)).collect()
+}
+
+/// The description, if it has text.
+fn description(definition: &ToolDefinition) -> Option<&str> {
+    definition.description.as_deref().filter(|d| !d.trim().is_empty())
+}
+
+/// Why Gemini cannot take a schema.
+#[derive(Debug)]
+enum GeminiError {
+    Schema(SchemaError),
+    Name,
+}
+
+impl fmt::Display for GeminiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Schema(e) => write!(f, "{e}"),
+            Self::Name => f.write_str("Gemini function names must start with a letter or `_`"),
+        }
+    }
+}

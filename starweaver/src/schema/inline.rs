@@ -1,0 +1,139 @@
+//! `$defs` inlining, for providers that refuse `$ref` (Gemini, among others).
+
+use serde_json::{Map, Value};
+
+use super::{SchemaError, err, escape, with_segment};
+
+/// How many schema nodes an inlined schema may hold unless the caller says otherwise: a
+/// shared model referenced from many places multiplies on inlining.
+pub const DEFAULT_INLINE_LIMIT: usize = 10_000;
+
+/// Keywords whose values are data, not schemas: never searched for `$ref`.
+const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "example", "required"];
+
+/// `schema` with every local `$ref` (`#/$defs/...`, `#/definitions/...`) replaced by what it
+/// names, siblings of the `$ref` kept (they win over the definition's own), and `$defs`
+/// removed.
+///
+/// # Errors
+/// A recursive definition (it has no finite inlining), a `$ref` that is not local or names
+/// no definition, or a result over `limit` schema nodes; each names the JSON Pointer.
+///
+/// ```
+/// use serde_json::json;
+///
+/// let schema = json!({
+///     "type": "object",
+///     "properties": {"pet": {"$ref": "#/$defs/Pet", "description": "Yours."}},
+///     "$defs": {"Pet": {"type": "object", "properties": {"name": {"type": "string"}}}},
+/// });
+/// let inlined = starweaver::schema::inline_defs(&schema, 100).unwrap();
+/// assert_eq!(inlined["properties"]["pet"]["description"], "Yours.");
+/// assert!(inlined.get("$defs").is_none());
+///
+/// let recursive = json!({"type": "object", "properties": {"n": {"$ref": "#/$defs/N"}},
+///     "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}}});
+/// assert!(starweaver::schema::inline_defs(&recursive, 100).is_err());
+/// ```
+pub fn inline_defs(schema: &Value, limit: usize) -> Result<Value, SchemaError> {
+    let empty = Map::new();
+    let defs = |key| schema.get(key).and_then(Value::as_object).unwrap_or(&empty);
+    let mut inliner =
+        Inliner { defs: defs("$defs"), definitions: defs("definitions"), stack: Vec::new(), left: limit, limit };
+    let mut out = inliner.node(schema, &mut String::new())?;
+    if let Value::Object(root) = &mut out {
+        root.remove("$defs");
+        root.remove("definitions");
+    }
+    Ok(out)
+}
+
+struct Inliner<'a> {
+    defs: &'a Map<String, Value>,
+    definitions: &'a Map<String, Value>,
+    /// The definitions being inlined, outermost first, to catch recursion.
+    stack: Vec<String>,
+    left: usize,
+    limit: usize,
+}
+
+impl Inliner<'_> {
+    fn node(&mut self, node: &Value, path: &mut String) -> Result<Value, SchemaError> {
+        if self.left == 0 {
+            return Err(err(path, format!("inlining `$defs` exceeds the bound of {} schema nodes", self.limit)));
+        }
+        self.left -= 1;
+        let Value::Object(map) = node else { return Ok(node.clone()) };
+        if let Some(reference) = map.get("$ref") {
+            return self.reference(reference, map, path);
+        }
+        let mut out = Map::with_capacity(map.len());
+        for (key, value) in map {
+            let inlined = match value {
+                _ if DATA_KEYWORDS.contains(&key.as_str()) || key == "$defs" || key == "definitions" => value.clone(),
+                Value::Object(children) if key == "properties" || key == "patternProperties" => {
+                    let mut props = Map::with_capacity(children.len());
+                    for (name, child) in children {
+                        let at = format!("{key}/{}", escape(name));
+                        props.insert(name.clone(), with_segment(path, &at, |p| self.node(child, p))?);
+                    }
+                    Value::Object(props)
+                }
+                Value::Array(items) => {
+                    let mut list = Vec::with_capacity(items.len());
+                    for (i, item) in items.iter().enumerate() {
+                        list.push(with_segment(path, &format!("{key}/{i}"), |p| self.node(item, p))?);
+                    }
+                    Value::Array(list)
+                }
+                Value::Object(_) => with_segment(path, key, |p| self.node(value, p))?,
+                other => other.clone(),
+            };
+            out.insert(key.clone(), inlined);
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn reference(
+        &mut self,
+        reference: &Value,
+        map: &Map<String, Value>,
+        path: &mut String,
+    ) -> Result<Value, SchemaError> {
+        let at = format!("{path}/$ref");
+        let reference = reference.as_str().unwrap_or_default();
+        let (table, name) = if let Some(name) = reference.strip_prefix("#/$defs/") {
+            (self.defs, name)
+        } else if let Some(name) = reference.strip_prefix("#/definitions/") {
+            (self.definitions, name)
+        } else if reference == "#" {
+            return Err(err(&at, "`$ref: \"#\"` makes the schema recursive, so it cannot be inlined".into()));
+        } else {
+            return Err(err(
+                &at,
+                format!("`{reference}` is not a local `#/$defs/...` reference, so it cannot be inlined"),
+            ));
+        };
+        let name = name.replace("~1", "/").replace("~0", "~");
+        if let Some(start) = self.stack.iter().position(|n| *n == name) {
+            let cycle: Vec<&str> = self.stack[start..].iter().map(String::as_str).chain([name.as_str()]).collect();
+            return Err(err(
+                &at,
+                format!("`{reference}` is recursive ({}), so it cannot be inlined", cycle.join(" -> ")),
+            ));
+        }
+        let Some(target) = table.get(&name) else {
+            return Err(err(&at, format!("`{reference}` names no definition")));
+        };
+        self.stack.push(name);
+        let inlined = self.node(target, path);
+        self.stack.pop();
+        let mut inlined = inlined?;
+        if let Value::Object(out) = &mut inlined {
+            for (key, value) in map.iter().filter(|(k, _)| *k != "$ref") {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+        Ok(inlined)
+    }
+}
