@@ -26,8 +26,6 @@ const STRICT_KEYWORDS: &[&str] = &[
     "enum",
     "const",
     "description",
-    "title",
-    "default",
     "format",
     "pattern",
     "minimum",

@@ -2,8 +2,9 @@
 //! that follows it) accepts it, or an error naming the construct that cannot be.
 //!
 //! Every object gets `additionalProperties: false` and lists every property in `required`;
-//! a property that was optional becomes nullable, and its `default` stays, so the runtime
-//! can put the default back when the model sends `null` (see [`fill_null_defaults`](super::fill_null_defaults)).
+//! a property that was optional becomes nullable, and its `default` moves into the
+//! description (strict mode refuses the keyword), so the model knows what `null` means and
+//! the runtime puts the default back before the call (see [`fill_null_defaults`](super::fill_null_defaults)).
 
 use serde_json::{Map, Value, json};
 
@@ -50,7 +51,7 @@ const UNSUPPORTED: &[&str] = &["not", "if", "then", "else", "dependentSchemas", 
 /// }))
 /// .unwrap();
 /// assert_eq!(strict["required"], json!(["city", "days"]));
-/// assert_eq!(strict["properties"]["days"], json!({"type": ["integer", "null"], "default": 3}));
+/// assert_eq!(strict["properties"]["days"], json!({"type": ["integer", "null"], "description": "default: 3"}));
 /// assert_eq!(strict["additionalProperties"], json!(false));
 /// ```
 pub fn to_strict(schema: &Value) -> Result<Value, SchemaError> {
@@ -92,8 +93,10 @@ fn strict_node(node: &mut Value, path: &mut String) -> Result<(), SchemaError> {
         let reference = map.remove("$ref").expect("checked above");
         map.insert("anyOf".into(), json!([{ "$ref": reference }]));
     }
-    // An OpenAPI annotation for code generators; `anyOf` over tagged models says the same.
+    // Annotations strict mode refuses: an OpenAPI hint for code generators (`anyOf` over
+    // tagged models says the same) and titles (the property names say it).
     map.remove("discriminator");
+    map.remove("title");
     move_to_description(map);
     let is_object = map.get("type").is_some_and(|t| t == "object") || map.contains_key("properties");
     if is_object {
@@ -190,13 +193,11 @@ fn make_nullable(schema: &mut Value) {
                 }
                 return;
             }
-            // A bare `$ref`, `enum` or `const`: wrap it, keeping the annotations outside.
+            // A bare `$ref` or `enum`: wrap it, keeping the description outside.
             let mut inner = std::mem::take(map);
             let mut outer = Map::new();
-            for key in ["description", "title", "default"] {
-                if let Some(value) = inner.remove(key) {
-                    outer.insert(key.into(), value);
-                }
+            if let Some(description) = inner.remove("description") {
+                outer.insert("description".into(), description);
             }
             outer.insert("anyOf".into(), json!([Value::Object(inner), {"type": "null"}]));
             *map = outer;
@@ -204,10 +205,15 @@ fn make_nullable(schema: &mut Value) {
     }
 }
 
-/// Moves the keywords in [`MOVED_TO_DESCRIPTION`] and unsupported string formats into the
-/// description, e.g. `"The name (minLength: 1, format: uri)"`.
+/// Moves the keywords in [`MOVED_TO_DESCRIPTION`], unsupported string formats and the
+/// `default` into the description, e.g. `"The name (minLength: 1, format: uri)"`. Strict
+/// mode refuses `default`; the model reads it here, and the runtime applies it for a
+/// `null` from the definition's own schema.
 fn move_to_description(map: &mut Map<String, Value>) {
     let mut notes = Vec::new();
+    if let Some(value) = map.remove("default") {
+        notes.push(format!("default: {value}"));
+    }
     for key in MOVED_TO_DESCRIPTION {
         if let Some(value) = map.remove(*key) {
             notes.push(format!("{key}: {value}"));
