@@ -137,3 +137,48 @@ impl Inliner<'_> {
         Ok(inlined)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn shared_definitions_inline_everywhere_and_siblings_win() {
+        let schema = json!({"type": "object", "properties": {
+            "home": {"$ref": "#/$defs/Address", "description": "Where they live."},
+            "work": {"$ref": "#/definitions/Address"},
+        }, "$defs": {"Address": {"type": "object", "description": "An address.", "properties": {"street": {"type": "string"}}}},
+           "definitions": {"Address": {"type": "string"}}});
+        let out = inline_defs(&schema, 100).unwrap();
+        assert_eq!(out["properties"]["home"]["description"], "Where they live.");
+        assert_eq!(out["properties"]["home"]["properties"]["street"], json!({"type": "string"}));
+        assert_eq!(out["properties"]["work"], json!({"type": "string"}));
+        assert!(out.get("$defs").is_none() && out.get("definitions").is_none());
+    }
+
+    #[test]
+    fn recursion_unknown_names_remote_refs_and_size_are_named_errors() {
+        let cycle = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+            "B": {"type": "array", "items": {"$ref": "#/$defs/A"}},
+        }});
+        let err = inline_defs(&cycle, 100).unwrap_err();
+        assert_eq!(err.path, "/properties/a/properties/b/items/$ref");
+        assert!(err.message.contains("recursive (A -> B -> A)"), "{err}");
+
+        let unknown = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/Nope"}}});
+        assert!(inline_defs(&unknown, 100).unwrap_err().message.contains("names no definition"));
+        let remote = json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}});
+        assert!(inline_defs(&remote, 100).unwrap_err().message.contains("is not a local"));
+
+        // Each use of a definition is a copy: a wide fan-out outgrows the bound.
+        let leaf = json!({"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}});
+        let props: Map<String, Value> = (0..20).map(|i| (format!("p{i}"), json!({"$ref": "#/$defs/Leaf"}))).collect();
+        let wide = json!({"type": "object", "properties": props, "$defs": {"Leaf": leaf}});
+        let err = inline_defs(&wide, 30).unwrap_err();
+        assert_eq!(err.message, "inlining `$defs` exceeds the bound of 30 schema nodes");
+        inline_defs(&wide, DEFAULT_INLINE_LIMIT).unwrap();
+    }
+}
