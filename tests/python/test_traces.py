@@ -84,7 +84,7 @@ def test_export_to_opentelemetry_keeps_the_tree_the_times_and_the_errors() -> No
     assert {s.context.trace_id for s in spans.values()} == {run.context.trace_id}
     assert slow_call.start_time is not None and slow_call.end_time is not None
     assert slow_call.end_time - slow_call.start_time == result.trace.spans[3].duration_us * 1000
-    assert run.start_time == result.trace.started_at_unix_us * 1000
+    assert run.start_time == (result.trace.started_at_unix_us + result.trace.spans[0].start_us) * 1000
     assert slow_call.attributes["starweaver.run_id"] == result.run_id
     assert slow_call.status.status_code is StatusCode.UNSET
     assert flaky_call.status.status_code is StatusCode.ERROR and flaky_call.status.description == "model_retry"
