@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::Provider;
-use super::gemini::{GEMINI_KEYWORDS, gemini_format_allowed};
+use super::gemini::{GEMINI_KEYWORDS, gemini_format_allowed, is_gemini_name};
 use crate::schema::STRICT_STRING_FORMATS;
 
 /// OpenAI's strict-mode limits: nesting depth, object properties in total, enum values.
@@ -80,7 +80,7 @@ pub fn check(provider: Provider, rendered: &Value) -> Vec<String> {
             }
         }
         Provider::Gemini => {
-            name(rendered, "", gemini_name, "[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", &mut problems);
+            name(rendered, "", is_gemini_name, "[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", &mut problems);
             if let Some(parameters) = rendered.get("parameters") {
                 if parameters.get("type").is_none_or(|t| t != "object") {
                     problems.push("/parameters/type: must be `object`".into());
@@ -134,8 +134,7 @@ fn strict_schema(root: &Value, at: &str, problems: &mut Vec<String>) {
             problems.push(format!("{path}/$ref: strict mode allows no siblings beside `$ref`"));
         }
         if let Some(Value::String(reference)) = map.get("$ref")
-            && reference != "#"
-            && reference.strip_prefix('#').and_then(|p| root.pointer(p)).is_none()
+            && crate::schema::local_ref(root, reference).is_none()
         {
             problems.push(format!("{path}/$ref: `{reference}` names nothing in the schema"));
         }
@@ -252,10 +251,4 @@ fn name(tool: &Value, at: &str, valid: impl Fn(&str) -> bool, pattern: &str, pro
         Some(n) => problems.push(format!("{at}/name: `{n}` does not match `{pattern}`")),
         None => problems.push(format!("{at}/name: missing")),
     }
-}
-
-fn gemini_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
 }

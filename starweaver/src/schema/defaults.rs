@@ -89,8 +89,7 @@ fn resolve<'a>(root: &'a Value, schema: &'a Value, depth: usize) -> Option<&'a V
     if depth >= MAX_REF_DEPTH {
         return None;
     }
-    let target = if reference == "#" { Some(root) } else { root.pointer(reference.strip_prefix('#')?) }?;
-    resolve(root, target, depth + 1)
+    resolve(root, super::local_ref(root, reference)?, depth + 1)
 }
 
 fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {

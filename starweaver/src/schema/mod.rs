@@ -168,6 +168,11 @@ pub(crate) fn with_segment<R>(path: &mut String, segment: &str, f: impl FnOnce(&
     out
 }
 
+/// What a local `$ref` (`#`, or `#` and a JSON Pointer) names inside `root`.
+pub(crate) fn local_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    root.pointer(reference.strip_prefix('#')?)
+}
+
 /// RFC 6901 escaping, so a property called `a/b` still yields an unambiguous pointer.
 pub(crate) fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")

@@ -148,11 +148,8 @@ impl ToolDefinition {
     pub fn undescribed_parameters(&self) -> Vec<String> {
         let Some(Value::Object(properties)) = self.parameters.get("properties") else { return Vec::new() };
         let described = |schema: &Value| {
-            let target = schema
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| r.strip_prefix('#'))
-                .and_then(|p| self.parameters.pointer(p));
+            let target =
+                schema.get("$ref").and_then(Value::as_str).and_then(|r| schema::local_ref(&self.parameters, r));
             [Some(schema), target]
                 .into_iter()
                 .flatten()
