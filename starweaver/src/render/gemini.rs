@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{GeminiError, description};
+use super::description;
 use crate::schema::{self, DEFAULT_INLINE_LIMIT, SchemaError, append_notes};
 use crate::tool::ToolDefinition;
 
@@ -44,13 +44,23 @@ pub fn gemini_format_allowed(ty: &str, format: &str) -> bool {
     )
 }
 
-pub(super) fn declaration(definition: &ToolDefinition) -> Result<Value, GeminiError> {
+/// Gemini's function names: `[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}`.
+pub(super) fn is_gemini_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
+}
+
+/// The declaration, or why Gemini cannot take it.
+pub(super) fn declaration(definition: &ToolDefinition) -> Result<Value, String> {
     let name = &definition.name;
-    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        return Err(GeminiError::Name);
+    if !is_gemini_name(name) {
+        // Registration already held the name to `[A-Za-z0-9_-]{1,64}`: only its first
+        // character can be what Gemini refuses.
+        return Err("Gemini function names must start with a letter or `_`".into());
     }
-    let inlined = schema::inline_defs(&definition.parameters, DEFAULT_INLINE_LIMIT).map_err(GeminiError::Schema)?;
-    let parameters = convert(inlined, &mut String::new()).map_err(GeminiError::Schema)?;
+    let inlined = schema::inline_defs(&definition.parameters, DEFAULT_INLINE_LIMIT).map_err(|e| e.to_string())?;
+    let parameters = convert(inlined, &mut String::new()).map_err(|e| e.to_string())?;
     let mut out = Map::new();
     out.insert("name".into(), Value::String(name.clone()));
     if let Some(text) = description(definition) {

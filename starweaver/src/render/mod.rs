@@ -18,7 +18,7 @@ use serde_json::Value;
 pub use rules::check;
 
 use crate::error::{Error, Result};
-use crate::schema::{self, SchemaError};
+use crate::schema;
 use crate::tool::ToolDefinition;
 
 /// A provider tool format.
@@ -108,7 +108,7 @@ pub fn render(definition: &ToolDefinition, provider: Provider, strict: Option<bo
         Provider::OpenAiChat => Ok(openai::chat(definition, strict_parameters)),
         Provider::OpenAiResponses => Ok(openai::responses(definition, strict_parameters)),
         Provider::Anthropic => Ok(anthropic::tool(definition, strict_parameters)),
-        Provider::Gemini => gemini::declaration(definition).map_err(|e| fail(e.to_string())),
+        Provider::Gemini => gemini::declaration(definition).map_err(fail),
     }
 }
 
@@ -123,20 +123,4 @@ pub fn render_all(definitions: &[ToolDefinition], provider: Provider, strict: Op
 /// The description, if it has text.
 fn description(definition: &ToolDefinition) -> Option<&str> {
     definition.description.as_deref().filter(|d| !d.trim().is_empty())
-}
-
-/// Why Gemini cannot take a schema.
-#[derive(Debug)]
-enum GeminiError {
-    Schema(SchemaError),
-    Name,
-}
-
-impl fmt::Display for GeminiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Schema(e) => write!(f, "{e}"),
-            Self::Name => f.write_str("Gemini function names must start with a letter or `_`"),
-        }
-    }
 }
