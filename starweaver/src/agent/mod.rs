@@ -117,20 +117,19 @@ impl Agent {
         if id.is_empty() {
             return Err(Error::InvalidOption { option: "session_id", message: "must not be empty".into() });
         }
-        let mut session = match self.inner.store.load(&id)? {
+        let (mut session, revision) = match self.inner.store.load(&id)? {
             Some(stored) => {
-                let mut session = self.restore_session(&stored.state).map_err(|e| match e {
+                let session = self.restore_session(&stored.state).map_err(|e| match e {
                     Error::InvalidJson { what, message } => {
                         Error::InvalidJson { what, message: format!("stored session `{id}`: {message}") }
                     }
                     other => other,
                 })?;
-                session.link(id, stored.revision);
-                return Ok(session);
+                (session, stored.revision)
             }
-            None => Session::new(self.clone()),
+            None => (Session::new(self.clone()), 0),
         };
-        session.link(id, 0);
+        session.link(id, revision);
         Ok(session)
     }
 
