@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
-from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, main, peak_rss_growth, report, timed
+from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, definition_cost, main, peak_rss_growth, report, timed
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -61,26 +60,7 @@ def p2() -> None:
 
 
 def p5() -> None:
-    # Round 0 warms up (loads pydantic, fills caches); the other rounds are timed.
-    rounds = 200
-    started = 0.0
-    for round_ in range(rounds + 1):
-        if round_ == 1:
-            started = time.perf_counter()
-
-        def lookup(ticket_id: str, limit: int, include_history: bool = False, since: str | None = None) -> str:
-            """Look up a ticket.
-
-            Args:
-                ticket_id: The ticket.
-                limit: How many entries.
-                include_history: Include the history.
-                since: Only after this.
-            """
-            return ticket_id
-
-        assert Tool(lookup).function_schema.json_schema
-    report((time.perf_counter() - started) / rounds * 1e6)
+    definition_cost(lambda fn: Tool(fn).function_schema.json_schema)
 
 
 def p6() -> None:

@@ -4,10 +4,9 @@ JSON measurement; bench/run.py runs it in fresh processes beside the pydantic-ai
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
-from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, main, peak_rss_growth, report, timed
+from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, definition_cost, main, peak_rss_growth, report, timed
 
 from starweaver import create_agent, tool
 from starweaver.testing import FunctionModel, Messages
@@ -62,26 +61,7 @@ def p2() -> None:
 
 
 def p5() -> None:
-    # Round 0 warms up (loads pydantic, fills caches); the other rounds are timed.
-    rounds = 200
-    started = 0.0
-    for round_ in range(rounds + 1):
-        if round_ == 1:
-            started = time.perf_counter()
-
-        def lookup(ticket_id: str, limit: int, include_history: bool = False, since: str | None = None) -> str:
-            """Look up a ticket.
-
-            Args:
-                ticket_id: The ticket.
-                limit: How many entries.
-                include_history: Include the history.
-                since: Only after this.
-            """
-            return ticket_id
-
-        assert tool(lookup).definition.parameters
-    report((time.perf_counter() - started) / rounds * 1e6)
+    definition_cost(lambda fn: tool(fn).definition.parameters)
 
 
 def p6() -> None:
