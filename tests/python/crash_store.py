@@ -45,9 +45,13 @@ def answer(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
     return {"tool_calls": [{"id": f"c{len(messages)}", "name": "deploy", "arguments": {"env": "prod"}}]}
 
 
-def make_agent(db: Path) -> Agent:
+def make_agent(db: Path | None) -> Agent:
+    """The deploy agent on the SQLite store at ``db``, or in memory for ``None``."""
     return create_agent_runtime(
-        model=FunctionModel(answer), tools=[deploy], approval_required_tools=["deploy"], session_store=str(db)
+        model=FunctionModel(answer),
+        tools=[deploy],
+        approval_required_tools=["deploy"],
+        session_store=str(db) if db is not None else None,
     )
 
 
@@ -120,8 +124,7 @@ def trial(db: Path, kills: int, seed: int = 0) -> Figures:
             if not line:
                 _, err = proc.communicate()
                 raise RuntimeError(f"the child exited early ({proc.returncode}): {err}")
-            record(committed, line)
-            figures.commits_seen += 1
+            record(committed, figures, line)
             seen += 1
         time.sleep(rng.uniform(0, 0.01))
         proc.send_signal(signal.SIGKILL)
@@ -129,15 +132,16 @@ def trial(db: Path, kills: int, seed: int = 0) -> Figures:
         # Only whole lines were acknowledged: a kill may tear the last one.
         for line in rest.splitlines(keepends=True):
             if line.endswith("\n"):
-                record(committed, line)
-                figures.commits_seen += 1
+                record(committed, figures, line)
         figures.kills += 1
         check(db, committed, figures)
     figures.waiting_resumed = asyncio.run(resume_all(db))
     return figures
 
 
-def record(committed: dict[str, int], line: str) -> None:
+def record(committed: dict[str, int], figures: Figures, line: str) -> None:
+    """Takes one acknowledged commit, ``<session id> <revision>``."""
+    figures.commits_seen += 1
     session_id, revision = line.split()
     committed[session_id] = max(committed.get(session_id, 0), int(revision))
 

@@ -49,7 +49,7 @@ def test_a_path_selects_sqlite_and_a_waiting_session_resumes_from_another_agent(
 
 def test_the_default_store_is_in_memory_and_sessions_without_an_id_are_not_stored() -> None:
     async def scenario() -> None:
-        agent = make_agent_in_memory()
+        agent = make_agent(None)
         assert isinstance(agent.session_store, MemorySessionStore)
         await agent.session().run("deploy prod")
         assert agent.session_store.ids() == []
@@ -58,15 +58,6 @@ def test_the_default_store_is_in_memory_and_sessions_without_an_id_are_not_store
         assert agent.session_store.delete("a") and agent.session_store.load("a") is None
 
     asyncio.run(scenario())
-
-
-def make_agent_in_memory():  # type: ignore[no-untyped-def]
-    from crash_store import answer, deploy
-
-    from starweaver import create_agent_runtime
-    from starweaver.testing import FunctionModel
-
-    return create_agent_runtime(model=FunctionModel(answer), tools=[deploy], approval_required_tools=["deploy"])
 
 
 def test_two_processes_resuming_one_session_cannot_both_commit(tmp_path: Path) -> None:
