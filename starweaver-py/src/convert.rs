@@ -1,59 +1,223 @@
 //! JSON values across the boundary. Plain containers and scalars are walked directly;
 //! anything else (pydantic models, dataclasses, datetimes, UUIDs) goes through
-//! `pydantic_core.to_json`, so Python values serialise as a pydantic user expects.
+//! `pydantic_core.to_jsonable_python` first, so Python values serialise as a pydantic user
+//! expects.
+//!
+//! Every walk is bounded (DESIGN.md §16): nesting deeper than [`MAX_DEPTH`] and containers
+//! that contain themselves are named errors, never a stack overflow; integers outside the
+//! 64-bit range, NaN, infinities and lone surrogates are refused instead of changed.
+
+use std::fmt;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
+use starweaver::json::MAX_DEPTH;
+
+use crate::errors;
+
+/// Why a Python value has no JSON form, and where in it (a `$`-rooted path).
+#[derive(Debug)]
+pub(crate) struct ConvertError {
+    /// What was converted (`$` unless the caller names it).
+    root: String,
+    /// Path segments, innermost first (they are added while the walk unwinds).
+    path: Vec<String>,
+    message: String,
+}
+
+impl ConvertError {
+    fn new(message: impl Into<String>) -> Self {
+        Self { root: "$".into(), path: Vec::new(), message: message.into() }
+    }
+
+    /// Names the converted value in the path (`override_arguments.x` instead of `$.x`).
+    pub(crate) fn within(mut self, what: &str) -> Self {
+        what.clone_into(&mut self.root);
+        self
+    }
+
+    fn at(mut self, segment: String) -> Self {
+        self.path.push(segment);
+        self
+    }
+
+    /// The error as `class`, prefixed with what was being converted.
+    pub(crate) fn into_py(self, class: PyResult<&Bound<'_, pyo3::types::PyType>>, what: &str) -> PyErr {
+        let message = format!("{what}: {self}");
+        match class {
+            Ok(class) => PyErr::from_type(class.clone(), message),
+            Err(err) => err,
+        }
+    }
+}
+
+impl fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.path.is_empty(), self.root.as_str()) {
+            (true, "$") => return f.write_str(&self.message),
+            (true, root) => return write!(f, "`{root}`: {}", self.message),
+            (false, root) => write!(f, "at `{root}")?,
+        }
+        // A path thousands of levels deep says no more than its two ends.
+        const SHOWN: usize = 8;
+        let segments = self.path.len();
+        for (i, segment) in self.path.iter().rev().enumerate() {
+            if i == SHOWN && segments > 2 * SHOWN {
+                write!(f, "...({} levels)...", segments - 2 * SHOWN)?;
+            }
+            if i < SHOWN || i >= segments.saturating_sub(SHOWN) {
+                f.write_str(segment)?;
+            }
+        }
+        write!(f, "`: {}", self.message)
+    }
+}
+
+/// A value without a JSON form is a `FormatError` unless the caller names a better class.
+impl From<ConvertError> for PyErr {
+    fn from(error: ConvertError) -> Self {
+        Python::attach(|py| error.into_py(errors::format_error(py), "value is not JSON"))
+    }
+}
+
+/// Dict keys that are not strings: converted as `json.dumps` and pydantic do (`1` → `"1"`),
+/// or refused (schemas, where a silently renamed key changes what the schema says).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keys {
+    Convert,
+    StringsOnly,
+}
 
 /// A Python value as JSON.
 ///
 /// # Errors
-/// When the value has no JSON form (the message says which type).
-pub(crate) fn to_json(value: &Bound<'_, PyAny>) -> PyResult<Value> {
+/// When the value has no exact JSON form; the message names the path and the reason.
+pub(crate) fn to_json(value: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
+    Walker { keys: Keys::Convert, path: Vec::new() }.walk(value, 0)
+}
+
+/// [`to_json`] with the key rule chosen by the caller.
+pub(crate) fn to_json_with(value: &Bound<'_, PyAny>, keys: Keys) -> Result<Value, ConvertError> {
+    Walker { keys, path: Vec::new() }.walk(value, 0)
+}
+
+struct Walker {
+    keys: Keys,
+    /// Addresses of the containers being walked, outermost first: meeting one again is a cycle.
+    path: Vec<usize>,
+}
+
+impl Walker {
+    fn walk(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
+        if let Some(scalar) = scalar(value)? {
+            return Ok(scalar);
+        }
+        if depth >= MAX_DEPTH {
+            return Err(ConvertError::new(format!("nested more than {MAX_DEPTH} levels deep")));
+        }
+        let address = value.as_ptr() as usize;
+        if self.path.contains(&address) {
+            return Err(ConvertError::new("the value contains itself (a reference cycle)"));
+        }
+        self.path.push(address);
+        let result = self.container(value, depth + 1);
+        self.path.pop();
+        result
+    }
+
+    fn container(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
+        if let Ok(dict) = value.cast::<PyDict>() {
+            let mut map = Map::with_capacity(dict.len());
+            for (key, item) in dict.iter() {
+                let Ok(key) = key.cast::<PyString>() else {
+                    if self.keys == Keys::StringsOnly {
+                        let shown = key.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+                        return Err(ConvertError::new(format!("key {shown} is not a string")));
+                    }
+                    return self.via_pydantic(value, depth);
+                };
+                let key = key.to_str().map_err(|_| ConvertError::new("a key is not valid UTF-8 (a lone surrogate)"))?;
+                let item = self.walk(&item, depth).map_err(|e| e.at(format!(".{key}")))?;
+                map.insert(key.to_owned(), item);
+            }
+            return Ok(Value::Object(map));
+        }
+        if let Ok(list) = value.cast::<PyList>() {
+            return self.items(list.iter(), list.len(), depth);
+        }
+        if let Ok(tuple) = value.cast::<PyTuple>() {
+            return self.items(tuple.iter(), tuple.len(), depth);
+        }
+        self.via_pydantic(value, depth)
+    }
+
+    fn items<'py>(
+        &mut self,
+        items: impl Iterator<Item = Bound<'py, PyAny>>,
+        len: usize,
+        depth: usize,
+    ) -> Result<Value, ConvertError> {
+        let mut array = Vec::with_capacity(len);
+        for (i, item) in items.enumerate() {
+            array.push(self.walk(&item, depth).map_err(|e| e.at(format!("[{i}]")))?);
+        }
+        Ok(Value::Array(array))
+    }
+
+    /// Models, dataclasses, dicts with non-string keys, sets, datetimes...: pydantic turns
+    /// them into plain Python JSON values, which are then walked like any other.
+    fn via_pydantic(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
+        static TO_JSONABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let py = value.py();
+        let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        let plain = TO_JSONABLE
+            .import(py, "pydantic_core", "to_jsonable_python")
+            .and_then(|convert| convert.call1((value,)))
+            .map_err(|e| ConvertError::new(format!("{type_name} is not JSON-serialisable: {}", e.value(py))))?;
+        let is_plain = plain.is_instance_of::<PyDict>() || plain.is_instance_of::<PyList>();
+        if !is_plain && scalar(&plain)?.is_none() {
+            return Err(ConvertError::new(format!("{type_name} is not JSON-serialisable")));
+        }
+        // pydantic's result is new objects, so the cycle check starts afresh beneath it.
+        let outer = std::mem::take(&mut self.path);
+        let result = self.walk(&plain, depth);
+        self.path = outer;
+        result
+    }
+}
+
+/// `None`, bools, ints, floats and strings; `Ok(None)` for anything else.
+fn scalar(value: &Bound<'_, PyAny>) -> Result<Option<Value>, ConvertError> {
     if value.is_none() {
-        return Ok(Value::Null);
+        return Ok(Some(Value::Null));
     }
     if let Ok(b) = value.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
+        return Ok(Some(Value::Bool(b.is_true())));
     }
     if let Ok(i) = value.cast::<PyInt>() {
         if let Ok(n) = i.extract::<i64>() {
-            return Ok(Value::from(n));
+            return Ok(Some(Value::from(n)));
         }
         if let Ok(n) = i.extract::<u64>() {
-            return Ok(Value::from(n));
+            return Ok(Some(Value::from(n)));
         }
-    } else if let Ok(f) = value.cast::<PyFloat>() {
+        return Err(ConvertError::new(
+            "an integer outside the 64-bit range cannot be carried exactly in JSON (send it as a string)",
+        ));
+    }
+    if let Ok(f) = value.cast::<PyFloat>() {
         let f = f.value();
         return Number::from_f64(f)
-            .map(Value::Number)
-            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("{f} is not a JSON number")));
-    } else if let Ok(s) = value.cast::<PyString>() {
-        return Ok(Value::String(s.to_str()?.to_owned()));
-    } else if let Ok(d) = value.cast::<PyDict>() {
-        let mut map = Map::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let Ok(key) = k.cast::<PyString>() else { return via_pydantic(value) };
-            map.insert(key.to_str()?.to_owned(), to_json(&v)?);
-        }
-        return Ok(Value::Object(map));
-    } else if let Ok(l) = value.cast::<PyList>() {
-        return l.iter().map(|v| to_json(&v)).collect::<PyResult<_>>().map(Value::Array);
-    } else if let Ok(t) = value.cast::<PyTuple>() {
-        return t.iter().map(|v| to_json(&v)).collect::<PyResult<_>>().map(Value::Array);
+            .map(|n| Some(Value::Number(n)))
+            .ok_or_else(|| ConvertError::new(format!("{f} is not a JSON number")));
     }
-    via_pydantic(value)
-}
-
-fn via_pydantic(value: &Bound<'_, PyAny>) -> PyResult<Value> {
-    static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let py = value.py();
-    let to_json = TO_JSON.import(py, "pydantic_core", "to_json")?;
-    let bytes = to_json.call1((value,))?;
-    let bytes = bytes.cast::<PyBytes>()?;
-    serde_json::from_slice(bytes.as_bytes()).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    if let Ok(s) = value.cast::<PyString>() {
+        let s = s.to_str().map_err(|_| ConvertError::new("the string is not valid UTF-8 (a lone surrogate)"))?;
+        return Ok(Some(Value::String(s.to_owned())));
+    }
+    Ok(None)
 }
 
 /// A JSON value as Python (`dict`, `list`, `str`, `int`, `float`, `bool`, `None`).
@@ -94,10 +258,10 @@ pub(crate) fn serialize_to_py<'py, T: serde::Serialize + ?Sized>(
     to_py(py, &json)
 }
 
-/// A Python value as a JSON object map.
-pub(crate) fn to_json_object(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Map<String, Value>> {
-    match to_json(value)? {
+/// A Python value as a JSON object map; `what` names it in the error.
+pub(crate) fn to_json_object(value: &Bound<'_, PyAny>, what: &str) -> Result<Map<String, Value>, ConvertError> {
+    match to_json(value).map_err(|e| e.within(what))? {
         Value::Object(map) => Ok(map),
-        other => Err(pyo3::exceptions::PyTypeError::new_err(format!("`{what}` must be a dict, got {other}"))),
+        other => Err(ConvertError::new(format!("`{what}` must be a dict, got {}", starweaver::json::kind_of(&other)))),
     }
 }

@@ -5,8 +5,8 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::Value;
 use starweaver::{ApprovalDecision, DeferredOutcome, DeferredResult, HitlDecisions, PendingApproval, PendingDeferred};
 
-use crate::convert;
-use crate::errors::IntoPyResult;
+use crate::convert::{self, ConvertError};
+use crate::errors::{self, IntoPyResult};
 
 /// A call waiting for a human to approve or deny it.
 #[gen_stub_pyclass]
@@ -80,14 +80,19 @@ pending_methods!(PyPendingApproval, {
     #[pyo3(signature = (*, decided_by=None, override_arguments=None, metadata=None))]
     fn approve(
         &self,
+        py: Python<'_>,
         decided_by: Option<String>,
         override_arguments: Option<&Bound<'_, PyAny>>,
         metadata: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyApprovalDecision> {
         let mut decision = self.0.approve();
         decision.decided_by = decided_by;
-        decision.override_arguments = override_arguments.map(convert::to_json).transpose()?;
-        decision.metadata = metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default();
+        decision.override_arguments =
+            override_arguments.map(|v| decision_json(py, v, "override_arguments")).transpose()?;
+        decision.metadata = metadata
+            .map(|m| convert::to_json_object(m, "metadata").map_err(|e| invalid_decision(py, e)))
+            .transpose()?
+            .unwrap_or_default();
         Ok(PyApprovalDecision(decision))
     }
 
@@ -102,8 +107,8 @@ pending_methods!(PyPendingApproval, {
 
 pending_methods!(PyPendingDeferred, {
     /// Supplies the call's value.
-    fn complete(&self, value: &Bound<'_, PyAny>) -> PyResult<PyDeferredResult> {
-        Ok(PyDeferredResult(self.0.complete(convert::to_json(value)?)))
+    fn complete(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<PyDeferredResult> {
+        Ok(PyDeferredResult(self.0.complete(decision_json(py, value, "value")?)))
     }
 
     /// Supplies a failure; the model sees a `deferred_failed` error.
@@ -221,7 +226,7 @@ pub(crate) fn decisions(
             Ok(d) => {
                 serde_json::to_value(&d.get().0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
             }
-            Err(_) => convert::to_json(item)?,
+            Err(_) => decision_json(py, item, "approvals")?,
         });
     }
     let mut json_deferred = Vec::with_capacity(deferred.len());
@@ -230,9 +235,18 @@ pub(crate) fn decisions(
             Ok(d) => {
                 serde_json::to_value(&d.get().0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
             }
-            Err(_) => convert::to_json(item)?,
+            Err(_) => decision_json(py, item, "deferred_results")?,
         });
     }
     let json = serde_json::json!({"approvals": json_approvals, "deferred_results": json_deferred});
     HitlDecisions::from_json(&json).into_py_result(py)
+}
+
+/// Part of a decision as JSON; a value without an exact JSON form is a `DecisionError`.
+fn decision_json(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    convert::to_json(value).map_err(|e| invalid_decision(py, e.within(what)))
+}
+
+fn invalid_decision(py: Python<'_>, error: ConvertError) -> PyErr {
+    error.into_py(errors::decision_error(py), "invalid decision")
 }

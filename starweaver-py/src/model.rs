@@ -90,7 +90,8 @@ fn model_error(err: PyErr) -> ModelError {
 }
 
 fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
-    let json = convert::to_json(answer).map_err(model_error)?;
+    let json = convert::to_json(answer)
+        .map_err(|e| ModelError::new(format!("the model callback's response is not JSON: {e}")))?;
     ModelResponse::from_json(&json).map_err(|e| ModelError::new(e.to_string()))
 }
 

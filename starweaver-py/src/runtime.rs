@@ -6,6 +6,7 @@
 //! the Task's waiter directly; only wakes from other threads (timers on the background
 //! tokio runtime) go through `call_soon_threadsafe`.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
@@ -182,6 +183,29 @@ impl LoopFuture {
     }
 
     fn close(&self) {
-        *self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        self.settle();
+    }
+}
+
+impl LoopFuture {
+    /// Ends an unfinished run as cancelled: its tools (sync ones in their threads too) see
+    /// the cancellation, and one more poll lets it record `cancelled` returns and free its
+    /// session, instead of vanishing mid-step.
+    fn settle(&self) {
+        let future = self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let Some(mut future) = future else { return };
+        if let Some(cancellation) = &self.cancellation {
+            cancellation.cancel();
+            let _runtime = runtime().enter();
+            let poll = AssertUnwindSafe(|| future.as_mut().poll(&mut Context::from_waker(Waker::noop())));
+            drop(std::panic::catch_unwind(poll));
+        }
+    }
+}
+
+/// An awaitable dropped before it finished (its Task was garbage-collected) cancels its run.
+impl Drop for LoopFuture {
+    fn drop(&mut self) {
+        self.settle();
     }
 }

@@ -6,22 +6,38 @@ use futures::{FutureExt, StreamExt};
 use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration};
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::RunStream;
+use starweaver::{CancellationToken, RunStream};
 
 use crate::agent::result_to_py;
 use crate::convert;
-use crate::runtime::LoopFuture;
+use crate::runtime::{LoopFuture, runtime};
 
 /// A run's events, live: iterate with `async for` (each event is a dict with `seq`,
 /// `run_id` and `type`), then `await stream.result()` for the `RunResult`. Iterating drives
 /// the run; nothing runs between iterations.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "RunStream", frozen)]
-pub struct PyRunStream(Arc<tokio::sync::Mutex<Option<RunStream<'static>>>>);
+pub struct PyRunStream {
+    stream: Arc<tokio::sync::Mutex<Settling>>,
+    /// Cancelling the Task that reads the stream cancels the run through it.
+    cancellation: CancellationToken,
+}
+
+/// The run stream, dropped inside the timer runtime: a stream dropped mid-run settles its
+/// run as cancelled at once (see [`RunStream`]'s drop), which may touch tokio timers.
+struct Settling(Option<RunStream<'static>>);
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        let _runtime = runtime().enter();
+        drop(self.0.take());
+    }
+}
 
 impl PyRunStream {
     pub(crate) fn new(stream: RunStream<'static>) -> Self {
-        Self(Arc::new(tokio::sync::Mutex::new(Some(stream))))
+        let cancellation = stream.cancellation().clone();
+        Self { stream: Arc::new(tokio::sync::Mutex::new(Settling(Some(stream)))), cancellation }
     }
 }
 
@@ -34,10 +50,10 @@ impl PyRunStream {
 
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
     fn __anext__(&self) -> LoopFuture {
-        let stream = self.0.clone();
+        let stream = self.stream.clone();
         let next = async move {
             let mut stream = stream.lock().await;
-            let event = match stream.as_mut() {
+            let event = match stream.0.as_mut() {
                 Some(stream) => stream.next().await,
                 None => None,
             };
@@ -46,19 +62,26 @@ impl PyRunStream {
                 None => Err(PyStopAsyncIteration::new_err(())),
             }
         };
-        LoopFuture::new(next.boxed(), None)
+        LoopFuture::new(next.boxed(), Some(self.cancellation.clone()))
     }
 
     /// Finishes the run (events not yet read stay in the result's `events`) and returns it.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn result(&self) -> LoopFuture {
-        let stream = self.0.clone();
+        let stream = self.stream.clone();
         let result = async move {
-            let Some(stream) = stream.lock().await.take() else {
+            let Some(run) = stream.lock().await.0.take() else {
                 return Err(PyRuntimeError::new_err("the stream's result was already taken"));
             };
-            result_to_py(stream.result().await)
+            result_to_py(run.result().await)
         };
-        LoopFuture::new(result.boxed(), None)
+        LoopFuture::new(result.boxed(), Some(self.cancellation.clone()))
+    }
+
+    /// Cancels the run: its tools see `ctx.is_cancelled()`, and the stream ends with the
+    /// run cancelled. Dropping a stream mid-run (for instance by leaving
+    /// `async for event in session.run_stream(...)` early) does the same at once.
+    fn cancel(&self) {
+        self.cancellation.cancel();
     }
 }

@@ -44,7 +44,7 @@ impl PyToolDefinition {
         let registration = |message: String| {
             errors::registration_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
         };
-        let parameters = convert::to_json(parameters).map_err(|e| {
+        let parameters = convert::to_json_with(parameters, convert::Keys::StringsOnly).map_err(|e| {
             registration(format!("invalid tool `{name}`: parameters schema is not JSON-serialisable: {e}"))
         })?;
         let metadata = match metadata {
@@ -369,7 +369,8 @@ fn finish(py: Python<'_>, outcome: PyResult<Py<PyAny>>) -> Result<ToolResult, To
     if let Ok(result) = value.cast::<PyToolResult>() {
         return Ok(result.get().0.clone());
     }
-    convert::to_json(&value)
-        .map(ToolResult::new)
-        .map_err(|err| ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")))
+    convert::to_json(&value).map(ToolResult::new).map_err(|err| {
+        // Running the tool again would repeat its side effects and fail the same way.
+        ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")).not_retryable()
+    })
 }

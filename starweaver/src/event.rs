@@ -11,7 +11,7 @@ use crate::hitl::{PendingApproval, PendingDeferred};
 use crate::message::{Message, ToolReturnRecord};
 
 /// One thing that happened in a run, numbered within the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     /// Position in the run's stream, from 0; continues across a resume.
     pub seq: u64,
@@ -20,6 +20,22 @@ pub struct Event {
     /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+/// Read back from the JSON it serialises to. A pending item carries its `run_id` as the
+/// event does, so the event's own fields are read without taking them from its kind.
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Head {
+            seq: u64,
+            run_id: Arc<str>,
+        }
+        let json = Value::deserialize(deserializer)?;
+        let Head { seq, run_id } = Head::deserialize(&json).map_err(serde::de::Error::custom)?;
+        let kind = EventKind::deserialize(json).map_err(serde::de::Error::custom)?;
+        Ok(Self { seq, run_id, kind })
+    }
 }
 
 /// What an [`Event`] reports. Serialised with a `type` tag in snake case.

@@ -12,6 +12,7 @@ mod agent;
 pub mod error;
 pub mod event;
 pub mod hitl;
+pub mod json;
 pub mod message;
 pub mod model;
 pub mod registry;

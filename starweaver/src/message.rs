@@ -66,6 +66,7 @@ pub struct ToolReturnPart {
 
 /// A tool return with its host-only fields, as events report it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "RawToolReturnRecord")]
 pub struct ToolReturnRecord {
     /// What the model sees.
     #[serde(flatten)]
@@ -73,6 +74,22 @@ pub struct ToolReturnRecord {
     /// What only the host sees, when there is anything.
     #[serde(flatten)]
     pub host: Option<Box<HostFields>>,
+}
+
+/// A record as written: absent host fields read back as `None`, not as an empty box, so
+/// a record equals itself after a JSON round trip.
+#[derive(Deserialize)]
+struct RawToolReturnRecord {
+    #[serde(flatten)]
+    part: Arc<ToolReturnPart>,
+    #[serde(flatten)]
+    host: HostFields,
+}
+
+impl From<RawToolReturnRecord> for ToolReturnRecord {
+    fn from(raw: RawToolReturnRecord) -> Self {
+        Self { part: raw.part, host: raw.host.into_boxed() }
+    }
 }
 
 /// A part of a response message.
@@ -106,12 +123,17 @@ pub struct ToolCallPart {
 impl Message {
     /// The tool calls of a response, in model order (none for a request).
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCallPart> {
+        self.indexed_tool_calls().map(|(_, call)| call)
+    }
+
+    /// The tool calls of a response with their part index.
+    fn indexed_tool_calls(&self) -> impl Iterator<Item = (usize, &ToolCallPart)> {
         let parts = match self {
             Self::Response { parts } => parts.as_slice(),
             Self::Request { .. } => &[],
         };
-        parts.iter().filter_map(|part| match part {
-            ResponsePart::ToolCall(call) => Some(call),
+        parts.iter().enumerate().filter_map(|(p, part)| match part {
+            ResponsePart::ToolCall(call) => Some((p, call)),
             ResponsePart::Text { .. } => None,
         })
     }
@@ -258,7 +280,8 @@ impl History {
             let mut item = item.clone();
             if let Some(Value::Array(parts)) = item.get_mut("parts") {
                 for (p, part) in parts.iter_mut().enumerate() {
-                    let Some(obj) = part.as_object_mut().filter(|o| o["kind"] == "tool_return") else { continue };
+                    let is_return = |o: &&mut Map<String, Value>| o.get("kind").is_some_and(|k| k == "tool_return");
+                    let Some(obj) = part.as_object_mut().filter(is_return) else { continue };
                     let host: Map<String, Value> =
                         HostFields::KEYS.iter().filter_map(|k| obj.remove(*k).map(|v| ((*k).to_owned(), v))).collect();
                     if !host.is_empty() {
@@ -271,7 +294,62 @@ impl History {
             let message = serde_json::from_value(item).map_err(|e| invalid(format!("message {i}: {e}")))?;
             history.append(message);
         }
+        history.check_pairs().map_err(invalid)?;
         Ok(history)
+    }
+
+    /// Every tool call is answered by one return in the next message, and every return
+    /// answers a call of the message before it, so no history sent to a model is one a
+    /// provider would refuse. A final response may still wait for its returns.
+    fn check_pairs(&self) -> std::result::Result<(), String> {
+        let messages = self.messages();
+        for (i, message) in messages.iter().enumerate() {
+            let Message::Request { parts } = &**message else {
+                let next = messages.get(i + 1).map(|m| &**m);
+                if let (Some((p, call)), Some(Message::Response { .. })) = (message.indexed_tool_calls().next(), next) {
+                    return Err(format!(
+                        "message {i}, part {p}: tool call `{}` (`{}`) has no return: the next message is another response",
+                        call.id, call.name
+                    ));
+                }
+                continue;
+            };
+            let previous = i.checked_sub(1).and_then(|p| messages.get(p));
+            let calls: Vec<(usize, &ToolCallPart)> =
+                previous.map(|m| m.indexed_tool_calls().collect()).unwrap_or_default();
+            let mut answered = vec![false; calls.len()];
+            for (p, part) in parts.iter().enumerate() {
+                let RequestPart::ToolReturn(ret) = part else { continue };
+                let call = calls.iter().enumerate().position(|(c, (_, call))| {
+                    !answered.get(c).copied().unwrap_or(true) && call.id == ret.tool_call_id
+                });
+                match call.and_then(|c| answered.get_mut(c)) {
+                    Some(slot) => *slot = true,
+                    None => {
+                        return Err(format!(
+                            "message {i}, part {p}: tool return `{}` answers no tool call of the message before it",
+                            ret.tool_call_id
+                        ));
+                    }
+                }
+            }
+            if let Some(((p, call), _)) = calls.iter().zip(&answered).find(|(_, done)| !**done) {
+                return Err(format!(
+                    "message {}, part {p}: tool call `{}` (`{}`) has no return in message {i}",
+                    i - 1,
+                    call.id,
+                    call.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool calls of a final response that no message answers yet, as `(message,
+    /// part, call)`: a run waiting for decisions has them; any other history must not.
+    pub(crate) fn unanswered_calls(&self) -> Vec<(usize, usize, &ToolCallPart)> {
+        let Some((i, last)) = self.messages().iter().enumerate().next_back() else { return Vec::new() };
+        last.indexed_tool_calls().map(|(p, call)| (i, p, call)).collect()
     }
 
     pub(crate) fn push(&mut self, message: Message) -> &Arc<Message> {
@@ -304,6 +382,8 @@ mod tests {
     #[test]
     fn host_only_fields_round_trip_but_never_reach_model_messages() {
         let mut history = History::default();
+        history
+            .push(Message::Response { parts: vec![ResponsePart::ToolCall(ToolCallPart::new("c1", "t", json!({})))] });
         let part = ToolReturnPart {
             tool_call_id: "c1".into(),
             name: "t".into(),
@@ -314,10 +394,41 @@ mod tests {
         let host = HostFields { private_metadata: Some(json!({"trace": 1})), ..HostFields::default() };
         history.push_request([(RequestPart::ToolReturn(Arc::new(part)), host.into_boxed())]);
         let json = history.to_json();
-        assert_eq!(json[0]["parts"][0]["private_metadata"], json!({"trace": 1}));
+        assert_eq!(json[1]["parts"][0]["private_metadata"], json!({"trace": 1}));
         let model_view = serde_json::to_value(history.messages()).unwrap();
         assert!(!model_view.to_string().contains("private_metadata"));
         assert_eq!(History::from_json(&json).unwrap(), history);
+    }
+
+    #[test]
+    fn calls_without_returns_and_returns_without_calls_are_refused() {
+        let call =
+            json!({"kind": "response", "parts": [{"kind": "tool_call", "id": "c1", "name": "t", "arguments": {}}]});
+        let ret = |id: &str| {
+            json!({"kind": "request", "parts": [{"kind": "tool_return", "tool_call_id": id, "name": "t",
+                "content": 1, "is_error": false}]})
+        };
+        let text = json!({"kind": "response", "parts": [{"kind": "text", "text": "done"}]});
+        let prompt = json!({"kind": "request", "parts": [{"kind": "user_prompt", "text": "go"}]});
+        assert!(History::from_json(&json!([prompt, call, ret("c1"), text])).is_ok());
+        // A final call may still wait for its return.
+        assert!(History::from_json(&json!([prompt, call])).is_ok());
+        let err = History::from_json(&json!([prompt, call, ret("c2")])).unwrap_err().to_string();
+        assert!(err.contains("message 2, part 0: tool return `c2` answers no tool call"), "{err}");
+        let err = History::from_json(&json!([prompt, call, prompt, text])).unwrap_err().to_string();
+        assert!(err.contains("message 1, part 0: tool call `c1` (`t`) has no return in message 2"), "{err}");
+        let err = History::from_json(&json!([prompt, call, text])).unwrap_err().to_string();
+        assert!(err.contains("message 1, part 0: tool call `c1` (`t`) has no return"), "{err}");
+        let err = History::from_json(&json!([ret("c1")])).unwrap_err().to_string();
+        assert!(err.contains("message 0, part 0: tool return `c1` answers no tool call"), "{err}");
+    }
+
+    #[test]
+    fn a_part_without_a_kind_is_a_named_error_not_a_panic() {
+        let err = History::from_json(&json!([{"kind": "request", "parts": [{}]}])).unwrap_err().to_string();
+        assert!(err.contains("message 0"), "{err}");
+        let err = History::from_json(&json!([{"parts": [{}]}])).unwrap_err().to_string();
+        assert!(err.contains("missing field `kind`"), "{err}");
     }
 
     #[test]

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::agent::{Agent, RunOptions, SessionState, Slot, Start, Suspended, drive};
+use crate::agent::{Agent, Claim, RunOptions, SessionState, Slot, Start, Suspended, drive};
 use crate::error::{Error, Result};
-use crate::hitl::{Hitl, HitlDecisions};
+use crate::hitl::{Hitl, HitlDecisions, fresh_id};
 use crate::message::{History, Message};
 use crate::result::RunResult;
 use crate::stream::RunStream;
@@ -101,8 +101,8 @@ impl Session {
         S: std::ops::DerefMut<Target = Session> + Send + 'static,
     {
         let prompt = prompt.into();
-        RunStream::new(move |live| async move {
-            session.advance(Start::Prompt(prompt), RunOptions::default(), Some(live)).await
+        RunStream::new(RunOptions::default(), move |live, options| async move {
+            session.advance(Start::Prompt(prompt), options, Some(live)).await
         })
     }
 
@@ -144,42 +144,59 @@ impl Session {
     /// deferred calls, the results of its other calls, its retry counts). Restore it with
     /// [`Agent::restore_session`], in this process or another.
     pub fn export_state(&self) -> Value {
-        let state = &self.state;
-        let mut decided: Vec<&String> = state.decided.iter().collect();
+        self.state.export()
+    }
+
+    fn stream(&mut self, start: Start, options: RunOptions) -> RunStream<'_> {
+        RunStream::new(options, move |live, options| self.advance(start, options, Some(live)))
+    }
+
+    /// Every run and resume goes through here: drive the run, then write the session to
+    /// its store when it has one. A refused call changes nothing and writes nothing.
+    /// A resume on a stored session first claims its decisions in the store, so of two
+    /// processes (or handles) resuming one waiting session, the loser is refused before
+    /// any approved tool runs.
+    async fn advance(&mut self, start: Start, options: RunOptions, live: Option<Live>) -> Result<RunResult> {
+        let store = &self.agent.inner.store;
+        let mut save = self.stored.as_mut().map(|link| {
+            move |state: &SessionState| -> Result<()> {
+                link.revision = store.save(&link.id, &state.export(), link.revision)?;
+                Ok(())
+            }
+        });
+        let claim = match (&start, save.as_mut()) {
+            (Start::Resume(_), Some(save)) => Some(save as Claim<'_>),
+            _ => None,
+        };
+        let result = drive(&self.agent.inner, &mut self.state, start, options, live, claim).await?;
+        if let Some(save) = save.as_mut() {
+            save(&self.state)?;
+        }
+        Ok(result)
+    }
+}
+
+impl SessionState {
+    /// The canonical JSON of [`Session::export_state`].
+    pub(crate) fn export(&self) -> Value {
+        let mut decided: Vec<&String> = self.decided.iter().collect();
         decided.sort();
-        let waiting = state.waiting.as_ref().map(|w| {
+        let waiting = self.waiting.as_ref().map(|w| {
             let retries: BTreeMap<&str, u32> = w.retries.iter().map(|(tool, n)| (&**tool, *n)).collect();
             json!({
                 "run_id": &*w.run_id,
                 "step": w.step,
                 "retries": retries,
                 "next_seq": w.next_seq,
-                "slots": serde_json::to_value(&w.slots).expect("slots hold only JSON values"),
+                "slots": &w.slots,
             })
         });
         json!({
             "version": STATE_VERSION,
-            "history": state.history.to_json(),
+            "history": self.history.to_json(),
             "decided": decided,
             "waiting": waiting,
         })
-    }
-
-    fn stream(&mut self, start: Start, options: RunOptions) -> RunStream<'_> {
-        RunStream::new(move |live| self.advance(start, options, Some(live)))
-    }
-
-    /// Every run and resume goes through here: drive the run, then write the session to
-    /// its store when it has one. A refused call changes nothing and writes nothing.
-    async fn advance(&mut self, start: Start, options: RunOptions, live: Option<Live>) -> Result<RunResult> {
-        let result = drive(&self.agent.inner, &mut self.state, start, options, live).await?;
-        if let Some(link) = &self.stored {
-            let revision = self.agent.inner.store.save(&link.id, &self.export_state(), link.revision)?;
-            if let Some(link) = &mut self.stored {
-                link.revision = revision;
-            }
-        }
-        Ok(result)
     }
 }
 
@@ -221,11 +238,47 @@ impl Agent {
         }
         let history = History::from_json(&exported.history)?;
         let waiting = match exported.waiting {
-            None => None,
+            None => {
+                if let Some((m, p, call)) = history.unanswered_calls().first() {
+                    return Err(invalid(format!(
+                        "message {m}, part {p}: tool call `{}` (`{}`) has no return, and no run is waiting for it",
+                        call.id, call.name
+                    )));
+                }
+                None
+            }
             Some(waiting) => Some(restore_waiting(&history, waiting).map_err(invalid)?),
         };
         let decided: HashSet<String> = exported.decided.into_iter().collect();
-        Ok(Session { agent: self.clone(), state: SessionState { history, waiting, decided }, stored: None })
+        let mut state = SessionState { history, waiting, decided };
+        reissue_interrupted(&mut state);
+        Ok(Session { agent: self.clone(), state, stored: None })
+    }
+}
+
+/// A resume that claimed its decisions and then stopped (its process died mid-run) leaves
+/// pending calls whose ids are decided: resending those decisions is a replay. The calls
+/// get fresh ids, with a note that they may have run, so a human decides them again
+/// knowing that, instead of the session being stuck.
+fn reissue_interrupted(state: &mut SessionState) {
+    let SessionState { waiting, decided, .. } = state;
+    let Some(waiting) = waiting else { return };
+    // Ids in use by the other pending calls are taken too.
+    let mut issued: Vec<String> =
+        waiting.slots.iter_mut().filter_map(Slot::pending_mut).map(|p| p.id.clone()).collect();
+    for pending in waiting.slots.iter_mut().filter_map(Slot::pending_mut) {
+        if !decided.contains(&pending.id) {
+            continue;
+        }
+        let id = fresh_id(&pending.run_id, &pending.tool_call_id, |id| {
+            decided.contains(id) || issued.iter().any(|i| i == id)
+        });
+        pending.metadata.insert("interrupted_decision".into(), Value::String(std::mem::replace(&mut pending.id, id)));
+        pending.reason = format!(
+            "{} (a resume that approved this call stopped before it finished: the call may have run)",
+            pending.reason
+        );
+        issued.push(pending.id.clone());
     }
 }
 

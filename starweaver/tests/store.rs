@@ -60,7 +60,8 @@ async fn a_waiting_session_in_sqlite_resumes_from_another_agent_and_store_handle
     assert_eq!(runs.get(), 1, "the tool ran once, after the approval");
 
     let stored = store.load("ticket-42").unwrap().unwrap();
-    assert_eq!(stored.revision, 2);
+    // One write claims the decision before the tool runs, one records the finished run.
+    assert_eq!(stored.revision, 3);
     assert_eq!(stored.state["waiting"], json!(null));
     assert_eq!(stored.state["history"], done.messages.to_json());
 }
@@ -75,8 +76,11 @@ async fn a_second_writer_of_one_session_gets_a_conflict_not_a_lost_update() {
     let mut one = agent(1, store.clone(), &runs).open_session("s").unwrap();
     let mut two = agent(1, store.clone(), &runs).open_session("s").unwrap();
     one.resume(approve_all(&waiting.hitl)).await.unwrap();
+    assert_eq!(runs.get(), 1);
     let err = two.resume(approve_all(&waiting.hitl)).await.unwrap_err();
-    assert!(matches!(err, Error::SessionConflict { ref id, expected: 1, found: 2 } if id == "s"), "{err}");
+    assert!(matches!(err, Error::SessionConflict { ref id, expected: 1, found: 3 } if id == "s"), "{err}");
+    assert_eq!(runs.get(), 1, "the loser is refused before its approved tool runs");
+    assert_eq!(two.pending(), Some(waiting.hitl.clone()), "the refused handle still shows what it waited for");
     assert!(err.to_string().contains("open it again"), "{err}");
     assert_eq!(store.load("s").unwrap().unwrap().state["waiting"], json!(null), "the first writer's state stays");
 }

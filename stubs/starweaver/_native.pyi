@@ -425,6 +425,12 @@ class RunStream:
         r"""
         Finishes the run (events not yet read stay in the result's `events`) and returns it.
         """
+    def cancel(self) -> None:
+        r"""
+        Cancels the run: its tools see `ctx.is_cancelled()`, and the stream ends with the
+        run cancelled. Dropping a stream mid-run (for instance by leaving
+        `async for event in session.run_stream(...)` early) does the same at once.
+        """
 
 class SessionStore:
     r"""

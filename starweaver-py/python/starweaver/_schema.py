@@ -24,6 +24,7 @@ from typing import Any, Literal, Union
 
 import docstring_parser
 import pydantic
+import typing_extensions
 from docstring_parser import google, numpydoc, rest
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import SchemaValidator, core_schema
@@ -119,15 +120,36 @@ def inspect_callable(
             )
 
     description = "\n\n".join(part for part in (docstring.short_description, docstring.long_description) if part) or None
-    only = business[0] if len(business) == 1 else None
-    only_model = _model_class(hints.get(only.name)) if only is not None else None
+    try:
+        return _call_spec(name, business, hints, param_docs, description, takes_context, parameters_schema)
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
+        raise RegistrationError(f"invalid tool `{name}`: {_schema_failure(business, hints, error)}") from error
 
-    if only is not None and only_model is not None and parameters_schema is None:
-        validate_model = only_model.__pydantic_validator__.validate_json
-        return CallSpec(_schema_of(only_model), description, takes_context, _decode_whole(validate_model))
-    if only is not None and parameters_schema is not None:
-        adapter: pydantic.TypeAdapter[object] = pydantic.TypeAdapter(hints.get(only.name, dict[str, object]))
-        return CallSpec(dict(parameters_schema), description, takes_context, _decode_whole(adapter.validate_json))
+
+def _call_spec(
+    name: str,
+    business: list[inspect.Parameter],
+    hints: Mapping[str, Any],
+    param_docs: Mapping[str, str],
+    description: str | None,
+    takes_context: bool,
+    parameters_schema: Mapping[str, object] | None,
+) -> CallSpec:
+    whole = _whole_object_parameter(business, hints, parameters_schema)
+    if whole is not None:
+        annotation = hints.get(whole.name, dict[str, object])
+        model = _model_class(annotation)
+        if model is not None:
+            validate = model.__pydantic_validator__.validate_json
+            schema = _schema_of(model) if parameters_schema is None else dict(parameters_schema)
+            return CallSpec(schema, description, takes_context, _decode_whole(validate))
+        adapter: pydantic.TypeAdapter[object] = pydantic.TypeAdapter(annotation)
+        if parameters_schema is None:
+            schema = adapter.json_schema(schema_generator=_ToolSchema)
+            schema.pop("title", None)
+        else:
+            schema = dict(parameters_schema)
+        return CallSpec(schema, description, takes_context, _decode_whole(adapter.validate_json))
     fast = _fast_fields(business, hints, param_docs)
     if fast is not None:
         fast_schema, fields = fast
@@ -136,6 +158,47 @@ def inspect_callable(
     model = _signature_model(name, business, hints, param_docs)
     schema = dict(parameters_schema) if parameters_schema is not None else _schema_of(model)
     return CallSpec(schema, description, takes_context, _decode_fields(model))
+
+
+def _whole_object_parameter(
+    params: list[inspect.Parameter], hints: Mapping[str, object], parameters_schema: Mapping[str, object] | None
+) -> inspect.Parameter | None:
+    """The one parameter that receives the whole arguments object, if there is one: a
+    Pydantic model; a mapping (``args: dict[str, object]``, a ``TypedDict``) or an
+    unannotated parameter, when it is named ``args`` (as in Rust's ``#[tool]``) or an
+    explicit schema describes the object. Any other single parameter is an ordinary
+    keyword argument, so ``one(n: int)`` with an explicit schema receives ``n``."""
+    if len(params) != 1:
+        return None
+    param = params[0]
+    annotation = hints.get(param.name)
+    if _model_class(annotation) is not None:
+        return param
+    if annotation is not None and not _is_mapping(annotation):
+        return None
+    if parameters_schema is None:
+        return param if param.name == "args" else None
+    properties = parameters_schema.get("properties")
+    named_property = isinstance(properties, Mapping) and param.name in properties
+    return param if annotation is not None or not named_property else None
+
+
+def _is_mapping(annotation: object) -> bool:
+    origin = typing.get_origin(annotation) or annotation
+    if typing_extensions.is_typeddict(annotation):
+        return True
+    return isinstance(origin, type) and issubclass(origin, Mapping)
+
+
+def _schema_failure(params: list[inspect.Parameter], hints: Mapping[str, Any], error: Exception) -> str:
+    """Names the parameter whose annotation pydantic cannot turn into a JSON Schema."""
+    for param in params:
+        annotation = hints.get(param.name, Any)
+        try:
+            pydantic.TypeAdapter(annotation).json_schema()
+        except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError):
+            return f"parameter `{param.name}`: its annotation {annotation!r} has no JSON Schema ({error})"
+    return f"its parameters have no JSON Schema ({error})"
 
 
 # Parsers are built once: building one per docstring costs more than parsing.

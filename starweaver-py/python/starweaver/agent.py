@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ._native import (
     ApprovalDecision,
@@ -20,6 +20,7 @@ from ._native import (
     SqliteSessionStore,
     ToolDefinition,
 )
+from .exceptions import DecisionError, FormatError
 from .testing import FunctionModel, TestModel
 from .tools import BaseTool, Tool
 
@@ -76,6 +77,8 @@ class Agent(_AsyncContext):
         agent's session store (a new one if none is); it is written back, in one
         transaction, each time a run or resume returns. The agent must have the tools the
         session was using."""
+        if state is not None and not isinstance(cast(object, state), Mapping):
+            raise FormatError(f"session state must be a dict from `export_state()`, got {type(state).__name__}")
         native = self._native.session(dict(state) if state is not None else None, session_id=session_id)
         return AgentSession(native)
 
@@ -106,7 +109,18 @@ class HitlControls:
     ) -> RunResult:
         """Continues the waiting run with one decision per pending item (decision objects,
         or canonical JSON dicts)."""
-        return await self._native.resume(approvals=list(approvals), deferred_results=list(deferred_results))
+        return await self._native.resume(
+            approvals=_decision_list(approvals, "approvals"),
+            deferred_results=_decision_list(deferred_results, "deferred_results"),
+        )
+
+
+def _decision_list(items: object, what: str) -> list[object]:
+    """A resume's decisions as a list; anything but a sequence of them is a ``DecisionError``."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        kind = type(cast(object, items)).__name__
+        raise DecisionError(f"`{what}` must be a list of decisions, got {kind}")
+    return list(cast("Sequence[object]", items))
 
 
 class AgentSession(_AsyncContext):

@@ -40,6 +40,33 @@ class ToolOptions(TypedDict, total=False):
     metadata: Mapping[str, object] | None
 
 
+# What each option accepts: its types, and a check of the value beyond its type.
+_OPTION_RULES: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
+    "name": ((str,), lambda v: True, "a string"),
+    "description": ((str,), lambda v: True, "a string"),
+    "parameters_schema": ((Mapping,), lambda v: True, "a dict (a JSON Schema)"),
+    "strict": ((bool,), lambda v: True, "True, False or None"),
+    "sequential": ((bool,), lambda v: v is not None, "True or False"),
+    "timeout_ms": ((int,), lambda v: 1 <= v < 2**64, "a whole number of milliseconds, at least 1"),
+    "max_retries": ((int,), lambda v: 0 <= v < 2**32, "a whole number from 0 to 4294967295"),
+    "metadata": ((Mapping,), lambda v: True, "a dict"),
+}
+
+
+def _check_options(options: Mapping[str, object]) -> None:
+    """Raises ``RegistrationError`` naming the first option with a value it cannot take."""
+    for key, value in options.items():
+        rule = _OPTION_RULES.get(key)
+        if rule is None:
+            raise RegistrationError(f"unknown tool option `{key}`; expected one of {', '.join(_OPTION_RULES)}")
+        types, valid, expected = rule
+        if value is None and key != "sequential":
+            continue
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, types) or (is_bool and bool not in types) or not valid(value):
+            raise RegistrationError(f"tool option `{key}` must be {expected}, got {value!r}")
+
+
 class Tool(Generic[P, R]):
     """A callable turned into a tool. Calling it calls the function, unchanged, so tools
     can be unit-tested directly; ``definition`` is what models are sent."""
@@ -53,6 +80,7 @@ class Tool(Generic[P, R]):
     ) -> None:
         if not callable(fn):
             raise RegistrationError(f"a tool must be callable, got {fn!r}")
+        _check_options(options)
         # pydantic loads with the first tool, not with `import starweaver`.
         from . import _schema
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use run::{SessionState, Slot, Start, Suspended, drive};
+pub(crate) use run::{Claim, SessionState, Slot, Start, Suspended, drive};
 
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{
     ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, PendingApproval, PendingCall, PendingDeferred, Resolution,
-    canonical_id, resolve,
+    fresh_id, resolve,
 };
 use crate::message::{History, Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::ModelRequest;
@@ -45,6 +45,15 @@ pub(crate) struct Suspended {
 }
 
 impl Slot {
+    /// The pending call this slot waits on, if it waits.
+    pub(crate) fn pending_mut(&mut self) -> Option<&mut PendingCall> {
+        match self {
+            Self::Done(_) => None,
+            Self::Approval(pending) => Some(&mut pending.0),
+            Self::Deferred(pending) => Some(&mut pending.0),
+        }
+    }
+
     /// The model's id of the call this slot is for.
     pub(crate) fn tool_call_id(&self) -> &str {
         match self {
@@ -109,13 +118,20 @@ struct Batch {
     cancelled: bool,
 }
 
-/// Runs (or resumes) one run of a session to its end.
+/// Records a resume's decisions where other processes see them before any approved tool
+/// runs (a store write that fails if someone else resumed first); see [`drive`].
+pub(crate) type Claim<'c> = &'c mut (dyn FnMut(&SessionState) -> Result<()> + Send);
+
+/// Runs (or resumes) one run of a session to its end. A resume first marks its decisions
+/// as applied and hands the state to `claim`; if that fails, nothing has run and the
+/// session keeps waiting, so a decision's tool runs at most once across racing resumes.
 pub(crate) async fn drive(
     agent: &AgentInner,
     state: &mut SessionState,
     start: Start,
     options: RunOptions,
     live: Option<UnboundedSender<Event>>,
+    claim: Option<Claim<'_>>,
 ) -> Result<RunResult> {
     // Every check happens before the first event, so a refused call leaves no trace.
     let (run_id, step, retries, next_seq, first) = match start {
@@ -131,12 +147,17 @@ pub(crate) async fn drive(
             let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
             let pending = pending_items(waiting);
             let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
-            let waiting = state.waiting.take().expect("checked above");
-            let calls: Vec<&ToolCallPart> = waiting.response.tool_calls().collect();
-            for (slot, _) in &resolved {
-                state.decided.insert(canonical_id(&waiting.run_id, &calls[*slot].id));
+            let claimed: Vec<String> = pending.iter().map(|p| p.id.to_owned()).collect();
+            state.decided.extend(claimed.iter().cloned());
+            if let Some(claim) = claim
+                && let Err(error) = claim(state)
+            {
+                for id in &claimed {
+                    state.decided.remove(id);
+                }
+                return Err(error);
             }
-            drop(calls);
+            let Some(waiting) = state.waiting.take() else { return Err(Error::NotWaiting) };
             let Suspended { run_id, step, retries, next_seq, response, slots } = waiting;
             (run_id, step, retries, next_seq, First::Resume(response, slots, resolved))
         }
@@ -306,17 +327,32 @@ impl Run<'_> {
             limit: self.limit.as_ref(),
         };
         let batch = scheduler::execute(&env, requests).await;
-        let slots =
-            batch.outcomes.into_iter().zip(requests).map(|(outcome, request)| self.slot(outcome, request)).collect();
+        let mut issued = Vec::new();
+        let slots = batch
+            .outcomes
+            .into_iter()
+            .zip(requests)
+            .map(|(outcome, request)| self.slot(outcome, request, &mut issued))
+            .collect();
         (slots, batch.cancelled)
     }
 
-    fn slot(&self, outcome: CallOutcome, request: &CallRequest<'_>) -> Slot {
-        let pending = |reason, metadata| {
+    /// A pending item's id: canonical, and never one this session has issued before, so a
+    /// decision made for one call cannot approve a later call that reuses its model id.
+    fn pending_id(&self, tool_call_id: &str, issued: &mut Vec<String>) -> String {
+        let id = fresh_id(&self.run_id, tool_call_id, |id| {
+            self.state.decided.contains(id) || issued.iter().any(|i| i == id)
+        });
+        issued.push(id.clone());
+        id
+    }
+
+    fn slot(&self, outcome: CallOutcome, request: &CallRequest<'_>, issued: &mut Vec<String>) -> Slot {
+        let mut pending = |reason, metadata| {
             let call = request.part;
             let overridden = request.approval.as_ref().and_then(|a| a.override_arguments.as_ref());
             PendingCall {
-                id: canonical_id(&self.run_id, &call.id),
+                id: self.pending_id(&call.id, issued),
                 run_id: self.run_id.to_string(),
                 tool_call_id: call.id.to_string(),
                 tool_name: call.name.to_string(),

@@ -15,6 +15,20 @@ pub fn canonical_id(run_id: &str, tool_call_id: &str) -> String {
     format!("{run_id}:{tool_call_id}")
 }
 
+/// The canonical id, or when `taken` has it (a model reused its call id, or a resume of
+/// the call was claimed), the same id with the first free `:<n>` suffix: every pending
+/// call gets an id no decision was ever made for.
+pub(crate) fn fresh_id(run_id: &str, tool_call_id: &str, taken: impl Fn(&str) -> bool) -> String {
+    let base = canonical_id(run_id, tool_call_id);
+    let mut id = base.clone();
+    let mut n = 1;
+    while taken(&id) {
+        n += 1;
+        id = format!("{base}:{n}");
+    }
+    id
+}
+
 /// A tool call the run cannot finish alone: the body of a [`PendingApproval`] and of a
 /// [`PendingDeferred`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,7 +163,19 @@ impl PendingDeferred {
 
 /// The outside result of a [`PendingDeferred`]; canonical JSON when serialised:
 /// `{"id", "status": "completed", "value"}` or `{"id", "status": "failed", "error"}`.
+/// Reading it is as strict as reading an [`ApprovalDecision`]: unknown fields, another
+/// status, or `value` and `error` together are refused.
+///
+/// ```
+/// use starweaver::DeferredResult;
+/// use serde_json::json;
+///
+/// let ok: DeferredResult = serde_json::from_value(json!({"id": "c1", "status": "completed", "value": 3})).unwrap();
+/// assert_eq!(ok, DeferredResult { id: "c1".into(), outcome: starweaver::DeferredOutcome::Completed { value: json!(3) } });
+/// assert!(serde_json::from_value::<DeferredResult>(json!({"id": "c1", "status": 1, "value": 3})).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawDeferredResult")]
 pub struct DeferredResult {
     /// The canonical id of the deferred call (the bare tool-call id is accepted too).
     pub id: String,
@@ -172,6 +198,41 @@ pub enum DeferredOutcome {
         /// Shown to the model.
         error: String,
     },
+}
+
+/// A deferred result as written, before its fields are checked against each other.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDeferredResult {
+    id: String,
+    status: String,
+    /// `Some(Value::Null)` for an explicit `null`: a tool may complete with `null`.
+    #[serde(default, deserialize_with = "present")]
+    value: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+impl TryFrom<RawDeferredResult> for DeferredResult {
+    type Error = String;
+
+    fn try_from(raw: RawDeferredResult) -> Result<Self, String> {
+        let RawDeferredResult { id, status, value, error } = raw;
+        let outcome = match (status.as_str(), value, error) {
+            ("completed", Some(value), None) => DeferredOutcome::Completed { value },
+            ("failed", None, Some(error)) => DeferredOutcome::Failed { error },
+            ("completed", None, _) => return Err("a `completed` result needs a `value`".into()),
+            ("completed", Some(_), Some(_)) => return Err("a `completed` result takes `value`, not `error`".into()),
+            ("failed", _, None) => return Err("a `failed` result needs an `error` message".into()),
+            ("failed", Some(_), Some(_)) => return Err("a `failed` result takes `error`, not `value`".into()),
+            (other, _, _) => return Err(format!("`status` must be \"completed\" or \"failed\", got {other:?}")),
+        };
+        Ok(Self { id, outcome })
+    }
 }
 
 /// What a waiting run needs before it can go on.

@@ -59,7 +59,7 @@ pub(crate) fn resolve(
         {
             return Err(Error::InvalidDecision {
                 id,
-                message: format!("`override_arguments` must be a JSON object, got {}", crate::schema::kind_of(args)),
+                message: format!("`override_arguments` must be a JSON object, got {}", crate::json::kind_of(args)),
             });
         }
         matched.push((item.slot, resolution));
@@ -78,10 +78,26 @@ fn find<'p, 'a>(
     decided: &HashSet<String>,
     id: &str,
 ) -> Result<&'p Pending<'a>> {
-    if let Some(item) = pending.iter().find(|p| p.id == id || p.tool_call_id == id) {
+    // An id already decided is refused first: a later call may reuse the model's call id,
+    // and a resent decision must not approve it.
+    if decided.contains(id) {
+        return Err(Error::ReplayedDecision { id: id.to_owned() });
+    }
+    if let Some(item) = pending.iter().find(|p| p.id == id) {
         return Ok(item);
     }
-    if decided.contains(id) || decided.contains(&canonical_id(run_id, id)) {
+    let mut by_call_id = pending.iter().filter(|p| p.tool_call_id == id);
+    match (by_call_id.next(), by_call_id.next()) {
+        (Some(item), None) => return Ok(item),
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidDecision {
+                id: id.to_owned(),
+                message: "several pending calls have this model id; use their canonical ids".into(),
+            });
+        }
+        (None, _) => {}
+    }
+    if decided.contains(&canonical_id(run_id, id)) {
         return Err(Error::ReplayedDecision { id: id.to_owned() });
     }
     if let Some((other_run, _)) = id.split_once(':')

@@ -156,8 +156,15 @@ fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
             map.insert("type".into(), Value::String("string".into()));
         }
     }
-    if !["type", "anyOf", "enum", "properties", "items"].iter().any(|k| map.contains_key(*k)) && !nullable {
-        return Err(any_value(path));
+    if !["type", "anyOf", "enum", "properties", "items"].iter().any(|k| map.contains_key(*k)) {
+        return Err(SchemaError {
+            path: path.to_owned(),
+            message: if nullable {
+                "accepts only null, which Gemini's schema subset cannot express (it has no null type)".into()
+            } else {
+                "accepts any JSON value, which Gemini's schema subset cannot express".into()
+            },
+        });
     }
     let ty = map.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
     if let Some(Value::String(format)) = map.get("format")

@@ -204,7 +204,7 @@ async fn attempts(
             Err(error) => error,
         };
         match error.kind() {
-            ToolErrorKind::Execution if attempt <= tool.max_retries => {
+            ToolErrorKind::Execution if attempt <= tool.max_retries && error.is_retryable() => {
                 env.events.emit(EventKind::ToolRetry {
                     tool_call_id: call.id.clone(),
                     name: call.name.clone(),
@@ -285,17 +285,17 @@ fn contains_null(value: &Value) -> bool {
 fn object_arguments(arguments: &Value) -> Result<Cow<'_, Value>, ToolError> {
     match arguments {
         Value::Object(_) => Ok(Cow::Borrowed(arguments)),
-        Value::String(text) => match serde_json::from_str::<Value>(text) {
+        Value::String(text) => match crate::json::parse(text) {
             Ok(parsed @ Value::Object(_)) => Ok(Cow::Owned(parsed)),
             Ok(other) => Err(ToolError::invalid_arguments(format!(
                 "arguments must be a JSON object, got {}",
-                crate::schema::kind_of(&other)
+                crate::json::kind_of(&other)
             ))),
             Err(err) => Err(ToolError::invalid_arguments(format!("arguments are not valid JSON: {err}"))),
         },
         other => Err(ToolError::invalid_arguments(format!(
             "arguments must be a JSON object, got {}",
-            crate::schema::kind_of(other)
+            crate::json::kind_of(other)
         ))),
     }
 }

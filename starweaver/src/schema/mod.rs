@@ -8,6 +8,7 @@ mod strict;
 
 use std::fmt;
 
+use crate::json::kind_of;
 use schemars::JsonSchema;
 use serde_json::Value;
 
@@ -180,18 +181,6 @@ pub(crate) fn escape(segment: &str) -> String {
 
 fn err(path: &str, message: String) -> SchemaError {
     SchemaError { path: path.to_owned(), message }
-}
-
-/// The JSON type of a value, as error messages name it.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a bool",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

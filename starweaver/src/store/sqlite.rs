@@ -100,7 +100,7 @@ impl SessionStore for SqliteStore {
             .optional()
             .map_err(self.fail("load"))?;
         let Some((revision, state)) = row else { return Ok(None) };
-        let state = serde_json::from_str(&state).map_err(|e| Error::Store {
+        let state = crate::json::parse(&state).map_err(|e| Error::Store {
             path: self.path.display().to_string(),
             operation: "load",
             message: format!("session `{id}` holds invalid JSON: {e}"),

@@ -94,6 +94,8 @@ struct Inner {
     metadata: Map<String, Value>,
     private_metadata: Option<Value>,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// `false` when running the call again cannot help (DESIGN.md §16).
+    retryable: bool,
 }
 
 impl ToolError {
@@ -105,6 +107,7 @@ impl ToolError {
             metadata: Map::new(),
             private_metadata: None,
             source: None,
+            retryable: true,
         }))
     }
 
@@ -172,6 +175,25 @@ impl ToolError {
     pub fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         self.0.source = Some(source.into());
         self
+    }
+
+    /// Marks an `Execution` failure that another attempt cannot fix (a return value that
+    /// cannot be serialised): it is reported at once instead of retried, so the tool's side
+    /// effects happen once.
+    ///
+    /// ```
+    /// let err = starweaver::ToolError::execution("value is not JSON").not_retryable();
+    /// assert!(!err.is_retryable());
+    /// ```
+    #[must_use]
+    pub fn not_retryable(mut self) -> Self {
+        self.0.retryable = false;
+        self
+    }
+
+    /// Whether an `Execution` failure may be retried internally.
+    pub fn is_retryable(&self) -> bool {
+        self.0.retryable
     }
 
     /// The outcome kind.

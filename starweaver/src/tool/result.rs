@@ -103,8 +103,8 @@ impl IntoToolResult for ToolResult {
 
 impl<T: Serialize> IntoToolResult for T {
     fn into_tool_result(self) -> Result<ToolResult, ToolError> {
-        serde_json::to_value(self)
-            .map(ToolResult::new)
-            .map_err(|err| ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")))
+        serde_json::to_value(self).map(ToolResult::new).map_err(|err| {
+            ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")).not_retryable()
+        })
     }
 }
