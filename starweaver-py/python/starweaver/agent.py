@@ -117,8 +117,8 @@ class HitlControls:
 
 def _decision_list(items: object, what: str) -> list[object]:
     """A resume's decisions as a list; anything but a sequence of them is a ``DecisionError``."""
+    kind = type(items).__name__
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-        kind = type(cast(object, items)).__name__
         raise DecisionError(f"`{what}` must be a list of decisions, got {kind}")
     return list(cast("Sequence[object]", items))
 
