@@ -66,6 +66,10 @@ test-python: build-dev  ## pytest: spec samples, control flow, scheduling, HITL,
 .PHONY: test
 test: lint-rust test-rust lint-python test-python  ## every check and every test (what CI runs)
 
+.PHONY: fuzz
+fuzz: build-dev  ## a long property campaign (FUZZ_MINUTES, default 10): Rust and Python, seeds printed
+	$(BIN)/python tests/fuzz.py --minutes $(or $(FUZZ_MINUTES),10)
+
 .PHONY: bench
 bench: build-dev  ## benchmarks: P4 in Rust, then the PERF.md table against pydantic-ai
 	$(CARGO) bench -p starweaver --bench scheduler

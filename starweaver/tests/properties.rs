@@ -1,0 +1,239 @@
+//! DESIGN.md §16 as properties, over generated inputs: tool arguments, decisions, restored
+//! states, explicit schemas and their renders. `make test` tries a few hundred cases;
+//! `make fuzz` sets `PROPTEST_CASES` (and prints `PROPTEST_RNG_SEED`) for a long campaign.
+//! Each property prints how many inputs it tried.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Map, Value, json};
+use starweaver::render::{Provider, check, render};
+use starweaver::testing::TestModel;
+use starweaver::{Agent, Event, HitlDecisions, RunStatus, ToolBuilder, ToolContext, ToolDefinition, ToolError};
+
+fn runner() -> TestRunner {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(64);
+    TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() })
+}
+
+/// Runs `property` over `strategy`, then reports how many inputs it tried.
+fn check_property<S: Strategy>(name: &str, strategy: S, property: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
+    S::Value: std::fmt::Debug,
+{
+    let tried = std::sync::atomic::AtomicUsize::new(0);
+    let outcome = runner().run(&strategy, |value| {
+        tried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        property(value)
+    });
+    eprintln!("property `{name}`: {} inputs, no invariant broken", tried.into_inner());
+    if let Err(error) = outcome {
+        panic!("property `{name}` failed: {error}");
+    }
+}
+
+/// Any JSON value, a few levels deep, with the keys a tool or a decision might use.
+fn json_value() -> impl Strategy<Value = Value> {
+    let key = prop_oneof![
+        Just("id".to_owned()),
+        Just("approved".to_owned()),
+        Just("status".to_owned()),
+        Just("value".to_owned()),
+        Just("error".to_owned()),
+        Just("arguments".to_owned()),
+        Just("n".to_owned()),
+        Just("kind".to_owned()),
+        "[a-z_]{1,8}",
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec((key.clone(), inner), 0..5).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+fn gated(runs: &Counter) -> impl starweaver::Tool {
+    let runs = runs.clone();
+    ToolBuilder::new("gated")
+        .parameters_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+            "additionalProperties": false}))
+        .handler(move |ctx: ToolContext, args: Args| {
+            let runs = runs.clone();
+            async move {
+                if ctx.approval().is_none() {
+                    return Err(ToolError::approval_required("ask"));
+                }
+                runs.bump();
+                Ok(json!({"n": args["n"]}))
+            }
+        })
+        .unwrap()
+}
+
+/// Exactly `{"n": <i64>}`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct OnlyN {
+    n: i64,
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(future)
+}
+
+#[test]
+fn any_arguments_from_a_model_get_a_return_and_run_no_tool_outside_its_schema() {
+    check_property("tool arguments", json_value(), |arguments| {
+        let runs = Counter::default();
+        let typed = ToolBuilder::new("typed")
+            .handler({
+                let runs = runs.clone();
+                move |_: ToolContext, args: OnlyN| {
+                    runs.bump();
+                    async move { Ok(json!(args.n)) }
+                }
+            })
+            .unwrap();
+        let model = calls_then_text(vec![call("c", "typed", arguments.clone())], "done");
+        let agent = Agent::builder(model).tool(typed).build().unwrap();
+        let result = block_on(agent.run("go")).unwrap();
+        prop_assert!(matches!(result.status, RunStatus::Completed | RunStatus::Failed));
+        let returns = tool_returns(result.messages.messages());
+        prop_assert_eq!(returns.len(), 1, "every call gets exactly one return");
+        let valid =
+            arguments.get("n").is_some_and(Value::is_i64) && arguments.as_object().is_some_and(|o| o.len() == 1);
+        prop_assert_eq!(runs.get() > 0, valid, "the tool ran iff the arguments fit its schema");
+        Ok(())
+    });
+}
+
+#[test]
+fn any_decision_is_applied_or_refused_by_name_and_a_refusal_keeps_the_session_waiting() {
+    let decision = prop_oneof![
+        json_value(),
+        (json_value(), any::<bool>(), json_value()).prop_map(|(id, approved, arguments)| {
+            json!({"approvals": [{"id": id, "approved": approved, "arguments": arguments}]})
+        }),
+        (json_value(), json_value(), json_value()).prop_map(|(status, value, error)| {
+            json!({"deferred_results": [{"id": "c", "status": status, "value": value, "error": error}]})
+        }),
+    ];
+    check_property("decisions", decision, |decision| {
+        let runs = Counter::default();
+        let model = calls_then_text(vec![call("c", "gated", json!({"n": 1}))], "done");
+        let agent = Agent::builder(model).tool(gated(&runs)).build().unwrap();
+        let mut session = agent.session();
+        let waiting = block_on(session.run("go")).unwrap();
+        let Ok(decisions) = HitlDecisions::from_json(&decision) else { return Ok(()) };
+        match block_on(session.resume(decisions)) {
+            Ok(done) => prop_assert_ne!(done.status, RunStatus::Waiting),
+            Err(error) => {
+                prop_assert!(!error.to_string().is_empty());
+                prop_assert_eq!(runs.get(), 0, "a refused decision runs nothing");
+                prop_assert_eq!(session.pending(), Some(waiting.hitl.clone()), "and the session keeps waiting");
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn any_restored_state_restores_or_is_refused_by_name() {
+    let runs = Counter::default();
+    let model = calls_then_text(vec![call("c", "gated", json!({"n": 1}))], "done");
+    let agent = Agent::builder(model).tool(gated(&runs)).build().unwrap();
+    let mut session = agent.session();
+    block_on(session.run("go")).unwrap();
+    let exported = session.export_state();
+    let paths = ["", "history", "history/0", "history/1", "history/1/parts/0", "waiting", "waiting/slots/0", "decided"];
+    let mutation = (0..paths.len(), json_value(), "[a-z_]{1,10}");
+    check_property("restored states", mutation, |(at, replacement, key)| {
+        let mut state = exported.clone();
+        let pointer = if paths[at].is_empty() { String::new() } else { format!("/{}", paths[at]) };
+        if let Some(target) = state.pointer_mut(&pointer) {
+            match target {
+                Value::Object(map) if !map.is_empty() && key.len() % 2 == 0 => {
+                    let first = map.keys().next().cloned().unwrap_or_default();
+                    map.insert(first, replacement);
+                }
+                Value::Object(map) => {
+                    map.insert(key, replacement);
+                }
+                other => *other = replacement,
+            }
+        }
+        match agent.restore_session(&state) {
+            Ok(restored) => {
+                // What restores can be exported and restored again, unchanged.
+                let again = agent.restore_session(&restored.export_state());
+                prop_assert!(again.is_ok());
+            }
+            Err(error) => prop_assert!(!error.to_string().is_empty()),
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn any_explicit_schema_is_accepted_or_refused_by_name_and_accepted_ones_render_or_are_refused() {
+    let schema = prop_oneof![
+        json_value(),
+        prop::collection::vec(("[a-z]{1,6}", json_value()), 0..4).prop_map(|props| {
+            let properties: Map<String, Value> = props.into_iter().collect();
+            json!({"type": "object", "properties": properties})
+        }),
+    ];
+    check_property("explicit schemas and renders", schema, |parameters| {
+        let definition = ToolDefinition {
+            name: "t".into(),
+            description: Some("A tool.".into()),
+            parameters,
+            strict: None,
+            sequential: false,
+            timeout_ms: None,
+            max_retries: None,
+            metadata: Map::new(),
+        };
+        if definition.validate().is_err() {
+            return Ok(());
+        }
+        for provider in Provider::ALL {
+            if let Ok(rendered) = render(&definition, provider, None) {
+                let problems = check(provider, &rendered);
+                prop_assert!(problems.is_empty(), "{provider}: {problems:?} in {rendered}");
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn every_event_of_any_run_reads_back_equal() {
+    check_property("events", json_value(), |arguments| {
+        let runs = Counter::default();
+        let model = Arc::new(TestModel::new([
+            TestModel::tool_call_response([call("a", "gated", arguments), call("b", "gated", json!({"n": 2}))]),
+            starweaver::ModelResponse::text("done"),
+        ]));
+        let agent = Agent::builder(model).tool(gated(&runs)).build().unwrap();
+        let result = block_on(agent.run("go")).unwrap();
+        for event in &result.events {
+            let back: Event = serde_json::from_value(serde_json::to_value(event).unwrap()).unwrap();
+            prop_assert_eq!(&back, event);
+        }
+        Ok(())
+    });
+}
