@@ -27,6 +27,7 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
             .worker_threads(1)
             .thread_name("starweaver-timers")
             .enable_time()
+            .enable_io()
             .build()
             .expect("the starweaver timer runtime starts")
     })

@@ -9,6 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hitl::{PendingApproval, PendingDeferred};
 use crate::message::{Message, ToolReturnRecord};
+use crate::model::{ModelDelta, Usage};
 
 /// One thing that happened in a run, numbered within the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,12 +63,38 @@ pub enum EventKind {
         /// Messages in the history sent.
         messages: usize,
     },
+    /// More of a streamed answer's text (streamed runs of models that stream only).
+    TextDelta {
+        /// Model request number within the run.
+        step: u32,
+        /// The new text.
+        text: String,
+    },
+    /// More of a streamed answer's tool call: its id and name when they first arrive,
+    /// then pieces of its JSON arguments (streamed runs of models that stream only).
+    ToolCallDelta {
+        /// Model request number within the run.
+        step: u32,
+        /// The call's position among the response's calls, from 0.
+        index: usize,
+        /// The model's id for the call, once known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// The tool, once known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// More of the argument text.
+        arguments: String,
+    },
     /// The model answered.
     ModelResponse {
         /// Model request number within the run.
         step: u32,
         /// What it answered (the message as the history holds it).
         message: Arc<Message>,
+        /// Tokens the request used, when the model reports them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// A tool call starts. Its arguments are in the `model_response` event (or the
     /// pending approval) before it; only an approved override is repeated here.
@@ -139,6 +166,21 @@ impl EventLog {
             let _ = live.send(event.clone());
         }
         inner.1.push(event);
+    }
+
+    /// Whether someone is listening live (a streamed run): only then do models stream.
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// A streamed delta of step `step`'s answer, as an event.
+    pub(crate) fn delta(&self, step: u32, delta: ModelDelta) {
+        self.emit(match delta {
+            ModelDelta::Text { text } => EventKind::TextDelta { step, text },
+            ModelDelta::ToolCall { index, tool_call_id, name, arguments } => {
+                EventKind::ToolCallDelta { step, index, tool_call_id, name, arguments }
+            }
+        });
     }
 
     /// The events so far and the next sequence number.

@@ -15,6 +15,8 @@ pub mod hitl;
 pub mod json;
 pub mod message;
 pub mod model;
+#[cfg(feature = "__http")]
+pub mod provider;
 pub mod registry;
 pub mod render;
 pub mod result;
@@ -37,7 +39,7 @@ pub use hitl::{
 pub use message::{
     History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
 };
-pub use model::{Model, ModelError, ModelRequest, ModelResponse};
+pub use model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
 pub use registry::{ToolRegistry, Toolset};
 pub use result::{RunError, RunResult, RunStatus};
 pub use schema::{SchemaError, schema_for};

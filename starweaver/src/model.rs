@@ -12,7 +12,7 @@ use crate::message::{Messages, ResponsePart, ToolCallPart};
 use crate::tool::ToolDefinition;
 
 /// What a model is asked: the model-facing history and the tool definitions.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct ModelRequest<'a> {
     /// The conversation so far (no host-only fields: the types cannot hold them). Clone
     /// it to keep it: that copies a pointer, not the conversation.
@@ -23,6 +23,68 @@ pub struct ModelRequest<'a> {
     pub run_id: &'a str,
     /// Model request number within the run, from 1.
     pub step: u32,
+    /// Set when the run is streamed (`run_stream`): a model that can stream sends its text
+    /// and tool-call argument deltas here as they arrive. The response it returns is still
+    /// the whole message, exactly what the same answer gives unstreamed.
+    pub deltas: Option<&'a (dyn Fn(ModelDelta) + Send + Sync)>,
+}
+
+impl fmt::Debug for ModelRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelRequest")
+            .field("messages", &self.messages.len())
+            .field("tools", &self.tools.len())
+            .field("run_id", &self.run_id)
+            .field("step", &self.step)
+            .field("streamed", &self.deltas.is_some())
+            .finish()
+    }
+}
+
+/// A piece of a streamed answer, as it arrives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModelDelta {
+    /// More text.
+    Text {
+        /// The new text.
+        text: String,
+    },
+    /// More of a tool call: its id and name when they first arrive, then argument text.
+    ToolCall {
+        /// The call's position among the response's calls, from 0.
+        index: usize,
+        /// The model's id for the call, once known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// The tool, once known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// More of the JSON argument text.
+        arguments: String,
+    },
+}
+
+/// Tokens one model request (or a whole run) used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Model requests counted.
+    pub requests: u64,
+    /// Tokens sent (cached ones included).
+    pub input_tokens: u64,
+    /// Tokens generated.
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's cache.
+    pub cached_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Self) {
+        self.requests += other.requests;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
 }
 
 /// A model's answer.
@@ -30,17 +92,28 @@ pub struct ModelRequest<'a> {
 pub struct ModelResponse {
     /// Text and tool calls, in the model's order.
     pub parts: Vec<ResponsePart>,
+    /// Tokens the request used, when the model reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The model that answered, as the provider names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
 }
 
 impl ModelResponse {
     /// A final text answer.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { parts: vec![ResponsePart::Text { text: text.into() }] }
+        Self::from_parts(vec![ResponsePart::Text { text: text.into() }])
     }
 
     /// A response that calls tools.
     pub fn tool_calls(calls: impl IntoIterator<Item = ToolCallPart>) -> Self {
-        Self { parts: calls.into_iter().map(ResponsePart::ToolCall).collect() }
+        Self::from_parts(calls.into_iter().map(ResponsePart::ToolCall).collect())
+    }
+
+    /// A response of these parts, with no usage reported.
+    pub fn from_parts(parts: Vec<ResponsePart>) -> Self {
+        Self { parts, usage: None, model_name: None }
     }
 
     /// Reads one scripted response: `{"text": ...}`, `{"tool_calls": [{"id", "name",
@@ -65,7 +138,7 @@ impl ModelResponse {
                 Ok(Self::tool_calls(calls))
             }
             ["parts"] => serde_path_to_error::deserialize(&obj["parts"])
-                .map(|parts| Self { parts })
+                .map(Self::from_parts)
                 .map_err(|e| invalid(format!("`parts` at `{}`: {}", e.path(), e.inner()))),
             _ => Err(invalid(format!(
                 "expected {{\"text\": ...}}, {{\"tool_calls\": [...]}} or {{\"parts\": [...]}}, got {json}"
@@ -74,22 +147,90 @@ impl ModelResponse {
     }
 }
 
-/// A model failed to answer (a provider error, a script that ran out).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A model failed to answer: a provider error, a script that ran out, a callback that
+/// raised. Provider failures say which provider, the HTTP status, the provider's request
+/// id and an excerpt of the body (never a credential).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelError {
-    message: String,
+    /// What went wrong.
+    pub kind: ModelErrorKind,
+    /// A sentence saying so.
+    pub message: String,
+    /// The provider (`openai`, `anthropic`, `gemini`, ...), for provider failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The HTTP status, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The provider's id for the request, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The start of the response body, when it helps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// The kinds of [`ModelError`]; each is its own exception class in Python.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ModelErrorKind {
+    /// Anything else: a script that ran out, a callback that raised.
+    Other,
+    /// The API key is not set (the message names the environment variable).
+    MissingApiKey,
+    /// No connection (refused, reset, DNS), after any retries.
+    Connection,
+    /// A connect, read or total timeout, after any retries.
+    Timeout,
+    /// An HTTP error status: not retryable (400, 401, 403, 404, ...) or retries exhausted.
+    Http,
+    /// A 429 for an exhausted quota or billing limit: never retried.
+    QuotaExhausted,
+    /// The model refused to answer.
+    Refusal,
+    /// The provider's content filter stopped the answer.
+    ContentFilter,
+    /// The answer ended for a reason this client does not know.
+    UnknownFinishReason,
+    /// The body is not what the protocol says it is.
+    InvalidResponse,
+    /// A stream ended early after some of it was already given to the run.
+    StreamInterrupted,
 }
 
 impl ModelError {
     /// A failure with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self::of(ModelErrorKind::Other, message)
+    }
+
+    /// A failure of `kind` with this message.
+    pub fn of(kind: ModelErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), provider: None, status: None, request_id: None, body: None }
     }
 }
 
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        if let Some(provider) = &self.provider {
+            write!(f, "{provider}: ")?;
+        }
+        f.write_str(&self.message)?;
+        let mut context = Vec::new();
+        if let Some(status) = self.status {
+            context.push(format!("status {status}"));
+        }
+        if let Some(id) = &self.request_id {
+            context.push(format!("request id {id}"));
+        }
+        if !context.is_empty() {
+            write!(f, " ({})", context.join(", "))?;
+        }
+        if let Some(body) = &self.body {
+            write!(f, ": {body}")?;
+        }
+        Ok(())
     }
 }
 
@@ -100,10 +241,29 @@ impl std::error::Error for ModelError {}
 pub trait Model: Send + Sync + 'static {
     /// Answers one request.
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+
+    /// The provider, as OpenTelemetry's `gen_ai.system` names it (`openai`, `anthropic`,
+    /// `gcp.gemini`), for models that call one.
+    fn system(&self) -> Option<&str> {
+        None
+    }
+
+    /// The model asked for (`gen_ai.request.model`), for models that name one.
+    fn model_name(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         (**self).request(request)
+    }
+
+    fn system(&self) -> Option<&str> {
+        (**self).system()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        (**self).model_name()
     }
 }

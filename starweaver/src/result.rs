@@ -6,6 +6,7 @@ use thiserror::Error;
 use crate::event::Event;
 use crate::hitl::Hitl;
 use crate::message::History;
+use crate::model::{ModelError, Usage};
 use crate::trace::Trace;
 
 /// How a run ended.
@@ -42,8 +43,11 @@ pub enum RunError {
     /// The model could not answer.
     #[error("model request failed: {message}")]
     Model {
-        /// The model's error.
+        /// The model's error, as a sentence.
         message: String,
+        /// What went wrong, with the provider, status and request id when there were any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<Box<ModelError>>,
     },
     /// A tool spent its model-retry budget.
     #[error("tool `{tool}` exceeded its retry budget of {max_retries}; last error: {message}")]
@@ -66,6 +70,13 @@ pub enum RunError {
     EmptyResponse,
 }
 
+impl RunError {
+    /// A failed model request.
+    pub fn model(error: ModelError) -> Self {
+        Self::Model { message: error.to_string(), error: Some(Box::new(error)) }
+    }
+}
+
 /// The outcome of a run (or of a resume).
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -85,4 +96,6 @@ pub struct RunResult {
     pub events: Vec<Event>,
     /// This run's spans (since its start or its resume), with durations.
     pub trace: Trace,
+    /// Tokens this run's model requests used (since its start or its resume).
+    pub usage: Usage,
 }

@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::model::Usage;
 
 /// The timing of one run (or one resume of it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,6 +121,41 @@ pub struct TraceSpan {
     /// `deferred`) for a call; `ok`, `error` or `cancelled` for a model request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<&'static str>,
+    /// OpenTelemetry attributes: for model requests, the `gen_ai.*` ones (system, request
+    /// and response model, token usage) that the model reported.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub attributes: Map<String, Value>,
+}
+
+/// The OpenTelemetry GenAI attributes of a model request span.
+pub(crate) struct GenAi(Map<String, Value>);
+
+impl GenAi {
+    /// What is known when the request starts.
+    pub(crate) fn request(system: Option<&str>, model: Option<&str>) -> Self {
+        let mut attributes = Map::new();
+        if let Some(system) = system {
+            attributes.insert("gen_ai.system".into(), system.into());
+        }
+        if let Some(model) = model {
+            attributes.insert("gen_ai.request.model".into(), model.into());
+        }
+        Self(attributes)
+    }
+
+    /// What the response reported.
+    pub(crate) fn response(model: Option<&str>, usage: Option<Usage>) -> Self {
+        let mut attributes = Map::new();
+        if let Some(model) = model {
+            attributes.insert("gen_ai.response.model".into(), model.into());
+        }
+        if let Some(usage) = usage {
+            attributes.insert("gen_ai.usage.input_tokens".into(), usage.input_tokens.into());
+            attributes.insert("gen_ai.usage.output_tokens".into(), usage.output_tokens.into());
+            attributes.insert("gen_ai.usage.cached_tokens".into(), usage.cached_tokens.into());
+        }
+        Self(attributes)
+    }
 }
 
 /// An open span: close it with [`Tracer::close`].
@@ -180,8 +218,16 @@ impl Tracer {
             tool,
             tool_call_id,
             outcome: None,
+            attributes: Map::new(),
         });
         (SpanId(id), span)
+    }
+
+    /// Adds attributes to a span.
+    pub(crate) fn annotate(&self, id: SpanId, attributes: &GenAi) {
+        if let Some(span) = self.spans().get_mut(id.0) {
+            span.attributes.extend(attributes.0.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
     }
 
     /// Ends a span, recording how it ended.

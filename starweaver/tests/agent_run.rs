@@ -120,12 +120,13 @@ async fn function_model_lets_a_closure_act_as_the_model() {
 async fn a_model_error_fails_the_run() {
     let model = FunctionModel::new(|_| Err(ModelError::new("provider returned 503")));
     let result = Agent::builder(model).build().unwrap().run("go").await.unwrap();
-    assert_eq!(result.error, Some(RunError::Model { message: "provider returned 503".into() }));
+    let error = ModelError::new("provider returned 503");
+    assert_eq!(result.error, Some(RunError::Model { message: error.to_string(), error: Some(Box::new(error)) }));
 }
 
 #[tokio::test]
 async fn an_empty_response_fails_the_run() {
-    let model = Arc::new(TestModel::new([ModelResponse { parts: vec![] }]));
+    let model = Arc::new(TestModel::new([ModelResponse::from_parts(vec![])]));
     let result = Agent::builder(model).build().unwrap().run("go").await.unwrap();
     assert_eq!(result.error, Some(RunError::EmptyResponse));
 }
@@ -144,12 +145,10 @@ async fn a_model_that_never_stops_calling_tools_hits_the_step_limit() {
 #[tokio::test]
 async fn text_beside_tool_calls_does_not_end_the_run() {
     let model = Arc::new(TestModel::new([
-        ModelResponse {
-            parts: vec![
-                ResponsePart::Text { text: "let me add".into() },
-                ResponsePart::ToolCall(call("c1", "add", json!({"left": 1, "right": 2}))),
-            ],
-        },
+        ModelResponse::from_parts(vec![
+            ResponsePart::Text { text: "let me add".into() },
+            ResponsePart::ToolCall(call("c1", "add", json!({"left": 1, "right": 2}))),
+        ]),
         ModelResponse::text("3"),
     ]));
     let result = Agent::builder(model).tool(add()).build().unwrap().run("go").await.unwrap();

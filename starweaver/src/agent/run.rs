@@ -18,11 +18,11 @@ use crate::hitl::{
     fresh_id, resolve,
 };
 use crate::message::{History, Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::ModelRequest;
+use crate::model::{ModelRequest, Usage};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{self, CallEnv, CallOutcome, CallRequest, ToolReturn};
 use crate::tool::{Dependencies, ToolError, ToolErrorKind, ToolResult};
-use crate::trace::{SpanId, SpanOf, Tracer};
+use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
 /// What a session keeps between runs.
 #[derive(Default)]
@@ -175,6 +175,7 @@ pub(crate) async fn drive(
         cancellation: options.cancellation.unwrap_or_default(),
         dependencies: options.dependencies.unwrap_or_else(|| agent.dependencies.clone()),
         limit: agent.max_concurrency.map(Semaphore::new),
+        usage: Usage::default(),
         state,
     };
     run.go(first).instrument(span).await
@@ -219,6 +220,8 @@ struct Run<'a> {
     cancellation: CancellationToken,
     dependencies: Dependencies,
     limit: Option<Semaphore>,
+    /// Tokens the run's model requests used.
+    usage: Usage,
 }
 
 impl Run<'_> {
@@ -281,8 +284,18 @@ impl Run<'_> {
         let step = self.step;
         let messages = self.state.history.messages();
         self.events.emit(EventKind::ModelRequest { step, messages: messages.len() });
-        let request = ModelRequest { messages, tools: self.agent.registry.definitions(), run_id: &self.run_id, step };
+        let events = &self.events;
+        let deltas = move |delta| events.delta(step, delta);
+        let request = ModelRequest {
+            messages,
+            tools: self.agent.registry.definitions(),
+            run_id: &self.run_id,
+            step,
+            deltas: events.is_live().then_some(&deltas as &(dyn Fn(_) + Send + Sync)),
+        };
+        let model = &self.agent.model;
         let (model_span, span) = self.tracer.open(SpanOf::ModelRequest(step), Some(step_span));
+        self.tracer.annotate(model_span, &GenAi::request(model.system(), model.model_name()));
         let response = tokio::select! {
             biased;
             () = self.cancellation.cancelled() => {
@@ -292,10 +305,14 @@ impl Run<'_> {
             response = self.agent.model.request(request).instrument(span) => response,
         };
         self.tracer.close(model_span, if response.is_ok() { "ok" } else { "error" });
-        let response = response.map_err(|e| End::Failed(RunError::Model { message: e.to_string() }))?;
+        let response = response.map_err(|e| End::Failed(RunError::model(e)))?;
+        self.tracer.annotate(model_span, &GenAi::response(response.model_name.as_deref(), response.usage));
+        if let Some(usage) = response.usage {
+            self.usage += usage;
+        }
         let empty = response.parts.is_empty();
         let message = self.state.history.push(Message::Response { parts: response.parts }).clone();
-        self.events.emit(EventKind::ModelResponse { step, message: message.clone() });
+        self.events.emit(EventKind::ModelResponse { step, message: message.clone(), usage: response.usage });
         if message.tool_calls().next().is_some() {
             return Ok(message);
         }
@@ -474,7 +491,7 @@ impl Run<'_> {
     }
 
     fn finish(self, end: End) -> RunResult {
-        let Run { events, state, run_id, step, retries, tracer, run_span, .. } = self;
+        let Run { events, state, run_id, step, retries, tracer, run_span, usage, .. } = self;
         let (status, output, error) = match end {
             End::Completed(output) => {
                 events.emit(EventKind::RunComplete { output: output.clone() });
@@ -516,6 +533,7 @@ impl Run<'_> {
             messages: state.history.clone(),
             events,
             trace,
+            usage,
         }
     }
 }

@@ -1,0 +1,292 @@
+//! Anthropic Messages (`POST {base}/v1/messages`).
+
+use serde_json::{Map, Value, json};
+
+use super::model::{
+    Protocol, Settings, StreamState, ToolChoice, arguments, content_text, instructions, invalid, tools,
+};
+use super::sse::SseEvent;
+use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::render::Provider;
+
+/// Anthropic requires a token limit; this one applies unless `max_tokens` is set.
+const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// The Messages protocol; use it as [`AnthropicModel`](super::AnthropicModel).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Anthropic;
+
+impl Protocol for Anthropic {
+    const PROVIDER: &'static str = "anthropic";
+    const SYSTEM: &'static str = "anthropic";
+    const KEY_ENV: &'static str = "ANTHROPIC_API_KEY";
+    const BASE_URL_ENV: Option<&'static str> = Some("ANTHROPIC_BASE_URL");
+    const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
+    const REQUEST_ID_HEADER: &'static str = "request-id";
+    type Stream = MessagesStream;
+
+    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/v1/messages")
+    }
+
+    fn auth(&self, key: &str) -> (&'static str, String) {
+        ("x-api-key", key.to_owned())
+    }
+
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[("anthropic-version", "2023-06-01")]
+    }
+
+    fn body(
+        &self,
+        model: &str,
+        request: &ModelRequest<'_>,
+        settings: &Settings,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        let mut body = Map::new();
+        body.insert("model".into(), model.into());
+        body.insert("max_tokens".into(), settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into());
+        if let Some(system) = instructions(request) {
+            body.insert("system".into(), system.into());
+        }
+        body.insert("messages".into(), Value::Array(messages(request)));
+        let tools = tools(request, Provider::Anthropic)?;
+        if !tools.is_empty() {
+            body.insert("tools".into(), Value::Array(tools));
+            let mut choice = match &settings.tool_choice {
+                None | Some(ToolChoice::Auto) => json!({"type": "auto"}),
+                Some(ToolChoice::Required) => json!({"type": "any"}),
+                Some(ToolChoice::None) => json!({"type": "none"}),
+                Some(ToolChoice::Tool(name)) => json!({"type": "tool", "name": name}),
+            };
+            if settings.parallel_tool_calls == Some(false) {
+                choice["disable_parallel_tool_use"] = true.into();
+            }
+            if settings.tool_choice.is_some() || settings.parallel_tool_calls.is_some() {
+                body.insert("tool_choice".into(), choice);
+            }
+        }
+        if let Some(t) = settings.temperature {
+            body.insert("temperature".into(), t.into());
+        }
+        if let Some(p) = settings.top_p {
+            body.insert("top_p".into(), p.into());
+        }
+        if stream {
+            body.insert("stream".into(), true.into());
+        }
+        Ok(Value::Object(body))
+    }
+
+    fn parse(&self, body: Value, _step: u32) -> Result<ModelResponse, ModelError> {
+        let content = body.get("content").and_then(Value::as_array).ok_or_else(|| invalid("no `content`"))?;
+        let mut parts = Vec::new();
+        for block in content {
+            let field = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+            match field("type") {
+                "text" => parts.push(ResponsePart::Text { text: field("text").to_owned() }),
+                "tool_use" => parts.push(ResponsePart::ToolCall(ToolCallPart::new(
+                    field("id"),
+                    field("name"),
+                    block.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new())),
+                ))),
+                _ => {}
+            }
+        }
+        check_stop(body.get("stop_reason").and_then(Value::as_str))?;
+        Ok(ModelResponse {
+            parts,
+            usage: body.get("usage").map(|u| usage(u, None)),
+            model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
+        })
+    }
+
+    fn stream(&self, _step: u32) -> MessagesStream {
+        MessagesStream::default()
+    }
+}
+
+fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for message in request.messages.iter() {
+        let (role, blocks): (&str, Vec<Value>) = match &**message {
+            Message::Request { parts } => (
+                "user",
+                parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        RequestPart::SystemPrompt { .. } => None,
+                        RequestPart::UserPrompt { text } => Some(json!({"type": "text", "text": text})),
+                        RequestPart::ToolReturn(ret) => Some(json!({
+                            "type": "tool_result",
+                            "tool_use_id": &*ret.tool_call_id,
+                            "content": content_text(&ret.content),
+                            "is_error": ret.is_error,
+                        })),
+                    })
+                    .collect(),
+            ),
+            Message::Response { parts } => (
+                "assistant",
+                parts
+                    .iter()
+                    .map(|part| match part {
+                        ResponsePart::Text { text } => json!({"type": "text", "text": text}),
+                        ResponsePart::ToolCall(call) => {
+                            // Anthropic takes objects only; anything else was already
+                            // answered as invalid arguments.
+                            let input = call.arguments.as_object().cloned().unwrap_or_default();
+                            json!({"type": "tool_use", "id": &*call.id, "name": &*call.name, "input": input})
+                        }
+                    })
+                    .collect(),
+            ),
+        };
+        if !blocks.is_empty() {
+            out.push(json!({"role": role, "content": blocks}));
+        }
+    }
+    out
+}
+
+fn check_stop(reason: Option<&str>) -> Result<(), ModelError> {
+    match reason {
+        None | Some("end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "pause_turn") => Ok(()),
+        Some("refusal") => Err(ModelError::of(ModelErrorKind::Refusal, "the model refused to answer")),
+        Some(other) => {
+            Err(ModelError::of(ModelErrorKind::UnknownFinishReason, format!("unknown stop reason `{other}`")))
+        }
+    }
+}
+
+/// Anthropic counts cached input apart; `input_tokens` here includes it.
+fn usage(usage: &Value, output: Option<u64>) -> Usage {
+    let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let cached = n("cache_read_input_tokens");
+    Usage {
+        requests: 1,
+        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        output_tokens: output.unwrap_or_else(|| n("output_tokens")),
+        cached_tokens: cached,
+    }
+}
+
+/// A streamed message being put together, block by block.
+#[derive(Debug, Default)]
+pub struct MessagesStream {
+    blocks: Vec<Block>,
+    start_usage: Option<Value>,
+    output_tokens: Option<u64>,
+    stop: Option<String>,
+    model: Option<String>,
+    stopped: bool,
+}
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse { call: usize, id: String, name: String, json: String },
+    Other,
+}
+
+impl StreamState for MessagesStream {
+    fn event(&mut self, event: &SseEvent) -> Result<Vec<ModelDelta>, ModelError> {
+        if event.event == "ping" {
+            return Ok(Vec::new());
+        }
+        let data = crate::json::parse(&event.data).map_err(|e| invalid(format!("a stream event is not JSON: {e}")))?;
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str()).to_owned();
+        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        match kind.as_str() {
+            "message_start" => {
+                self.model = data.pointer("/message/model").and_then(Value::as_str).map(str::to_owned);
+                self.start_usage = data.pointer("/message/usage").cloned();
+            }
+            "content_block_start" => {
+                let block = data.get("content_block").unwrap_or(&Value::Null);
+                let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+                let calls = self.blocks.iter().filter(|b| matches!(b, Block::ToolUse { .. })).count();
+                let (new, delta) = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let first = text("text");
+                        let delta = (!first.is_empty()).then(|| ModelDelta::Text { text: first.clone() });
+                        (Block::Text(first), delta)
+                    }
+                    Some("tool_use") => {
+                        let delta = ModelDelta::ToolCall {
+                            index: calls,
+                            tool_call_id: Some(text("id")),
+                            name: Some(text("name")),
+                            arguments: String::new(),
+                        };
+                        (
+                            Block::ToolUse { call: calls, id: text("id"), name: text("name"), json: String::new() },
+                            Some(delta),
+                        )
+                    }
+                    _ => (Block::Other, None),
+                };
+                if self.blocks.len() <= index {
+                    self.blocks.resize_with(index + 1, || Block::Other);
+                }
+                if let Some(slot) = self.blocks.get_mut(index) {
+                    *slot = new;
+                }
+                return Ok(delta.into_iter().collect());
+            }
+            "content_block_delta" => {
+                let delta = data.get("delta").unwrap_or(&Value::Null);
+                let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+                return Ok(match self.blocks.get_mut(index) {
+                    Some(Block::Text(text)) => {
+                        let more = piece("text");
+                        text.push_str(&more);
+                        vec![ModelDelta::Text { text: more }]
+                    }
+                    Some(Block::ToolUse { call, json, .. }) => {
+                        let more = piece("partial_json");
+                        json.push_str(&more);
+                        vec![ModelDelta::ToolCall { index: *call, tool_call_id: None, name: None, arguments: more }]
+                    }
+                    _ => Vec::new(),
+                });
+            }
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(reason.to_owned());
+                }
+                self.output_tokens =
+                    data.pointer("/usage/output_tokens").and_then(Value::as_u64).or(self.output_tokens);
+            }
+            "message_stop" => self.stopped = true,
+            "error" => return Err(invalid(format!("the stream reported an error: {}", event.data))),
+            _ => {}
+        }
+        Ok(Vec::new())
+    }
+
+    fn finish(self) -> Result<ModelResponse, ModelError> {
+        if !self.stopped {
+            return Err(ModelError::of(ModelErrorKind::StreamInterrupted, "the stream ended before `message_stop`"));
+        }
+        check_stop(self.stop.as_deref())?;
+        let parts = self
+            .blocks
+            .into_iter()
+            .filter_map(|block| match block {
+                Block::Text(text) => Some(ResponsePart::Text { text }),
+                Block::ToolUse { id, name, json, .. } => {
+                    Some(ResponsePart::ToolCall(ToolCallPart::new(id, name, arguments(&json))))
+                }
+                Block::Other => None,
+            })
+            .collect();
+        Ok(ModelResponse {
+            parts,
+            usage: self.start_usage.as_ref().map(|u| usage(u, self.output_tokens)),
+            model_name: self.model,
+        })
+    }
+}

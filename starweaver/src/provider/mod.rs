@@ -1,0 +1,61 @@
+//! Real models (DESIGN.md §13): clients for OpenAI Chat Completions (and every
+//! OpenAI-compatible server), OpenAI Responses, Anthropic Messages and Gemini, each a
+//! [`Model`](crate::Model) behind a cargo feature (`openai`, `anthropic`, `gemini`).
+//!
+//! A request's path: [`ProviderModel`] (options and settings) → the protocol module
+//! (`openai_chat.rs`, `openai_responses.rs`, `anthropic.rs`, `gemini.rs`: the request
+//! body, the response mapping, the stream accumulator) → [`http`] (one shared client,
+//! retries with backoff, named errors) → `sse.rs` for streamed answers.
+//!
+//! ```no_run
+//! use starweaver::provider::OpenAIChatModel;
+//! use starweaver::Agent;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // OPENAI_API_KEY (and OPENAI_BASE_URL, for any OpenAI-compatible server) from the environment.
+//! let model = OpenAIChatModel::new("gpt-4.1-mini").temperature(0.0);
+//! let agent = Agent::builder(model).build()?;
+//! let result = agent.run("Say hi").await?;
+//! println!("{:?} ({} tokens)", result.output, result.usage.output_tokens);
+//! # Ok(()) }
+//! ```
+
+mod http;
+mod model;
+mod sse;
+
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "gemini")]
+mod gemini;
+#[cfg(feature = "openai")]
+mod openai_chat;
+#[cfg(feature = "openai")]
+mod openai_responses;
+
+#[cfg(feature = "anthropic")]
+pub use anthropic::Anthropic;
+#[cfg(feature = "gemini")]
+pub use gemini::Gemini;
+pub use model::{ApiKey, DEFAULT_MAX_RETRIES, ProviderModel, ToolChoice};
+#[doc(hidden)]
+pub use model::{Protocol, Settings, StreamState};
+#[cfg(feature = "openai")]
+pub use openai_chat::OpenAIChat;
+#[cfg(feature = "openai")]
+pub use openai_responses::OpenAIResponses;
+#[doc(hidden)]
+pub use sse::SseEvent;
+
+/// OpenAI Chat Completions, or any OpenAI-compatible server (`base_url`).
+#[cfg(feature = "openai")]
+pub type OpenAIChatModel = ProviderModel<OpenAIChat>;
+/// OpenAI Responses.
+#[cfg(feature = "openai")]
+pub type OpenAIResponsesModel = ProviderModel<OpenAIResponses>;
+/// Anthropic Messages.
+#[cfg(feature = "anthropic")]
+pub type AnthropicModel = ProviderModel<Anthropic>;
+/// Gemini `generateContent` / `streamGenerateContent`.
+#[cfg(feature = "gemini")]
+pub type GeminiModel = ProviderModel<Gemini>;

@@ -1,0 +1,523 @@
+//! [`ProviderModel`]: a model name, where and how to reach it, and its settings; the one
+//! request path every protocol shares (key, body, retries, streaming).
+
+use std::fmt;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use super::http::{self, Failure, Timeouts};
+use super::sse::{self, SseEvent};
+use crate::model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
+
+/// An API key. It is sent, never shown: `Debug` prints `ApiKey(***)`, and errors, events,
+/// traces and logs never hold it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Which tool the model must, may or must not call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (the default).
+    Auto,
+    /// The model must call some tool.
+    Required,
+    /// The model must not call tools.
+    None,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// Sampling and tool settings sent with every request.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[doc(hidden)]
+pub struct Settings {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub seed: Option<i64>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    /// Merged into the request body last, so it can set anything the provider takes.
+    pub extra_body: Map<String, Value>,
+}
+
+/// What one wire protocol supplies; the four are [`OpenAIChat`](super::OpenAIChat),
+/// [`OpenAIResponses`](super::OpenAIResponses), [`Anthropic`](super::Anthropic) and
+/// [`Gemini`](super::Gemini).
+#[doc(hidden)]
+pub trait Protocol: Default + Send + Sync + 'static {
+    /// The provider's name in errors.
+    const PROVIDER: &'static str;
+    /// OpenTelemetry's `gen_ai.system`.
+    const SYSTEM: &'static str;
+    /// Where the key comes from by default.
+    const KEY_ENV: &'static str;
+    /// Where the base URL comes from by default, if anywhere.
+    const BASE_URL_ENV: Option<&'static str>;
+    /// The base URL when neither the model nor the environment gives one.
+    const DEFAULT_BASE_URL: &'static str;
+    /// The response header holding the provider's request id.
+    const REQUEST_ID_HEADER: &'static str;
+    /// The state that turns a stream's events into deltas and the final response.
+    type Stream: StreamState;
+
+    /// The endpoint for `model` under `base`.
+    fn url(&self, base: &str, model: &str, stream: bool) -> String;
+    /// The header carrying the key, and its value.
+    fn auth(&self, key: &str) -> (&'static str, String);
+    /// Headers every request carries (an API version).
+    fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// The request body.
+    ///
+    /// # Errors
+    /// A tool that cannot be rendered for this provider.
+    fn body(
+        &self,
+        model: &str,
+        request: &ModelRequest<'_>,
+        settings: &Settings,
+        stream: bool,
+    ) -> Result<Value, ModelError>;
+    /// A whole (unstreamed) response body as a response.
+    ///
+    /// # Errors
+    /// A refusal, a content filter stop, an unknown finish reason, or a body that does not fit.
+    fn parse(&self, body: Value, step: u32) -> Result<ModelResponse, ModelError>;
+    /// A fresh stream state for request `step`.
+    fn stream(&self, step: u32) -> Self::Stream;
+}
+
+/// The state of one streamed answer.
+#[doc(hidden)]
+pub trait StreamState: Send {
+    /// Takes one event; returns the deltas it carried.
+    ///
+    /// # Errors
+    /// An error event, or data that does not fit the protocol.
+    fn event(&mut self, event: &SseEvent) -> Result<Vec<ModelDelta>, ModelError>;
+    /// The whole response once the stream ended: exactly what the same answer gives
+    /// unstreamed.
+    ///
+    /// # Errors
+    /// The stream ended before its last event, or with a refusal, filter or unknown reason.
+    fn finish(self) -> Result<ModelResponse, ModelError>;
+}
+
+/// A model behind a provider's HTTP API. Build it with the protocol's `new(model)`, then
+/// the methods below; each reads its default from the environment where one is usual.
+#[derive(Clone)]
+pub struct ProviderModel<P> {
+    protocol: P,
+    name: String,
+    base_url: Option<String>,
+    api_key: Option<ApiKey>,
+    /// The environment variable holding the key, when not the protocol's usual one.
+    key_env: Option<String>,
+    /// The header that carries the key instead of the protocol's own (Azure's `api-key`).
+    key_header: Option<String>,
+    headers: Vec<(String, String)>,
+    query: Vec<(String, String)>,
+    timeouts: Timeouts,
+    max_retries: u32,
+    settings: Settings,
+}
+
+impl<P: Protocol> fmt::Debug for ProviderModel<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderModel")
+            .field("provider", &P::PROVIDER)
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Retries after the first attempt unless set (as the `openai` SDK does).
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+
+impl<P: Protocol> ProviderModel<P> {
+    /// The model `name` (`gpt-4.1-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`, ...).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            protocol: P::default(),
+            name: name.into(),
+            base_url: None,
+            api_key: None,
+            key_env: None,
+            key_header: None,
+            headers: Vec::new(),
+            query: Vec::new(),
+            timeouts: Timeouts::default(),
+            max_retries: DEFAULT_MAX_RETRIES,
+            settings: Settings::default(),
+        }
+    }
+
+    /// Where the API lives (any OpenAI-compatible server, for the OpenAI protocols).
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// The API key (by default the protocol's environment variable).
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey::new(key));
+        self
+    }
+
+    /// Reads the key from this environment variable instead of the protocol's usual one.
+    #[must_use]
+    pub fn api_key_env(mut self, name: impl Into<String>) -> Self {
+        self.key_env = Some(name.into());
+        self
+    }
+
+    /// Sends the key in this header, as is (Azure OpenAI's `api-key`), instead of the
+    /// protocol's own header.
+    #[must_use]
+    pub fn api_key_header(mut self, name: impl Into<String>) -> Self {
+        self.key_header = Some(name.into());
+        self
+    }
+
+    /// Azure OpenAI: `api-version` on every request and the key in `api-key`. The base URL
+    /// is the deployment's (`https://<resource>.openai.azure.com/openai/deployments/<name>`).
+    #[must_use]
+    pub fn azure(self, api_version: impl Into<String>) -> Self {
+        self.query("api-version", api_version).api_key_header("api-key")
+    }
+
+    /// An extra header on every request.
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// An extra query parameter on every request.
+    #[must_use]
+    pub fn query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.query.push((name.into(), value.into()));
+        self
+    }
+
+    /// How long to wait for a connection (10 s by default).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.connect = timeout;
+        self
+    }
+
+    /// How long to wait between bytes of an answer (120 s by default).
+    #[must_use]
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.read = timeout;
+        self
+    }
+
+    /// How long one attempt may take in all (600 s by default).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.total = timeout;
+        self
+    }
+
+    /// Retries after a connection error, 408, 409, 429 or 5xx ([`DEFAULT_MAX_RETRIES`] by default).
+    #[must_use]
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Sampling temperature.
+    #[must_use]
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.settings.temperature = Some(temperature);
+        self
+    }
+
+    /// Nucleus sampling.
+    #[must_use]
+    pub fn top_p(mut self, top_p: f64) -> Self {
+        self.settings.top_p = Some(top_p);
+        self
+    }
+
+    /// The most tokens an answer may have.
+    #[must_use]
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.settings.max_tokens = Some(tokens);
+        self
+    }
+
+    /// A sampling seed, where the provider takes one.
+    #[must_use]
+    pub fn seed(mut self, seed: i64) -> Self {
+        self.settings.seed = Some(seed);
+        self
+    }
+
+    /// Which tool the model must, may or must not call.
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.settings.tool_choice = Some(choice);
+        self
+    }
+
+    /// Whether the model may call several tools in one answer.
+    #[must_use]
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.settings.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Fields merged into the request body last (anything the provider takes).
+    #[must_use]
+    pub fn extra_body(mut self, extra: Map<String, Value>) -> Self {
+        self.settings.extra_body.extend(extra);
+        self
+    }
+
+    /// The model's name as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn resolved_base_url(&self) -> String {
+        let from_env = P::BASE_URL_ENV.and_then(|name| std::env::var(name).ok()).filter(|url| !url.is_empty());
+        self.base_url.clone().or(from_env).unwrap_or_else(|| P::DEFAULT_BASE_URL.to_owned())
+    }
+
+    /// The key: given, or from the environment. Only the provider's own endpoint needs
+    /// one; a local OpenAI-compatible server is called without.
+    fn resolved_key(&self, base_url: &str) -> Result<Option<ApiKey>, ModelError> {
+        if let Some(key) = &self.api_key {
+            return Ok(Some(key.clone()));
+        }
+        let env = self.key_env.as_deref().unwrap_or(P::KEY_ENV);
+        if let Some(key) = std::env::var(env).ok().filter(|k| !k.is_empty()) {
+            return Ok(Some(ApiKey::new(key)));
+        }
+        if base_url != P::DEFAULT_BASE_URL {
+            return Ok(None);
+        }
+        let mut error = ModelError::of(
+            ModelErrorKind::MissingApiKey,
+            format!("no API key: set the environment variable `{env}` or pass `api_key`"),
+        );
+        error.provider = Some(P::PROVIDER.to_owned());
+        Err(error)
+    }
+
+    async fn answer(&self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
+        let base_url = self.resolved_base_url();
+        let key = self.resolved_key(&base_url)?;
+        let stream = request.deltas.is_some();
+        let mut body = self.protocol.body(&self.name, &request, &self.settings, stream)?;
+        if let Value::Object(map) = &mut body {
+            map.extend(self.settings.extra_body.clone());
+        }
+        let url = self.protocol.url(base_url.trim_end_matches('/'), &self.name, stream);
+        let client = http::client(self.timeouts)?;
+        let secrets: Vec<&str> = key.iter().map(ApiKey::expose).collect();
+        let mut url = reqwest::Url::parse(&url)
+            .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("invalid base URL `{base_url}`: {e}")))?;
+        if !self.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&self.query);
+        }
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ModelError::of(ModelErrorKind::Other, format!("the request is not JSON: {e}")))?;
+        let mut builder = client
+            .post(url)
+            .timeout(self.timeouts.total)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        for (name, value) in self.protocol.fixed_headers() {
+            builder = builder.header(*name, *value);
+        }
+        if let Some(key) = &key {
+            let (name, value) = match &self.key_header {
+                Some(name) => (name.as_str(), key.expose().to_owned()),
+                None => {
+                    let (name, value) = self.protocol.auth(key.expose());
+                    (name, value)
+                }
+            };
+            let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+                ModelError::of(ModelErrorKind::MissingApiKey, "the API key holds characters a header cannot carry")
+            })?;
+            value.set_sensitive(true);
+            builder = builder.header(name, value);
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        let builder = &builder;
+        http::with_retries(self.max_retries, || async {
+            let attempt = builder.try_clone().ok_or_else(|| {
+                Failure::fatal(ModelError::of(ModelErrorKind::Other, "the request cannot be repeated"))
+            })?;
+            let response = attempt.send().await.map_err(|e| http::transport_failure(P::PROVIDER, &e, &secrets))?;
+            let status = response.status().as_u16();
+            if !response.status().is_success() {
+                let headers = response.headers().clone();
+                let text = response.text().await.unwrap_or_default();
+                return Err(http::status_failure(P::PROVIDER, status, &headers, P::REQUEST_ID_HEADER, &text, &secrets));
+            }
+            let request_id =
+                response.headers().get(P::REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let outcome = match request.deltas {
+                Some(deltas) => self.streamed(response, &request, deltas, &secrets).await,
+                None => self.whole(response, request.step, &secrets).await,
+            };
+            outcome.map_err(|mut failure| {
+                failure.error.provider.get_or_insert_with(|| P::PROVIDER.to_owned());
+                failure.error.request_id = failure.error.request_id.take().or_else(|| request_id.clone());
+                failure
+            })
+        })
+        .await
+    }
+
+    async fn whole(&self, response: reqwest::Response, step: u32, secrets: &[&str]) -> Result<ModelResponse, Failure> {
+        let text = response.text().await.map_err(|e| http::transport_failure(P::PROVIDER, &e, secrets))?;
+        let body: Value = crate::json::parse(&text).map_err(|e| {
+            let mut error = ModelError::of(ModelErrorKind::InvalidResponse, format!("the body is not JSON: {e}"));
+            error.body = Some(http::excerpt(&text, secrets));
+            Failure::fatal(error)
+        })?;
+        self.protocol.parse(body, step).map_err(Failure::fatal)
+    }
+
+    /// Reads a stream, handing each delta to the run as it arrives. A stream that breaks
+    /// before anything reached the run is retried like any failed attempt; after, it is a
+    /// `StreamInterrupted` error (the run has shown part of an answer that will not come).
+    async fn streamed(
+        &self,
+        response: reqwest::Response,
+        request: &ModelRequest<'_>,
+        deltas: &(dyn Fn(ModelDelta) + Send + Sync),
+        secrets: &[&str],
+    ) -> Result<ModelResponse, Failure> {
+        let mut state = self.protocol.stream(request.step);
+        let mut given = 0usize;
+        let mut events = std::pin::pin!(sse::events(response));
+        let broken = |given: usize, message: String| {
+            let message = http::redact(&message, secrets);
+            if given == 0 {
+                Failure::retryable(ModelError::of(ModelErrorKind::Connection, message))
+            } else {
+                Failure::fatal(ModelError::of(
+                    ModelErrorKind::StreamInterrupted,
+                    format!("the stream broke after part of the answer was given to the run: {message}"),
+                ))
+            }
+        };
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| broken(given, format!("the stream failed: {e}")))?;
+            for delta in state.event(&event).map_err(Failure::fatal)? {
+                given += 1;
+                deltas(delta);
+            }
+        }
+        state.finish().map_err(|error| match error.kind {
+            ModelErrorKind::StreamInterrupted => broken(given, error.message),
+            _ => Failure::fatal(error),
+        })
+    }
+}
+
+impl<P: Protocol> Model for ProviderModel<P> {
+    fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(self.answer(request))
+    }
+
+    fn system(&self) -> Option<&str> {
+        Some(P::SYSTEM)
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+}
+
+/// A body or event that does not fit the protocol.
+pub(crate) fn invalid(message: impl Into<String>) -> ModelError {
+    ModelError::of(ModelErrorKind::InvalidResponse, message)
+}
+
+/// Tool-call arguments as the model sent them: the object when the text is one, else
+/// the text itself, which the scheduler answers with an `invalid_arguments` return the
+/// model can correct.
+pub(crate) fn arguments(text: &str) -> Value {
+    match crate::json::parse(text) {
+        Ok(object @ Value::Object(_)) => object,
+        _ if text.trim().is_empty() => Value::Object(Map::new()),
+        _ => Value::String(text.to_owned()),
+    }
+}
+
+/// Tool-call arguments as JSON text for a provider that wants text.
+pub(crate) fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A tool return's content as text for providers that take text.
+pub(crate) fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The rendered tools of a request.
+pub(crate) fn tools(request: &ModelRequest<'_>, provider: crate::render::Provider) -> Result<Vec<Value>, ModelError> {
+    crate::render::render_all(request.tools, provider, None)
+        .map_err(|e| ModelError::of(ModelErrorKind::Other, e.to_string()))
+}
+
+/// The text of consecutive system prompts, joined.
+pub(crate) fn instructions(request: &ModelRequest<'_>) -> Option<String> {
+    let texts: Vec<&str> = request
+        .messages
+        .iter()
+        .flat_map(|m| match &**m {
+            crate::message::Message::Request { parts } => parts.as_slice(),
+            crate::message::Message::Response { .. } => &[],
+        })
+        .filter_map(|part| match part {
+            crate::message::RequestPart::SystemPrompt { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n\n"))
+}

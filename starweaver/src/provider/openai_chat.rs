@@ -1,0 +1,392 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`), which every
+//! OpenAI-compatible server speaks: vLLM, llama.cpp's server, Ollama, LM Studio,
+//! OpenRouter, Azure OpenAI.
+
+use serde_json::{Map, Value, json};
+
+use super::model::{
+    Protocol, Settings, StreamState, ToolChoice, arguments, arguments_text, content_text, invalid, tools,
+};
+use super::sse::SseEvent;
+use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::render::Provider;
+
+/// The Chat Completions protocol; use it as [`OpenAIChatModel`](super::OpenAIChatModel).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAIChat;
+
+impl Protocol for OpenAIChat {
+    const PROVIDER: &'static str = "openai";
+    const SYSTEM: &'static str = "openai";
+    const KEY_ENV: &'static str = "OPENAI_API_KEY";
+    const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
+    const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+    const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    type Stream = ChatStream;
+
+    fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
+        format!("{base}/chat/completions")
+    }
+
+    fn auth(&self, key: &str) -> (&'static str, String) {
+        ("authorization", format!("Bearer {key}"))
+    }
+
+    fn body(
+        &self,
+        model: &str,
+        request: &ModelRequest<'_>,
+        settings: &Settings,
+        stream: bool,
+    ) -> Result<Value, ModelError> {
+        let mut body = Map::new();
+        body.insert("model".into(), model.into());
+        body.insert("messages".into(), Value::Array(messages(request)));
+        let tools = tools(request, Provider::OpenAiChat)?;
+        if !tools.is_empty() {
+            body.insert("tools".into(), Value::Array(tools));
+            if let Some(choice) = &settings.tool_choice {
+                body.insert("tool_choice".into(), tool_choice(choice));
+            }
+            if let Some(parallel) = settings.parallel_tool_calls {
+                body.insert("parallel_tool_calls".into(), parallel.into());
+            }
+        }
+        sampling(&mut body, settings, "max_tokens");
+        if stream {
+            body.insert("stream".into(), true.into());
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        Ok(Value::Object(body))
+    }
+
+    fn parse(&self, body: Value, _step: u32) -> Result<ModelResponse, ModelError> {
+        let choice = body.pointer("/choices/0").ok_or_else(|| invalid("the response has no `choices`"))?;
+        let message = choice.get("message").ok_or_else(|| invalid("the choice has no `message`"))?;
+        if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
+            return Err(ModelError::of(ModelErrorKind::Refusal, format!("the model refused: {refusal}")));
+        }
+        let mut parts = Vec::new();
+        if let Some(text) = message.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            parts.push(ResponsePart::Text { text: text.to_owned() });
+        }
+        for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let field = |path: &str| call.pointer(path).and_then(Value::as_str).unwrap_or_default();
+            parts.push(ResponsePart::ToolCall(ToolCallPart::new(
+                field("/id"),
+                field("/function/name"),
+                arguments(field("/function/arguments")),
+            )));
+        }
+        check_finish(choice.get("finish_reason").and_then(Value::as_str))?;
+        Ok(ModelResponse {
+            parts,
+            usage: body.get("usage").map(usage),
+            model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
+        })
+    }
+
+    fn stream(&self, _step: u32) -> ChatStream {
+        ChatStream::default()
+    }
+}
+
+/// The canonical history as Chat Completions messages.
+fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for message in request.messages.iter() {
+        match &**message {
+            Message::Request { parts } => {
+                for part in parts {
+                    out.push(match part {
+                        RequestPart::SystemPrompt { text } => json!({"role": "system", "content": text}),
+                        RequestPart::UserPrompt { text } => json!({"role": "user", "content": text}),
+                        RequestPart::ToolReturn(ret) => json!({
+                            "role": "tool",
+                            "tool_call_id": &*ret.tool_call_id,
+                            "content": content_text(&ret.content),
+                        }),
+                    });
+                }
+            }
+            Message::Response { parts } => {
+                let text: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        ResponsePart::Text { text } => Some(text.as_str()),
+                        ResponsePart::ToolCall(_) => None,
+                    })
+                    .collect();
+                let mut assistant = Map::new();
+                assistant.insert("role".into(), "assistant".into());
+                assistant.insert("content".into(), if text.is_empty() { Value::Null } else { text.join("\n").into() });
+                let calls: Vec<Value> = message
+                    .tool_calls()
+                    .map(|call| {
+                        json!({"id": &*call.id, "type": "function",
+                            "function": {"name": &*call.name, "arguments": arguments_text(&call.arguments)}})
+                    })
+                    .collect();
+                if !calls.is_empty() {
+                    assistant.insert("tool_calls".into(), Value::Array(calls));
+                }
+                out.push(Value::Object(assistant));
+            }
+        }
+    }
+    out
+}
+
+/// `tool_choice` as both OpenAI protocols spell it; `function` wraps the named tool.
+pub(crate) fn tool_choice_value(choice: &ToolChoice, named: impl Fn(&str) -> Value) -> Value {
+    match choice {
+        ToolChoice::Auto => "auto".into(),
+        ToolChoice::Required => "required".into(),
+        ToolChoice::None => "none".into(),
+        ToolChoice::Tool(name) => named(name),
+    }
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    tool_choice_value(choice, |name| json!({"type": "function", "function": {"name": name}}))
+}
+
+/// Temperature, top_p, seed and the token limit under the protocol's name for it.
+pub(crate) fn sampling(body: &mut Map<String, Value>, settings: &Settings, max_tokens_key: &str) {
+    if let Some(t) = settings.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    if let Some(p) = settings.top_p {
+        body.insert("top_p".into(), p.into());
+    }
+    if let Some(n) = settings.max_tokens {
+        body.insert(max_tokens_key.into(), n.into());
+    }
+    if let Some(seed) = settings.seed {
+        body.insert("seed".into(), seed.into());
+    }
+}
+
+/// `stop`, `tool_calls`, `length` and the legacy `function_call` end an answer normally.
+fn check_finish(reason: Option<&str>) -> Result<(), ModelError> {
+    match reason {
+        None | Some("stop" | "tool_calls" | "length" | "function_call") => Ok(()),
+        Some("content_filter") => {
+            Err(ModelError::of(ModelErrorKind::ContentFilter, "the provider's content filter stopped the answer"))
+        }
+        Some(other) => {
+            Err(ModelError::of(ModelErrorKind::UnknownFinishReason, format!("unknown finish reason `{other}`")))
+        }
+    }
+}
+
+fn usage(usage: &Value) -> Usage {
+    let n = |path: &str| usage.pointer(path).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        requests: 1,
+        input_tokens: n("/prompt_tokens"),
+        output_tokens: n("/completion_tokens"),
+        cached_tokens: n("/prompt_tokens_details/cached_tokens"),
+    }
+}
+
+/// A streamed answer being put together.
+#[derive(Debug, Default)]
+pub struct ChatStream {
+    text: String,
+    refusal: String,
+    calls: Vec<PartialCall>,
+    finish: Option<String>,
+    usage: Option<Usage>,
+    model: Option<String>,
+    done: bool,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    /// The index the server gave this call, if it gave one.
+    index: Option<u64>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl ChatStream {
+    /// Which call a tool-call delta continues, surviving the quirks of real servers: no
+    /// `index` (a new id starts a call, no id continues the last), a first index of 1,
+    /// and index 0 reused with a new id for the next call.
+    fn slot(&mut self, index: Option<u64>, id: Option<&str>) -> usize {
+        let id = id.filter(|id| !id.is_empty());
+        let found = match index {
+            Some(index) => self.calls.iter().rposition(|c| c.index == Some(index)),
+            None => self.calls.len().checked_sub(1),
+        };
+        match found {
+            Some(slot) if id.is_none_or(|id| self.calls[slot].id.is_empty() || self.calls[slot].id == id) => slot,
+            _ => {
+                self.calls.push(PartialCall { index, ..PartialCall::default() });
+                self.calls.len() - 1
+            }
+        }
+    }
+}
+
+impl StreamState for ChatStream {
+    fn event(&mut self, event: &SseEvent) -> Result<Vec<ModelDelta>, ModelError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        let chunk = crate::json::parse(data).map_err(|e| invalid(format!("a stream chunk is not JSON: {e}")))?;
+        if let Some(error) = chunk.get("error") {
+            return Err(invalid(format!("the stream reported an error: {error}")));
+        }
+        if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(self::usage(usage));
+        }
+        let mut deltas = Vec::new();
+        let Some(choice) = chunk.pointer("/choices/0") else { return Ok(deltas) };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else { return Ok(deltas) };
+        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.text.push_str(text);
+            deltas.push(ModelDelta::Text { text: text.to_owned() });
+        }
+        if let Some(refusal) = delta.get("refusal").and_then(Value::as_str) {
+            self.refusal.push_str(refusal);
+        }
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let id = call.get("id").and_then(Value::as_str);
+            let slot = self.slot(call.get("index").and_then(Value::as_u64), id);
+            let partial = &mut self.calls[slot];
+            let name = call.pointer("/function/name").and_then(Value::as_str).filter(|n| !n.is_empty());
+            let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or_default();
+            let new_id = id.filter(|id| !id.is_empty() && partial.id.is_empty());
+            if let Some(id) = new_id {
+                partial.id = id.to_owned();
+            }
+            if let Some(name) = name {
+                partial.name.push_str(name);
+            }
+            partial.arguments.push_str(args);
+            if new_id.is_some() || name.is_some() || !args.is_empty() {
+                deltas.push(ModelDelta::ToolCall {
+                    index: slot,
+                    tool_call_id: new_id.map(str::to_owned),
+                    name: name.map(str::to_owned),
+                    arguments: args.to_owned(),
+                });
+            }
+        }
+        Ok(deltas)
+    }
+
+    fn finish(self) -> Result<ModelResponse, ModelError> {
+        if !self.refusal.is_empty() {
+            return Err(ModelError::of(ModelErrorKind::Refusal, format!("the model refused: {}", self.refusal)));
+        }
+        if !self.done && self.finish.is_none() {
+            return Err(ModelError::of(ModelErrorKind::StreamInterrupted, "the stream ended before its last chunk"));
+        }
+        check_finish(self.finish.as_deref())?;
+        let mut parts = Vec::new();
+        if !self.text.is_empty() {
+            parts.push(ResponsePart::Text { text: self.text });
+        }
+        for call in self.calls {
+            parts.push(ResponsePart::ToolCall(ToolCallPart::new(call.id, call.name, arguments(&call.arguments))));
+        }
+        Ok(ModelResponse { parts, usage: self.usage, model_name: self.model })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(chunks: &[Value]) -> ModelResponse {
+        let mut stream = ChatStream::default();
+        for chunk in chunks {
+            stream.event(&SseEvent { event: "message".into(), data: chunk.to_string() }).unwrap();
+        }
+        stream.event(&SseEvent { event: "message".into(), data: "[DONE]".into() }).unwrap();
+        stream.finish().unwrap()
+    }
+
+    fn call_delta(index: Option<u64>, id: Option<&str>, name: Option<&str>, args: &str) -> Value {
+        let mut call = json!({"function": {"arguments": args}});
+        if let Some(index) = index {
+            call["index"] = index.into();
+        }
+        if let Some(id) = id {
+            call["id"] = id.into();
+        }
+        if let Some(name) = name {
+            call["function"]["name"] = name.into();
+        }
+        json!({"choices": [{"delta": {"tool_calls": [call]}}]})
+    }
+
+    fn calls(response: &ModelResponse) -> Vec<(String, String, Value)> {
+        response
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                ResponsePart::ToolCall(c) => Some((c.id.to_string(), c.name.to_string(), c.arguments.clone())),
+                ResponsePart::Text { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tool_call_deltas_survive_every_known_index_quirk() {
+        let expected = vec![
+            ("a".to_owned(), "one".to_owned(), json!({"x": 1})),
+            ("b".to_owned(), "two".to_owned(), json!({"y": 2})),
+        ];
+        let quirks = [
+            // Well-formed.
+            vec![
+                call_delta(Some(0), Some("a"), Some("one"), ""),
+                call_delta(Some(0), None, None, "{\"x\": 1}"),
+                call_delta(Some(1), Some("b"), Some("two"), "{\"y\""),
+                call_delta(Some(1), None, None, ": 2}"),
+            ],
+            // No index at all.
+            vec![
+                call_delta(None, Some("a"), Some("one"), "{\"x\""),
+                call_delta(None, None, None, ": 1}"),
+                call_delta(None, Some("b"), Some("two"), "{\"y\": 2}"),
+            ],
+            // The first index is 1.
+            vec![
+                call_delta(Some(1), Some("a"), Some("one"), "{\"x\": 1}"),
+                call_delta(Some(2), Some("b"), Some("two"), "{\"y\": 2}"),
+            ],
+            // Index 0 reused with a new id.
+            vec![
+                call_delta(Some(0), Some("a"), Some("one"), "{\"x\": 1}"),
+                call_delta(Some(0), Some("b"), Some("two"), "{\"y\":"),
+                call_delta(Some(0), None, None, " 2}"),
+            ],
+        ];
+        for chunks in quirks {
+            assert_eq!(calls(&feed(&chunks)), expected, "{chunks:?}");
+        }
+    }
+
+    #[test]
+    fn a_stream_without_its_end_is_interrupted() {
+        let mut stream = ChatStream::default();
+        let chunk = json!({"choices": [{"delta": {"content": "hel"}}]});
+        stream.event(&SseEvent { event: "message".into(), data: chunk.to_string() }).unwrap();
+        assert_eq!(stream.finish().unwrap_err().kind, ModelErrorKind::StreamInterrupted);
+    }
+}

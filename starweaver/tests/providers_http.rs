@@ -1,0 +1,406 @@
+//! DESIGN.md §13: the provider clients against loopback servers serving fixtures from each
+//! provider's API reference (`tests/fixtures/providers`), checking what the clients send
+//! and what the runs make of the answers.
+#![cfg(all(feature = "openai", feature = "anthropic", feature = "gemini"))]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, ToolChoice};
+use starweaver::{
+    Agent, EventKind, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus, ToolBuilder,
+    ToolContext, ToolError,
+};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+const KEY: &str = "sk-canary-0123456789abcdef";
+
+/// One wire protocol as the tests drive it.
+#[derive(Clone, Copy)]
+struct Protocol {
+    dir: &'static str,
+    path: &'static str,
+    stream_path: &'static str,
+    auth: (&'static str, &'static str),
+    model: fn(&str) -> Arc<dyn Model>,
+}
+
+const PROTOCOLS: [Protocol; 4] = [
+    Protocol {
+        dir: "openai_chat",
+        path: "/v1/chat/completions",
+        stream_path: "/v1/chat/completions",
+        auth: ("authorization", "Bearer sk-canary-0123456789abcdef"),
+        model: |base| Arc::new(OpenAIChatModel::new("gpt-4.1-mini").base_url(format!("{base}/v1")).api_key(KEY)),
+    },
+    Protocol {
+        dir: "openai_responses",
+        path: "/v1/responses",
+        stream_path: "/v1/responses",
+        auth: ("authorization", "Bearer sk-canary-0123456789abcdef"),
+        model: |base| Arc::new(OpenAIResponsesModel::new("gpt-4.1-mini").base_url(format!("{base}/v1")).api_key(KEY)),
+    },
+    Protocol {
+        dir: "anthropic",
+        path: "/v1/messages",
+        stream_path: "/v1/messages",
+        auth: ("x-api-key", KEY),
+        model: |base| Arc::new(AnthropicModel::new("claude-sonnet-4-5").base_url(base).api_key(KEY)),
+    },
+    Protocol {
+        dir: "gemini",
+        path: "/v1beta/models/gemini-2.5-flash:generateContent",
+        stream_path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        auth: ("x-goog-api-key", KEY),
+        model: |base| Arc::new(GeminiModel::new("gemini-2.5-flash").base_url(base).api_key(KEY)),
+    },
+];
+
+fn fixture(dir: &str, name: &str) -> String {
+    let path = format!("{}/../tests/fixtures/providers/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn json_body(dir: &str, name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).insert_header("content-type", "application/json").set_body_string(fixture(dir, name))
+}
+
+fn sse_body(dir: &str, name: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(fixture(dir, name))
+}
+
+/// Serves `responses` in order, one per request, at `at`.
+async fn serve(at: &str, responses: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    for response in responses {
+        Mock::given(method("POST")).and(path(at)).respond_with(response).up_to_n_times(1).mount(&server).await;
+    }
+    server
+}
+
+async fn requests(server: &MockServer) -> Vec<Request> {
+    server.received_requests().await.unwrap_or_default()
+}
+
+fn body(request: &Request) -> Value {
+    serde_json::from_slice(&request.body).unwrap()
+}
+
+/// `add` sums; `fail` raises a user error the model is shown.
+fn agent(model: Arc<dyn Model>) -> Agent {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct AddArgs {
+        left: i64,
+        right: i64,
+    }
+    let add = ToolBuilder::new("add")
+        .description("Add two integers.")
+        .handler(|_: ToolContext, a: AddArgs| async move { Ok(json!(a.left + a.right)) })
+        .unwrap();
+    let fail = ToolBuilder::new("fail")
+        .description("Always fails.")
+        .handler(|_: ToolContext, _: Args| async move { Err::<Value, _>(ToolError::user_error("the disk is full")) })
+        .unwrap();
+    Agent::builder(model).instructions("Be brief.").tool(add).tool(fail).build().unwrap()
+}
+
+fn returns_of(result: &RunResult) -> Vec<(String, Value, bool)> {
+    tool_returns(result.messages.messages())
+        .into_iter()
+        .map(|r| (r.tool_call_id.to_string(), r.content.clone(), r.is_error))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_protocol_runs_tool_calls_then_answers_and_sends_what_its_api_expects() {
+    for protocol in PROTOCOLS {
+        let server = serve(
+            protocol.path,
+            vec![json_body(protocol.dir, "tool_calls.json"), json_body(protocol.dir, "text.json")],
+        )
+        .await;
+        let result = agent((protocol.model)(&server.uri())).run("add 2 and 3").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        assert_eq!(result.output.as_deref(), Some("The total is 5."), "{}", protocol.dir);
+        let returns = returns_of(&result);
+        assert_eq!(returns.len(), 2, "{}", protocol.dir);
+        assert_eq!(returns[0].1, json!(5), "{}", protocol.dir);
+        assert!(returns[1].2, "{}: the failure is an error return", protocol.dir);
+        assert_eq!(result.usage.requests, 2, "{}", protocol.dir);
+        assert_eq!(result.usage.input_tokens, 82 + 120, "{}", protocol.dir);
+        assert_eq!(result.usage.output_tokens, 17 + 7, "{}", protocol.dir);
+        assert_eq!(result.usage.cached_tokens, 64, "{}", protocol.dir);
+
+        let sent = requests(&server).await;
+        assert_eq!(sent.len(), 2, "{}", protocol.dir);
+        for request in &sent {
+            let (name, value) = protocol.auth;
+            assert_eq!(request.headers.get(name).and_then(|v| v.to_str().ok()), Some(value), "{}", protocol.dir);
+        }
+        let first = body(&sent[0]).to_string();
+        assert!(first.contains("Be brief.") && first.contains("add 2 and 3"), "{}: {first}", protocol.dir);
+        assert!(first.contains("Add two integers.") && first.contains("Always fails."), "{}: tools", protocol.dir);
+        // The second request carries the calls and their returns under the model's ids.
+        let second = body(&sent[1]).to_string();
+        let call_id = &returns[0].0;
+        assert!(second.contains(call_id.as_str()), "{}: {call_id} in {second}", protocol.dir);
+        assert!(second.contains("the disk is full"), "{}: the error is fed back", protocol.dir);
+        if protocol.dir == "anthropic" {
+            assert!(second.contains("\"is_error\":true"), "anthropic flags errors: {second}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_answer_gives_deltas_then_exactly_the_unstreamed_message() {
+    for protocol in PROTOCOLS {
+        let server = serve(
+            protocol.stream_path,
+            vec![sse_body(protocol.dir, "stream.sse"), sse_body(protocol.dir, "text_stream.sse")],
+        )
+        .await;
+        let agent = agent((protocol.model)(&server.uri()));
+        let mut stream = agent.run_stream("add 2 and 3");
+        let (mut text, mut arguments) = (String::new(), String::new());
+        let mut kinds = Vec::new();
+        while let Some(event) = stream.next().await {
+            match &event.kind {
+                EventKind::TextDelta { step: 1, text: piece } => text.push_str(piece),
+                EventKind::ToolCallDelta { step: 1, arguments: piece, .. } => arguments.push_str(piece),
+                _ => {}
+            }
+            kinds.push(serde_json::to_value(&event).unwrap()["type"].as_str().unwrap().to_owned());
+        }
+        let streamed = stream.result().await.unwrap();
+        assert_eq!(streamed.status, RunStatus::Completed, "{}: {:?}", protocol.dir, streamed.error);
+        assert_eq!(text, "Adding now.", "{}", protocol.dir);
+        assert!(
+            arguments.contains("\"right\": 3") || arguments.contains("\"right\":3"),
+            "{}: {arguments}",
+            protocol.dir
+        );
+        let first_delta = kinds.iter().position(|k| k.ends_with("_delta")).unwrap();
+        let response = kinds.iter().position(|k| k == "model_response").unwrap();
+        assert!(first_delta < response, "{}: deltas come before the response event", protocol.dir);
+        assert!(requests(&server).await.iter().all(|r| body(r).to_string().contains("stream")
+            || r.url.query().is_some_and(|q| q.contains("alt=sse"))));
+
+        let twin = serve(protocol.path, vec![json_body(protocol.dir, "stream_twin.json")]).await;
+        let whole = (protocol.model)(&twin.uri());
+        let unstreamed = agent_once(whole).await;
+        let streamed_first = streamed.messages.messages()[1].clone();
+        assert_eq!(*streamed_first, unstreamed, "{}: the same answer, streamed or not", protocol.dir);
+    }
+}
+
+/// What `model` answers to one prompt, unstreamed.
+async fn agent_once(model: Arc<dyn Model>) -> Message {
+    let history = starweaver::History::from_json(&json!([
+        {"kind": "request", "parts": [{"kind": "user_prompt", "text": "add 2 and 3"}]},
+    ]))
+    .unwrap();
+    let tools = agent(model.clone()).definitions().to_vec();
+    let request = starweaver::ModelRequest {
+        messages: history.messages(),
+        tools: &tools,
+        run_id: "run_x",
+        step: 1,
+        deltas: None,
+    };
+    Message::Response { parts: model.request(request).await.unwrap().parts }
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
+    let dir = "openai_chat";
+    let server = serve(
+        "/v1/chat/completions",
+        vec![
+            ResponseTemplate::new(429)
+                .insert_header("retry-after-ms", "20")
+                .set_body_string(fixture(dir, "rate_limited.json")),
+            ResponseTemplate::new(503).insert_header("retry-after", "0").set_body_string("upstream unavailable"),
+            json_body(dir, "text.json"),
+        ],
+    )
+    .await;
+    let started = Instant::now();
+    let result = agent((PROTOCOLS[0].model)(&server.uri())).run("hi").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(requests(&server).await.len(), 3);
+    assert!(started.elapsed() >= Duration::from_millis(20), "the retry waited as the server asked");
+}
+
+async fn failed_with(responses: Vec<ResponseTemplate>, model: fn(&str) -> Arc<dyn Model>) -> (RunResult, usize) {
+    let server = serve("/v1/chat/completions", responses).await;
+    let result = agent(model(&server.uri())).run("hi").await.unwrap();
+    let sent = requests(&server).await.len();
+    (result, sent)
+}
+
+fn model_error(result: &RunResult) -> starweaver::ModelError {
+    match &result.error {
+        Some(RunError::Model { error: Some(error), .. }) => (**error).clone(),
+        other => panic!("expected a model error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn refusals_by_status_are_named_and_never_retried_and_never_show_the_key() {
+    let dir = "openai_chat";
+    let cases = [
+        (
+            ResponseTemplate::new(401).set_body_string(fixture(dir, "unauthorized.json")),
+            ModelErrorKind::Http,
+            Some(401),
+        ),
+        (
+            ResponseTemplate::new(429).set_body_string(fixture(dir, "quota.json")),
+            ModelErrorKind::QuotaExhausted,
+            Some(429),
+        ),
+        (
+            ResponseTemplate::new(400).set_body_string("{\"error\": {\"message\": \"bad\"}}"),
+            ModelErrorKind::Http,
+            Some(400),
+        ),
+        (ResponseTemplate::new(200).set_body_string("<html>not json</html>"), ModelErrorKind::InvalidResponse, None),
+        (json_body(dir, "content_filter.json"), ModelErrorKind::ContentFilter, None),
+        (json_body(dir, "refusal.json"), ModelErrorKind::Refusal, None),
+    ];
+    for (response, kind, status) in cases {
+        let response = response.insert_header("x-request-id", "req_123");
+        let (result, sent) = failed_with(vec![response], PROTOCOLS[0].model).await;
+        assert_eq!(result.status, RunStatus::Failed);
+        assert_eq!(sent, 1, "{kind:?} is not retried");
+        let error = model_error(&result);
+        assert_eq!((error.kind, error.status), (kind, status));
+        assert_eq!(error.provider.as_deref(), Some("openai"));
+        assert_eq!(error.request_id.as_deref(), Some("req_123"), "{kind:?}");
+        let everything = format!(
+            "{error} {:?} {} {} {}",
+            result.error,
+            serde_json::to_string(&result.events).unwrap(),
+            result.messages.to_json(),
+            serde_json::to_string(&result.trace).unwrap(),
+        );
+        assert!(!everything.contains("canary"), "{kind:?} leaked the key: {everything}");
+    }
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_a_json_object_and_unknown_tools_become_returns_the_model_can_fix() {
+    let dir = "openai_chat";
+    let (result, _) =
+        failed_with(vec![json_body(dir, "bad_arguments.json"), json_body(dir, "text.json")], PROTOCOLS[0].model).await;
+    assert_eq!(result.status, RunStatus::Completed);
+    let kinds: Vec<Value> = returns_of(&result).into_iter().map(|(_, content, _)| content["kind"].clone()).collect();
+    assert_eq!(kinds, [json!("invalid_arguments"), json!("invalid_arguments"), json!("not_found")]);
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_anything_reached_the_run_is_retried_and_after_is_a_named_error() {
+    let dir = "openai_chat";
+    let empty_cut = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+    let server = serve(
+        "/v1/chat/completions",
+        vec![
+            ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(empty_cut),
+            sse_body(dir, "text_stream.sse"),
+        ],
+    )
+    .await;
+    let result = agent((PROTOCOLS[0].model)(&server.uri())).run_stream("hi").result().await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(requests(&server).await.len(), 2);
+
+    for protocol in PROTOCOLS {
+        let server = serve(protocol.stream_path, vec![sse_body(protocol.dir, "truncated.sse")]).await;
+        let result = agent((protocol.model)(&server.uri())).run_stream("hi").result().await.unwrap();
+        assert_eq!(model_error(&result).kind, ModelErrorKind::StreamInterrupted, "{}", protocol.dir);
+        assert_eq!(requests(&server).await.len(), 1, "{}", protocol.dir);
+    }
+}
+
+#[tokio::test]
+async fn cancelling_mid_request_drops_it_and_ends_the_run_cancelled() {
+    let server = serve(
+        "/v1/chat/completions",
+        vec![sse_body("openai_chat", "text_stream.sse").set_delay(Duration::from_secs(30))],
+    )
+    .await;
+    let cancellation = starweaver::CancellationToken::new();
+    let cancel = cancellation.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+    });
+    let started = Instant::now();
+    let options = RunOptions { cancellation: Some(cancellation), dependencies: None };
+    let result = agent((PROTOCOLS[0].model)(&server.uri())).run_with("hi", options).await.unwrap();
+    assert_eq!(result.status, RunStatus::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(10), "the request was dropped, not awaited");
+}
+
+#[tokio::test]
+async fn a_missing_key_names_the_variable_to_set() {
+    let model = OpenAIChatModel::new("gpt-4.1-mini").api_key_env("STARWEAVER_TEST_KEY_THAT_IS_NEVER_SET");
+    let result = agent(Arc::new(model)).run("hi").await.unwrap();
+    let error = model_error(&result);
+    assert_eq!(error.kind, ModelErrorKind::MissingApiKey);
+    assert!(error.to_string().contains("STARWEAVER_TEST_KEY_THAT_IS_NEVER_SET"), "{error}");
+}
+
+#[tokio::test]
+async fn settings_azure_and_headers_reach_the_request() {
+    let server = serve("/openai/deployments/mini/chat/completions", vec![json_body("openai_chat", "text.json")]).await;
+    let model = OpenAIChatModel::new("gpt-4.1-mini")
+        .base_url(format!("{}/openai/deployments/mini", server.uri()))
+        .api_key(KEY)
+        .azure("2024-10-21")
+        .header("x-team", "tools")
+        .temperature(0.0)
+        .max_tokens(64)
+        .seed(7)
+        .tool_choice(ToolChoice::Tool("add".into()))
+        .parallel_tool_calls(false)
+        .extra_body(json!({"user": "u-1"}).as_object().unwrap().clone());
+    let result = agent(Arc::new(model)).run("hi").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let sent = &requests(&server).await[0];
+    assert_eq!(sent.url.query(), Some("api-version=2024-10-21"));
+    assert_eq!(sent.headers.get("api-key").and_then(|v| v.to_str().ok()), Some(KEY));
+    assert!(sent.headers.get("authorization").is_none());
+    assert_eq!(sent.headers.get("x-team").and_then(|v| v.to_str().ok()), Some("tools"));
+    let body = body(sent);
+    assert_eq!(body["temperature"], json!(0.0));
+    assert_eq!(body["max_tokens"], json!(64));
+    assert_eq!(body["seed"], json!(7));
+    assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "add"}}));
+    assert_eq!(body["parallel_tool_calls"], json!(false));
+    assert_eq!(body["user"], json!("u-1"));
+    assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
+}
+
+#[tokio::test]
+async fn model_spans_carry_the_gen_ai_attributes() {
+    let server = serve("/v1/chat/completions", vec![json_body("openai_chat", "text.json")]).await;
+    let result = agent((PROTOCOLS[0].model)(&server.uri())).run("hi").await.unwrap();
+    let span = result.trace.spans.iter().find(|s| s.kind == starweaver::SpanKind::ModelRequest).unwrap();
+    assert_eq!(span.attributes["gen_ai.system"], json!("openai"));
+    assert_eq!(span.attributes["gen_ai.request.model"], json!("gpt-4.1-mini"));
+    assert_eq!(span.attributes["gen_ai.response.model"], json!("gpt-4.1-mini-2025-04-14"));
+    assert_eq!(span.attributes["gen_ai.usage.input_tokens"], json!(120));
+    assert_eq!(span.attributes["gen_ai.usage.output_tokens"], json!(7));
+    let usage_event = result.events.iter().find_map(|e| match &e.kind {
+        EventKind::ModelResponse { usage, .. } => *usage,
+        _ => None,
+    });
+    assert_eq!(usage_event.map(|u| u.output_tokens), Some(7));
+}
