@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import contextlib
 import resource
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 
 CALLS = 1_000
 STEPS = (100, 1_000)
@@ -59,6 +62,34 @@ def definition_cost(define: Callable[[Callable[..., object]], object]) -> None:
 
         assert define(lookup)
     report((time.perf_counter() - started) / rounds * 1e6)
+
+
+@contextlib.contextmanager
+def sse_server() -> Iterator[str]:
+    """P9's loopback server in a process of its own (its CPU is not ours); its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("sse_server.py"))], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().strip()
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def cpu_per_chunk(run: Callable[[], Awaitable[object]], chunks: int) -> None:
+    """P9: reports µs of this process's CPU (every thread) per streamed chunk, for one
+    run after a warm-up run."""
+
+    async def go() -> float:
+        await run()
+        started = time.process_time()
+        await run()
+        return time.process_time() - started
+
+    report(asyncio.run(go()) / chunks * 1e6)
 
 
 def report(value: float, **extra: float) -> None:

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, definition_cost, main, peak_rss_growth, report, timed
+from _common import (
+    CALLS,
+    MEMORY_CALLS,
+    SLEEPERS,
+    STEPS,
+    cpu_per_chunk,
+    definition_cost,
+    main,
+    peak_rss_growth,
+    report,
+    sse_server,
+    timed,
+)
 from pydantic_ai import Agent, Tool
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -84,5 +96,27 @@ def p8() -> None:
     report(peak_rss_growth(lambda: agent.run("go", usage_limits=UNLIMITED)))
 
 
+def p9() -> None:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from sse_server import CHUNKS
+
+    def echo(text: str) -> int:
+        return len(text)
+
+    with sse_server() as url:
+        model = OpenAIChatModel("bench", provider=OpenAIProvider(base_url=url, api_key="bench"))
+        agent = Agent(model, tools=[Tool(echo, takes_ctx=False)])
+
+        async def run() -> None:
+            output = None
+            async with agent.run_stream_events("go") as events:
+                async for event in events:
+                    output = getattr(event, "result", output)
+            assert output is not None and output.output == "done"
+
+        cpu_per_chunk(run, CHUNKS)
+
+
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8})
+    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8, "p9": p9})

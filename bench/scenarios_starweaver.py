@@ -6,7 +6,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _common import CALLS, MEMORY_CALLS, SLEEPERS, STEPS, definition_cost, main, peak_rss_growth, report, timed
+from _common import (
+    CALLS,
+    MEMORY_CALLS,
+    SLEEPERS,
+    STEPS,
+    cpu_per_chunk,
+    definition_cost,
+    main,
+    peak_rss_growth,
+    report,
+    sse_server,
+    timed,
+)
 
 from starweaver import create_agent, tool
 from starweaver.testing import FunctionModel, Messages
@@ -81,10 +93,31 @@ def p6() -> None:
     report(timed(lambda: agent.run("go")) * 1e3)
 
 
+def p9() -> None:
+    from sse_server import CHUNKS
+
+    from starweaver.models import OpenAIChatModel
+
+    @tool
+    async def echo(text: str) -> int:
+        return len(text)
+
+    with sse_server() as url:
+        agent = create_agent(model=OpenAIChatModel("bench", base_url=url, api_key="bench"), tools=[echo])
+
+        async def run() -> None:
+            stream = agent.run_stream("go")
+            async for _ in stream:
+                pass
+            assert (await stream.result()).output == "done"
+
+        cpu_per_chunk(run, CHUNKS)
+
+
 def p8() -> None:
     agent = create_agent(model=one_response(MEMORY_CALLS), tools=[add])
     report(peak_rss_growth(lambda: agent.run("go")))
 
 
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8})
+    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8, "p9": p9})

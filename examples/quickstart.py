@@ -1,11 +1,15 @@
 """The main job, in Python: tools (one taking a Pydantic model) and an approval that is
 granted, on the built-in test model. Run with `make run` (or `python examples/quickstart.py`
-once the package is installed)."""
+once the package is installed).
+
+On a real model instead: `STARWEAVER_MODEL=openai:<name>` with `OPENAI_BASE_URL` pointing
+at any OpenAI-compatible server (or `OPENAI_API_KEY` for OpenAI itself)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 from pydantic import BaseModel
 
@@ -39,8 +43,9 @@ async def release(ctx: ToolContext, args: ReleaseArgs) -> dict[str, object]:
     return {"released": args.version, "to": args.environment, "approved_by": ctx.approval.decided_by}
 
 
-async def main() -> None:
-    model = TestModel.responses(
+def scripted() -> TestModel:
+    """The built-in test model: it adds, then releases, then answers."""
+    return TestModel.responses(
         [
             TestModel.tool_call_response(
                 [
@@ -51,20 +56,27 @@ async def main() -> None:
             {"text": "2 + 3 = 5, and 1.4.0 is live in production."},
         ]
     )
+
+
+async def main() -> None:
+    model = os.environ.get("STARWEAVER_MODEL") or scripted()
     async with create_agent(model=model, tools=[add, release], instructions="You are a release assistant.") as agent:
         async with agent.session() as session:
-            waiting = await session.run("Add 2 and 3, then release 1.4.0 to production.")
-            assert waiting.status == "waiting"
-            pending = waiting.hitl.approvals[0]
-            print(f"run {waiting.run_id} is waiting: {pending.tool_name} ({pending.reason})")
-            result = await session.hitl.resume(approvals=[pending.approve(decided_by="release-manager")])
+            result = await session.run("Add 2 and 3, then release 1.4.0 to production.")
+            while result.status == "waiting":
+                for pending in result.hitl.approvals:
+                    print(f"run {result.run_id} is waiting: {pending.tool_name} ({pending.reason})")
+                decisions = [pending.approve(decided_by="release-manager") for pending in result.hitl.approvals]
+                result = await session.hitl.resume(approvals=decisions)
     print(f"status: {result.status}")
     print(f"output: {result.output}")
+    print(f"usage: {result.usage}")
     print("tool definitions:")
     for definition in agent.definitions:
         print(f"  {definition.to_json()}")
     print("history:")
     print(json.dumps(result.messages, indent=2))
+    result.raise_for_status()
     assert result.status == "completed"
 
 

@@ -15,6 +15,7 @@ use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
 use crate::model::{PyFunctionModel, PyTestModel};
+use crate::provider::PyProviderModel;
 use crate::runtime::LoopFuture;
 use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
@@ -54,9 +55,11 @@ impl PyAgent {
             m.get().0.clone()
         } else if let Ok(m) = model.cast::<PyFunctionModel>() {
             m.get().0.clone()
+        } else if let Ok(m) = model.cast::<PyProviderModel>() {
+            m.get().model.clone()
         } else {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "`model` must be a starweaver model (TestModel, FunctionModel), got {}",
+                "`model` must be a starweaver model (a `starweaver.models` class, a \"provider:name\" string, TestModel, FunctionModel), got {}",
                 model.get_type().name()?
             )));
         };
@@ -257,6 +260,10 @@ pub struct PyRunResult {
     /// Why the run failed, when failed.
     #[pyo3(get)]
     error: Option<String>,
+    exception: Option<Py<PyAny>>,
+    /// Tokens this run's model requests used.
+    #[pyo3(get)]
+    usage: Py<PyUsage>,
     /// What a waiting run needs.
     #[pyo3(get)]
     hitl: Py<PyHitl>,
@@ -273,7 +280,9 @@ impl PyRunResult {
             run_id: result.run_id,
             status: result.status.as_str(),
             output: result.output,
+            exception: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
             error: result.error.map(|e| e.to_string()),
+            usage: Py::new(py, PyUsage(result.usage))?,
             hitl: Py::new(py, PyHitl::from(result.hitl))?,
             history: result.messages,
             events: result.events,
@@ -297,7 +306,67 @@ impl PyRunResult {
         convert::serialize_to_py(py, &self.events)
     }
 
+    /// The failure as the exception named for it (not raised), when failed: a
+    /// `ModelError` subclass for a model failure, else `RunFailedError`.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "exceptions.RunFailedError | None", imports = ("starweaver.exceptions",)))]
+    fn exception(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.exception.as_ref().map(|e| e.clone_ref(py))
+    }
+
+    /// Raises `exception` when the run failed (a `ModelError` subclass for a model
+    /// failure, else `RunFailedError`); does nothing otherwise.
+    fn raise_for_status(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.exception {
+            Some(exception) => Err(PyErr::from_value(exception.bind(py).clone())),
+            None => Ok(()),
+        }
+    }
+
     fn __repr__(&self) -> String {
         format!("RunResult(status={:?}, output={:?})", self.status, self.output)
+    }
+}
+
+/// Tokens model requests used: per request in `model_response` events, per run in
+/// `RunResult.usage`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "Usage", frozen, eq)]
+#[derive(PartialEq)]
+pub struct PyUsage(starweaver::Usage);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyUsage {
+    /// Model requests that reported usage.
+    #[getter]
+    fn requests(&self) -> u64 {
+        self.0.requests
+    }
+
+    /// Tokens sent (cached ones included).
+    #[getter]
+    fn input_tokens(&self) -> u64 {
+        self.0.input_tokens
+    }
+
+    /// Tokens generated.
+    #[getter]
+    fn output_tokens(&self) -> u64 {
+        self.0.output_tokens
+    }
+
+    /// Input tokens served from the provider's cache.
+    #[getter]
+    fn cached_tokens(&self) -> u64 {
+        self.0.cached_tokens
+    }
+
+    fn __repr__(&self) -> String {
+        let u = &self.0;
+        format!(
+            "Usage(requests={}, input_tokens={}, output_tokens={}, cached_tokens={})",
+            u.requests, u.input_tokens, u.output_tokens, u.cached_tokens
+        )
     }
 }

@@ -47,6 +47,49 @@ classes! {
     session_conflict_error => "SessionConflictError",
     session_store_error => "SessionStoreError",
     render_error => "RenderError",
+    run_failed_error => "RunFailedError",
+    model_error => "ModelError",
+    missing_api_key_error => "MissingApiKeyError",
+    model_connection_error => "ModelConnectionError",
+    model_timeout_error => "ModelTimeoutError",
+    model_http_error => "ModelHTTPError",
+    quota_exhausted_error => "QuotaExhaustedError",
+    refusal_error => "RefusalError",
+    content_filter_error => "ContentFilterError",
+    unknown_finish_reason_error => "UnknownFinishReasonError",
+    invalid_response_error => "InvalidResponseError",
+    stream_interrupted_error => "StreamInterruptedError",
+}
+
+/// A failed run's error as an exception instance named for it (not raised).
+pub(crate) fn run_error(py: Python<'_>, error: &starweaver::RunError) -> PyResult<Py<PyAny>> {
+    use starweaver::{ModelErrorKind, RunError};
+    let Some(details) = (match error {
+        RunError::Model { error, .. } => error.as_deref(),
+        _ => None,
+    }) else {
+        let class = if matches!(error, RunError::Model { .. }) { model_error(py)? } else { run_failed_error(py)? };
+        return Ok(class.call1((error.to_string(),))?.unbind());
+    };
+    let class = match details.kind {
+        ModelErrorKind::MissingApiKey => missing_api_key_error(py)?,
+        ModelErrorKind::Connection => model_connection_error(py)?,
+        ModelErrorKind::Timeout => model_timeout_error(py)?,
+        ModelErrorKind::Http => model_http_error(py)?,
+        ModelErrorKind::QuotaExhausted => quota_exhausted_error(py)?,
+        ModelErrorKind::Refusal => refusal_error(py)?,
+        ModelErrorKind::ContentFilter => content_filter_error(py)?,
+        ModelErrorKind::UnknownFinishReason => unknown_finish_reason_error(py)?,
+        ModelErrorKind::InvalidResponse => invalid_response_error(py)?,
+        ModelErrorKind::StreamInterrupted => stream_interrupted_error(py)?,
+        _ => model_error(py)?,
+    };
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("provider", details.provider.as_deref())?;
+    kwargs.set_item("status", details.status)?;
+    kwargs.set_item("request_id", details.request_id.as_deref())?;
+    kwargs.set_item("body", details.body.as_deref())?;
+    Ok(class.call((details.to_string(),), Some(&kwargs))?.unbind())
 }
 
 /// Looks up one exception class.

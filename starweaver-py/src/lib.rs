@@ -8,6 +8,7 @@ mod convert;
 mod errors;
 mod hitl;
 mod model;
+mod provider;
 mod render;
 mod runtime;
 mod store;
@@ -21,11 +22,13 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
-    use crate::agent::{PyAgent, PyRunResult, PySession};
+    use crate::agent::{PyAgent, PyRunResult, PySession, PyUsage};
     #[pymodule_export]
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
+    #[pymodule_export]
+    use crate::provider::PyProviderModel;
     #[pymodule_export]
     use crate::render::check_rendered;
     #[pymodule_export]

@@ -4,6 +4,7 @@
 import builtins
 import os
 import pathlib
+from starweaver import exceptions
 import typing
 __all__ = [
     "ApprovalDecision",
@@ -13,6 +14,7 @@ __all__ = [
     "Messages",
     "NativeAgent",
     "NativeFunctionModel",
+    "NativeProviderModel",
     "NativeSession",
     "NativeTestModel",
     "NativeTool",
@@ -28,6 +30,7 @@ __all__ = [
     "ToolResult",
     "Trace",
     "TraceSpan",
+    "Usage",
     "check_rendered",
 ]
 
@@ -174,6 +177,30 @@ class NativeFunctionModel:
         dicts (converted as they are read), `info` a dict with `tools`, `step` and `run_id`.
         It returns (or, if async, resolves to) a response dict.
         """
+
+@typing.final
+class NativeProviderModel:
+    r"""
+    A model behind a provider's HTTP API. `protocol` is `"openai-chat"`,
+    `"openai-responses"`, `"anthropic"` or `"gemini"`; keys and base URLs default to the
+    usual environment variables. Use the classes in `starweaver.models`.
+    """
+    @property
+    def name(self) -> builtins.str:
+        r"""
+        The model's name as given.
+        """
+    @property
+    def system(self) -> builtins.str:
+        r"""
+        The provider, as OpenTelemetry's `gen_ai.system` names it.
+        """
+    def __new__(cls, protocol: builtins.str, name: builtins.str, *, base_url: typing.Optional[builtins.str] = None, api_key: typing.Optional[builtins.str] = None, api_key_env: typing.Optional[builtins.str] = None, headers: typing.Optional[typing.Any] = None, azure_api_version: typing.Optional[builtins.str] = None, timeout: typing.Optional[builtins.float] = None, connect_timeout: typing.Optional[builtins.float] = None, read_timeout: typing.Optional[builtins.float] = None, max_retries: typing.Optional[builtins.int] = None, temperature: typing.Optional[builtins.float] = None, top_p: typing.Optional[builtins.float] = None, max_tokens: typing.Optional[builtins.int] = None, seed: typing.Optional[builtins.int] = None, tool_choice: typing.Optional[typing.Any] = None, parallel_tool_calls: typing.Optional[builtins.bool] = None, extra_body: typing.Optional[typing.Any] = None) -> NativeProviderModel:
+        r"""
+        Raises `RegistrationError` naming an unknown protocol or a setting out of range.
+        `tool_choice` is `"auto"`, `"required"`, `"none"`, or `{"tool": name}`.
+        """
+    def __repr__(self) -> builtins.str: ...
 
 @typing.final
 class NativeSession:
@@ -391,6 +418,11 @@ class RunResult:
         Why the run failed, when failed.
         """
     @property
+    def usage(self) -> Usage:
+        r"""
+        Tokens this run's model requests used.
+        """
+    @property
     def hitl(self) -> Hitl:
         r"""
         What a waiting run needs.
@@ -409,6 +441,17 @@ class RunResult:
     def events(self) -> typing.Any:
         r"""
         This run's events, in order, as dicts with `seq`, `run_id` and `type`.
+        """
+    @property
+    def exception(self) -> exceptions.RunFailedError | None:
+        r"""
+        The failure as the exception named for it (not raised), when failed: a
+        `ModelError` subclass for a model failure, else `RunFailedError`.
+        """
+    def raise_for_status(self) -> None:
+        r"""
+        Raises `exception` when the run failed (a `ModelError` subclass for a model
+        failure, else `RunFailedError`); does nothing otherwise.
         """
     def __repr__(self) -> builtins.str: ...
 
@@ -739,6 +782,35 @@ class TraceSpan:
         `"approval_required"`, `"deferred"`); `"ok"`, `"error"` or `"cancelled"` for a model
         request; `"tool_calls"` or how the run ended for a step.
         """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class Usage:
+    r"""
+    Tokens model requests used: per request in `model_response` events, per run in
+    `RunResult.usage`.
+    """
+    @property
+    def requests(self) -> builtins.int:
+        r"""
+        Model requests that reported usage.
+        """
+    @property
+    def input_tokens(self) -> builtins.int:
+        r"""
+        Tokens sent (cached ones included).
+        """
+    @property
+    def output_tokens(self) -> builtins.int:
+        r"""
+        Tokens generated.
+        """
+    @property
+    def cached_tokens(self) -> builtins.int:
+        r"""
+        Input tokens served from the provider's cache.
+        """
+    def __eq__(self, other: builtins.object, /) -> builtins.bool: ...
     def __repr__(self) -> builtins.str: ...
 
 def check_rendered(provider_name: builtins.str, rendered: typing.Any) -> builtins.list[builtins.str]:

@@ -55,6 +55,7 @@ from starweaver import (
 )
 from starweaver.otel import export_trace
 from starweaver.providers import PROVIDERS, Provider, check, render, render_tools
+from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
 from starweaver.testing import FunctionModel, Messages, TestModel
 
 
@@ -195,6 +196,38 @@ async def typed_usage() -> None:
     ]
     assert_type(errors, list[type[StarweaverError]])
     assert_type(starweaver.__version__, str)
+
+    chat = OpenAIChatModel("gpt-4.1-mini", base_url="http://127.0.0.1:1/v1", temperature=0.0, tool_choice="required")
+    models = [
+        chat,
+        OpenAIResponsesModel("gpt-4.1-mini", max_retries=4, extra_body={"user": "u"}),
+        AnthropicModel("claude-sonnet-4-5", max_tokens=1024, tool_choice={"tool": "add"}),
+        GeminiModel("gemini-2.5-flash", timeout=30.0, headers={"x": "y"}),
+        AzureOpenAIModel("gpt-4.1-mini", api_version="2024-10-21", base_url="https://x/openai/deployments/y"),
+        infer_model("anthropic:claude-sonnet-4-5"),
+    ]
+    assert_type(chat.name, str)
+    assert_type(create_agent(model=models[0], tools=[add]), Agent)
+    assert_type(create_agent(model="openai:gpt-4.1-mini"), Agent)
+    ran = await create_agent(model=model).run("hi")
+    assert_type(ran.usage, starweaver.Usage)
+    assert_type(ran.usage.output_tokens, int)
+    assert_type(ran.exception, starweaver.RunFailedError | None)
+    ran.raise_for_status()
+    model_errors: list[type[starweaver.ModelError]] = [
+        starweaver.MissingApiKeyError,
+        starweaver.ModelConnectionError,
+        starweaver.ModelTimeoutError,
+        starweaver.ModelHTTPError,
+        starweaver.QuotaExhaustedError,
+        starweaver.RefusalError,
+        starweaver.ContentFilterError,
+        starweaver.UnknownFinishReasonError,
+        starweaver.InvalidResponseError,
+        starweaver.StreamInterruptedError,
+    ]
+    assert_type(model_errors, list[type[starweaver.ModelError]])
+    assert issubclass(starweaver.ModelError, starweaver.RunFailedError)
     assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
     assert_type(Tool(len).definition, ToolDefinition)
     del as_function, as_sync_function

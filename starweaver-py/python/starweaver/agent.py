@@ -21,6 +21,7 @@ from ._native import (
     ToolDefinition,
 )
 from .exceptions import DecisionError, FormatError
+from .models import ProviderModel, infer_model
 from .testing import FunctionModel, TestModel
 from .tools import BaseTool, Tool
 
@@ -164,7 +165,7 @@ class AgentSession(_AsyncContext):
 
 def create_agent(
     *,
-    model: TestModel | FunctionModel,
+    model: str | ProviderModel | TestModel | FunctionModel,
     tools: Iterable[ToolLike] = (),
     instructions: str | None = None,
     approval_required_tools: Iterable[ApprovalRule] | None = None,
@@ -174,13 +175,17 @@ def create_agent(
     session_store: SessionStore | str | os.PathLike[str] | None = None,
     require_parameter_descriptions: bool = False,
 ) -> Agent:
-    """Builds an agent. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
+    """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
+    prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
+    ``starweaver.models``, or a test model. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
     callables; ``approval_required_tools`` entries are tool names, toolset names, metadata
     dicts, or ``"*"``. ``session_store`` keeps sessions opened with
     ``agent.session(session_id=...)``: a ``SessionStore``, or a path for a
     ``SqliteSessionStore`` (in memory when unset). ``require_parameter_descriptions``
     makes a parameter without a description a registration error. Raises ``RegistrationError`` naming
     what is wrong, ``SessionStoreError`` when the store cannot be opened."""
+    if isinstance(model, str):
+        model = infer_model(model)
     if isinstance(session_store, (str, os.PathLike)):
         session_store = SqliteSessionStore(session_store)
     native = NativeAgent(

@@ -28,6 +28,18 @@ __all__ = [
     "SessionConflictError",
     "SessionStoreError",
     "RenderError",
+    "RunFailedError",
+    "ModelError",
+    "MissingApiKeyError",
+    "ModelConnectionError",
+    "ModelTimeoutError",
+    "ModelHTTPError",
+    "QuotaExhaustedError",
+    "RefusalError",
+    "ContentFilterError",
+    "UnknownFinishReasonError",
+    "InvalidResponseError",
+    "StreamInterruptedError",
 ]
 
 
@@ -118,3 +130,71 @@ class SessionStoreError(StarweaverError, OSError):
 class RenderError(StarweaverError, ValueError):
     """A tool definition cannot be rendered in a provider's format (forced strict on a schema
     that cannot be strict, a recursive schema for Gemini, ...); the message names it."""
+
+
+class RunFailedError(StarweaverError):
+    """A run ended ``failed``: ``result.exception`` gives the failure as this class (or, for
+    a model failure, the ``ModelError`` subclass named for it); ``raise_for_status()``
+    raises it."""
+
+
+class ModelError(RunFailedError):
+    """A model could not answer. Provider failures say which provider, the HTTP status, the
+    provider's request id and the start of the body; never a credential."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        request_id: str | None = None,
+        body: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status = status
+        self.request_id = request_id
+        self.body = body
+
+
+class MissingApiKeyError(ModelError):
+    """No API key: the message names the environment variable to set."""
+
+
+class ModelConnectionError(ModelError):
+    """No connection to the provider (refused, reset, DNS), after the retries."""
+
+
+class ModelTimeoutError(ModelError):
+    """A connect, read or total timeout, after the retries."""
+
+
+class ModelHTTPError(ModelError):
+    """An HTTP error status: one that is never retried (400, 401, 403, 404, ...), or the
+    last of the retries (408, 409, 429, 5xx)."""
+
+
+class QuotaExhaustedError(ModelHTTPError):
+    """A 429 for a spent quota or billing limit; never retried."""
+
+
+class RefusalError(ModelError):
+    """The model refused to answer."""
+
+
+class ContentFilterError(ModelError):
+    """The provider's content filter stopped the answer."""
+
+
+class UnknownFinishReasonError(ModelError):
+    """The answer ended for a reason the client does not know."""
+
+
+class InvalidResponseError(ModelError):
+    """The provider's body is not what its protocol says."""
+
+
+class StreamInterruptedError(ModelError):
+    """A streamed answer broke after part of it was given to the run."""
