@@ -140,6 +140,14 @@ impl PyTraceSpan {
         self.0.outcome
     }
 
+    /// OpenTelemetry attributes: for model requests, `gen_ai.system`, `gen_ai.request.model`,
+    /// `gen_ai.response.model` and `gen_ai.usage.*`, as far as the model reported them.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "dict[str, str | int]", imports = ()))]
+    fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::convert::to_py(py, &serde_json::Value::Object(self.0.attributes.clone()))
+    }
+
     fn __repr__(&self) -> String {
         format!("TraceSpan(name={:?}, duration_us={}, outcome={:?})", self.name(), self.0.duration_us, self.0.outcome)
     }

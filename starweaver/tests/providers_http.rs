@@ -404,3 +404,68 @@ async fn model_spans_carry_the_gen_ai_attributes() {
     });
     assert_eq!(usage_event.map(|u| u.output_tokens), Some(7));
 }
+
+/// An SSE body of Chat Completions chunks, each a `delta` of one choice, then `[DONE]`.
+fn chat_stream(deltas: &[Value]) -> ResponseTemplate {
+    let mut body = String::new();
+    for (i, delta) in deltas.iter().enumerate() {
+        let finish = if i + 1 == deltas.len() { json!("tool_calls") } else { Value::Null };
+        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
+}
+
+#[tokio::test]
+async fn servers_that_number_streamed_tool_calls_oddly_still_give_the_right_calls() {
+    let call = |index: Option<u64>, id: Option<&str>, name: Option<&str>, args: &str| {
+        let mut call = json!({"function": {"arguments": args}});
+        if let Some(index) = index {
+            call["index"] = index.into();
+        }
+        if let Some(id) = id {
+            call["id"] = id.into();
+            call["type"] = "function".into();
+        }
+        if let Some(name) = name {
+            call["function"]["name"] = name.into();
+        }
+        json!({"tool_calls": [call]})
+    };
+    let quirks = [
+        (
+            "no index",
+            vec![
+                call(None, Some("a"), Some("add"), "{\"left\": 1,"),
+                call(None, None, None, " \"right\": 2}"),
+                call(None, Some("b"), Some("add"), "{\"left\": 3, \"right\": 4}"),
+            ],
+        ),
+        (
+            "first index 1",
+            vec![
+                call(Some(1), Some("a"), Some("add"), "{\"left\": 1, \"right\": 2}"),
+                call(Some(2), Some("b"), Some("add"), "{\"left\": 3, \"right\": 4}"),
+            ],
+        ),
+        (
+            "index 0 reused",
+            vec![
+                call(Some(0), Some("a"), Some("add"), "{\"left\": 1, \"right\": 2}"),
+                call(Some(0), Some("b"), Some("add"), "{\"left\": 3,"),
+                call(Some(0), None, None, " \"right\": 4}"),
+            ],
+        ),
+    ];
+    for (quirk, deltas) in quirks {
+        let server =
+            serve("/v1/chat/completions", vec![chat_stream(&deltas), sse_body("openai_chat", "text_stream.sse")]).await;
+        let result = agent((PROTOCOLS[0].model)(&server.uri())).run_stream("add").result().await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{quirk}: {:?}", result.error);
+        let returns = returns_of(&result);
+        let got: Vec<(&str, &Value)> = returns.iter().map(|(id, content, _)| (id.as_str(), content)).collect();
+        assert_eq!(got, [("a", &json!(3)), ("b", &json!(7))], "{quirk}");
+    }
+}

@@ -782,6 +782,12 @@ class TraceSpan:
         `"approval_required"`, `"deferred"`); `"ok"`, `"error"` or `"cancelled"` for a model
         request; `"tool_calls"` or how the run ended for a step.
         """
+    @property
+    def attributes(self) -> dict[str, str | int]:
+        r"""
+        OpenTelemetry attributes: for model requests, `gen_ai.system`, `gen_ai.request.model`,
+        `gen_ai.response.model` and `gen_ai.usage.*`, as far as the model reported them.
+        """
     def __repr__(self) -> builtins.str: ...
 
 @typing.final

@@ -189,3 +189,24 @@ def test_bad_model_options_are_registration_errors() -> None:
     with pytest.raises(RegistrationError, match="timeout"):
         OpenAIChatModel("m", timeout=-1.0)
     assert "canary" not in repr(OpenAIChatModel("m", api_key=CANARY))
+
+
+def test_model_request_spans_export_the_gen_ai_attributes() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from starweaver.otel import export_trace
+
+    with serving(Reply.of("anthropic", "text.json")) as server:
+        result = asyncio.run(create_agent(model=PROTOCOLS["anthropic"](server.url)).run("hi"))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    export_trace(result.trace, tracer=provider.get_tracer("test"))
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "starweaver.model_request"]
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.system"] == "anthropic"
+    assert span.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
+    assert span.attributes["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
+    assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (120, 7)

@@ -10,7 +10,8 @@ tool call, with the recorded start times and durations, nested as they ran::
 
 Spans are named as the Rust ``tracing`` spans (``starweaver.run``, ``starweaver.step``,
 ``starweaver.model_request``, ``starweaver.tool_call``) and carry ``starweaver.*``
-attributes; a failed run or a tool call that ended in an error gets an ERROR status.
+attributes (model requests also the ``gen_ai.*`` ones: system, request and response model,
+token usage); a failed run or a tool call that ended in an error gets an ERROR status.
 """
 
 from __future__ import annotations
@@ -69,4 +70,5 @@ def _attributes(trace: Trace, item: TraceSpan) -> dict[str, str | int]:
         attributes["starweaver.tool_call_id"] = item.tool_call_id
     if item.outcome is not None:
         attributes["starweaver.outcome"] = item.outcome
+    attributes.update(item.attributes)
     return attributes
