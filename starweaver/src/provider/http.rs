@@ -207,11 +207,13 @@ pub(crate) fn excerpt(body: &str, secrets: &[&str]) -> String {
 pub(crate) fn redact(text: &str, secrets: &[&str]) -> String {
     let mut text = text.to_owned();
     for secret in secrets.iter().filter(|s| s.len() >= 8) {
-        text = text.replace(secret, "[redacted]");
-        // Servers echo keys abbreviated ("sk-abc...wxyz"): their start is enough to hide.
-        let head: String = secret.chars().take(12).collect();
-        if head.len() >= 8 {
-            text = text.replace(&head, "[redacted]");
+        // Servers echo keys abbreviated ("sk-abcd****wxyz"): any start of the key from
+        // 8 characters on goes, longest first.
+        let starts = secret.char_indices().map(|(i, _)| i).chain([secret.len()]).filter(|&end| end >= 8).rev();
+        for end in starts {
+            if let Some(head) = secret.get(..end) {
+                text = text.replace(head, "[redacted]");
+            }
         }
     }
     text
@@ -261,8 +263,8 @@ mod tests {
     #[test]
     fn secrets_never_survive_an_excerpt() {
         let key = "sk-canary-0123456789abcdef";
-        let body = format!("Incorrect API key provided: {key}. Also sk-canary-01...cdef");
+        let body = format!("Incorrect API key provided: {key}. Also sk-canary-01...cdef and sk-canar****cdef");
         let out = excerpt(&body, &[key]);
-        assert!(!out.contains("canary"), "{out}");
+        assert!(!out.contains("canary") && !out.contains("sk-canar"), "{out}");
     }
 }
