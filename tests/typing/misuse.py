@@ -27,7 +27,7 @@ async def misuse() -> None:
     doubled: str = await add(1, 2)  # error
     definition: ToolDefinition = add.definition
     definition.name = "renamed"  # error
-    create_agent(model="gpt", tools=[add])  # error
+    create_agent(model=42, tools=[add])  # error
     create_agent(model=TestModel([]), tools=[add], max_steps="ten")  # error
     tool(sequential="yes")(add)  # error
     result = await create_agent(model=TestModel([])).run(42)  # error
