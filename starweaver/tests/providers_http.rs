@@ -290,7 +290,10 @@ async fn refusals_by_status_are_named_and_never_retried_and_never_show_the_key()
             result.messages.to_json(),
             serde_json::to_string(&result.trace).unwrap(),
         );
-        assert!(!everything.contains("canary") && !everything.contains("sk-canar"), "{kind:?} leaked the key: {everything}");
+        assert!(
+            !everything.contains("canary") && !everything.contains("sk-canar"),
+            "{kind:?} leaked the key: {everything}"
+        );
     }
 }
 
