@@ -20,6 +20,7 @@ use crate::runtime::LoopFuture;
 use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
+use crate::toolset::PyToolset;
 use crate::trace::PyTrace;
 
 /// An agent: a model, tools, instructions and an approval policy.
@@ -37,12 +38,13 @@ pub struct PyAgent {
 impl PyAgent {
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         model: &Bound<'_, PyAny>,
         tools: Vec<PyRef<'_, PyNativeTool>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         instructions: Option<String>,
         approval_required_tools: Option<Vec<Bound<'_, PyAny>>>,
         max_concurrency: Option<usize>,
@@ -66,6 +68,9 @@ impl PyAgent {
         let mut builder = Agent::builder(model).require_parameter_descriptions(require_parameter_descriptions);
         for tool in tools {
             builder = builder.shared_tool(tool.tool.clone());
+        }
+        for toolset in toolsets.unwrap_or_default() {
+            builder = builder.shared_toolset(toolset.0.clone());
         }
         if let Some(instructions) = instructions {
             builder = builder.instructions(instructions);
@@ -92,12 +97,18 @@ impl PyAgent {
         Ok(Self { agent: builder.build().into_py_result(py)?, store })
     }
 
-    /// Runs `prompt` in a fresh session; await the result.
+    /// Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
+    /// added for this run only.
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
-    fn run(&self, prompt: String) -> LoopFuture {
+    fn run(
+        &self,
+        prompt: String,
+        tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+    ) -> LoopFuture {
         let agent = self.agent.clone();
-        let cancellation = CancellationToken::new();
-        let options = RunOptions { cancellation: Some(cancellation.clone()), dependencies: None };
+        let (options, cancellation) = run_options(tools, toolsets);
         let run = async move { result_to_py(agent.run_with(prompt, options).await) };
         LoopFuture::new(run.boxed(), Some(cancellation))
     }
@@ -148,6 +159,22 @@ impl PyAgent {
 #[pyclass(module = "starweaver._native", name = "NativeSession", frozen)]
 pub struct PySession(Arc<tokio::sync::Mutex<Session>>);
 
+/// A run's options from Python: its own tools and toolsets, and a cancellation the
+/// awaiting Task triggers.
+fn run_options(
+    tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+    toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+) -> (RunOptions, CancellationToken) {
+    let cancellation = CancellationToken::new();
+    let options = RunOptions {
+        cancellation: Some(cancellation.clone()),
+        tools: tools.unwrap_or_default().iter().map(|t| t.tool.clone() as Arc<dyn starweaver::Tool>).collect(),
+        toolsets: toolsets.unwrap_or_default().iter().map(|t| t.0.clone()).collect(),
+        ..RunOptions::default()
+    };
+    (options, cancellation)
+}
+
 /// What a session call does once it holds the session.
 enum Action {
     Run(String),
@@ -157,10 +184,9 @@ enum Action {
 impl PySession {
     /// Takes the session for one run (a second concurrent run is refused, not queued) and
     /// returns the awaitable that performs it.
-    fn start(&self, py: Python<'_>, action: Action) -> PyResult<LoopFuture> {
+    fn start(&self, py: Python<'_>, action: Action, options: (RunOptions, CancellationToken)) -> PyResult<LoopFuture> {
         let mut session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let cancellation = CancellationToken::new();
-        let options = RunOptions { cancellation: Some(cancellation.clone()), dependencies: None };
+        let (options, cancellation) = options;
         let run = async move {
             let result = match action {
                 Action::Run(prompt) => session.run_with(prompt, options).await,
@@ -175,10 +201,18 @@ impl PySession {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PySession {
-    /// Runs `prompt`, continuing the conversation; await the result.
+    /// Runs `prompt`, continuing the conversation; await the result. `tools` and
+    /// `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
-    fn run(&self, py: Python<'_>, prompt: String) -> PyResult<LoopFuture> {
-        self.start(py, Action::Run(prompt))
+    fn run(
+        &self,
+        py: Python<'_>,
+        prompt: String,
+        tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+    ) -> PyResult<LoopFuture> {
+        self.start(py, Action::Run(prompt), run_options(tools, toolsets))
     }
 
     /// Runs `prompt`, yielding its events as they happen.
@@ -197,7 +231,7 @@ impl PySession {
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<LoopFuture> {
         let decisions = hitl::decisions(py, &approvals.unwrap_or_default(), &deferred_results.unwrap_or_default())?;
-        self.start(py, Action::Resume(decisions))
+        self.start(py, Action::Resume(decisions), run_options(None, None))
     }
 
     /// What the waiting run needs, or `None` when no run waits.

@@ -47,6 +47,7 @@ classes! {
     session_conflict_error => "SessionConflictError",
     session_store_error => "SessionStoreError",
     render_error => "RenderError",
+    toolset_error => "ToolsetError",
     run_failed_error => "RunFailedError",
     model_error => "ModelError",
     missing_api_key_error => "MissingApiKeyError",
@@ -153,6 +154,7 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     let class = match error {
         Error::Definition(_)
         | Error::DuplicateTool { .. }
+        | Error::ToolCollision { .. }
         | Error::InvalidApprovalRule { .. }
         | Error::InvalidOption { .. } => registration_error(py),
         Error::SessionWaiting { .. } | Error::NotWaiting => session_state_error(py),
@@ -169,6 +171,7 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         Error::SessionConflict { .. } => session_conflict_error(py),
         Error::Store { .. } => session_store_error(py),
         Error::Render { .. } => render_error(py),
+        Error::Toolset { .. } => toolset_error(py),
         _ => return pyo3::exceptions::PyRuntimeError::new_err(message),
     };
     match class {

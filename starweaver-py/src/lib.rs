@@ -14,6 +14,7 @@ mod runtime;
 mod store;
 mod stream;
 mod tool;
+mod toolset;
 mod trace;
 
 use pyo3::prelude::*;
@@ -39,6 +40,8 @@ mod _native {
     use crate::stream::PyRunStream;
     #[pymodule_export]
     use crate::tool::{PyNativeTool, PyToolContext, PyToolDefinition, PyToolResult};
+    #[pymodule_export]
+    use crate::toolset::PyToolset;
     #[pymodule_export]
     use crate::trace::{PyTrace, PyTraceSpan};
 

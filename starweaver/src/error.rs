@@ -65,6 +65,24 @@ pub enum Error {
         /// The shared name.
         name: String,
     },
+    /// Two sources (the agent, a run, toolsets) give tools of one name.
+    #[error("tool name `{name}` is given by both {first} and {second}; rename or prefix one of them")]
+    ToolCollision {
+        /// The shared name.
+        name: String,
+        /// Where the first came from.
+        first: String,
+        /// Where the second came from.
+        second: String,
+    },
+    /// A toolset could not list its tools.
+    #[error("toolset `{toolset}` could not list its tools: {message}")]
+    Toolset {
+        /// The toolset.
+        toolset: String,
+        /// Why.
+        message: String,
+    },
     /// An `approval_required_tools` entry is malformed.
     #[error("invalid approval rule {rule}: {message}")]
     InvalidApprovalRule {

@@ -27,6 +27,7 @@ pub mod store;
 pub mod stream;
 pub mod testing;
 pub mod tool;
+pub mod toolset;
 pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions};
@@ -40,7 +41,7 @@ pub use message::{
     History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
 };
 pub use model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
-pub use registry::{ToolRegistry, Toolset};
+pub use registry::ToolRegistry;
 pub use result::{RunError, RunResult, RunStatus};
 pub use schema::{SchemaError, schema_for};
 pub use session::Session;
@@ -140,4 +141,5 @@ pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, Tool, ToolBuilder, ToolContext, ToolDefinition,
     ToolError, ToolErrorKind, ToolResult, decode_args,
 };
+pub use toolset::{DynamicToolset, StaticToolset, Toolset, ToolsetContext};
 pub use trace::{SpanKind, Trace, TraceSpan};

@@ -8,69 +8,42 @@ use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::tool::{Tool, ToolDefinition};
 
-/// A named group of tools; approval rules can name the toolset instead of each tool.
-///
-/// ```
-/// # use starweaver::{Toolset, ToolBuilder, ToolContext};
-/// let noop = ToolBuilder::new("noop")
-///     .handler(|_: ToolContext, _: serde_json::Map<String, serde_json::Value>| async { Ok(()) })
-///     .unwrap();
-/// let ops = Toolset::new("ops").with_id("ops-v1").tool(noop);
-/// assert_eq!(ops.id(), "ops-v1");
-/// ```
+/// A tool handed to the agent builder or a run, with where it came from.
 #[derive(Clone)]
-pub struct Toolset {
-    name: String,
-    id: Option<String>,
-    tools: Vec<Arc<dyn Tool>>,
-}
-
-impl Toolset {
-    /// An empty toolset; its id is its name unless [`with_id`](Self::with_id) sets one.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), id: None, tools: Vec::new() }
-    }
-
-    /// Sets an id distinct from the name.
-    #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
-    }
-
-    /// Adds a tool.
-    #[must_use]
-    pub fn tool(mut self, tool: impl Tool) -> Self {
-        self.tools.push(Arc::new(tool));
-        self
-    }
-
-    /// Adds a shared tool.
-    #[must_use]
-    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push(tool);
-        self
-    }
-
-    /// The toolset's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The toolset's id.
-    pub fn id(&self) -> &str {
-        self.id.as_deref().unwrap_or(&self.name)
-    }
-
-    pub(crate) fn into_tools(self) -> Vec<Arc<dyn Tool>> {
-        self.tools
-    }
-}
-
-/// A tool handed to the agent builder, with the toolset (name, id) it came in, if any.
 pub(crate) struct Registration {
     pub tool: Arc<dyn Tool>,
-    pub toolset: Option<(String, String)>,
+    pub source: Source,
+}
+
+/// Where a registered tool came from: collisions and approval rules name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Given to the agent directly.
+    Agent,
+    /// Given to one run directly.
+    Run,
+    /// From a toolset (name, id), which may require approval for all its tools.
+    Toolset { name: String, id: String, requires_approval: bool },
+}
+
+impl Source {
+    pub(crate) fn of(toolset: &dyn crate::toolset::Toolset) -> Self {
+        Self::Toolset {
+            name: toolset.name().to_owned(),
+            id: toolset.id().to_owned(),
+            requires_approval: toolset.requires_approval(),
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Agent => f.write_str("the agent's tools"),
+            Self::Run => f.write_str("the run's tools"),
+            Self::Toolset { name, .. } => write!(f, "toolset `{name}`"),
+        }
+    }
 }
 
 /// A tool as the scheduler uses it: the policy read off its definition once.
@@ -104,7 +77,8 @@ impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
         let mut registry = Self { tools: Vec::new(), index: HashMap::new(), definitions: Vec::new() };
-        for Registration { tool, toolset } in entries {
+        let mut sources: Vec<Source> = Vec::new();
+        for Registration { tool, source } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
             if rules.require_parameter_descriptions
@@ -113,14 +87,27 @@ impl ToolRegistry {
                 let kind = DefinitionErrorKind::UndescribedParameter { name };
                 return Err(DefinitionError { tool: definition.name, kind }.into());
             }
-            if registry.index.contains_key(&definition.name) {
-                return Err(Error::DuplicateTool { name: definition.name });
+            if let Some(&other) = registry.index.get(&definition.name) {
+                let first = sources.get(other).cloned().unwrap_or(Source::Agent);
+                if first == Source::Agent && source == Source::Agent {
+                    return Err(Error::DuplicateTool { name: definition.name });
+                }
+                return Err(Error::ToolCollision {
+                    name: definition.name,
+                    first: first.to_string(),
+                    second: source.to_string(),
+                });
             }
-            let toolset = toolset.as_ref().map(|(name, id)| (name.as_str(), id.as_str()));
+            let approval_rule = match &source {
+                Source::Toolset { name, requires_approval: true, .. } => Some(format!("toolset `{name}`")),
+                Source::Toolset { name, id, .. } => policy.matching_rule(&definition, Some((name, id))),
+                Source::Agent | Source::Run => policy.matching_rule(&definition, None),
+            };
             registry.index.insert(definition.name.clone(), registry.tools.len());
+            sources.push(source);
             registry.tools.push(RegisteredTool {
                 name: Arc::from(definition.name.as_str()),
-                approval_rule: policy.matching_rule(&definition, toolset),
+                approval_rule,
                 max_retries: definition.effective_max_retries(),
                 sequential: definition.sequential,
                 timeout: definition.timeout_ms.map(Duration::from_millis),

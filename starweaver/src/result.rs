@@ -65,6 +65,13 @@ pub enum RunError {
         /// The limit.
         max_steps: u32,
     },
+    /// A step's tools could not be put together: a dynamic toolset failed to list them, or
+    /// gave a name another source has.
+    #[error("{message}")]
+    Tools {
+        /// What went wrong, naming the toolsets.
+        message: String,
+    },
     /// The model answered with neither text nor tool calls.
     #[error("the model returned an empty response (no text and no tool calls)")]
     EmptyResponse,

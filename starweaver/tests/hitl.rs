@@ -8,7 +8,8 @@ use common::*;
 use serde_json::{Value, json};
 use starweaver::testing::TestModel;
 use starweaver::{
-    Agent, ApprovalRule, Error, HitlDecisions, ModelResponse, RunStatus, ToolBuilder, ToolContext, ToolError, Toolset,
+    Agent, ApprovalRule, Error, HitlDecisions, ModelResponse, RunStatus, StaticToolset, ToolBuilder, ToolContext,
+    ToolError,
 };
 
 /// A tool that asks for approval unless re-invoked with one, logging each invocation.
@@ -207,7 +208,7 @@ async fn approval_policy_gates_tools_by_name_toolset_metadata_and_star() {
         });
         let model = calls_then_text(vec![call("c1", "fetch", json!({}))], "done");
         let agent = Agent::builder(model)
-            .toolset(Toolset::new("net").with_id("net-v2").tool(fetch))
+            .toolset(StaticToolset::new("net").with_id("net-v2").tool(fetch))
             .approval_required_tools([rule])
             .build()
             .unwrap();

@@ -345,7 +345,7 @@ async fn cancelling_mid_request_drops_it_and_ends_the_run_cancelled() {
         cancel.cancel();
     });
     let started = Instant::now();
-    let options = RunOptions { cancellation: Some(cancellation), dependencies: None };
+    let options = RunOptions { cancellation: Some(cancellation), ..RunOptions::default() };
     let result = agent((PROTOCOLS[0].model)(&server.uri())).run_with("hi", options).await.unwrap();
     assert_eq!(result.status, RunStatus::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(10), "the request was dropped, not awaited");

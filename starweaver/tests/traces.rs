@@ -45,7 +45,7 @@ async fn a_cancelled_run_closes_its_open_spans_as_cancelled() {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         cancel.cancel();
     });
-    let options = RunOptions { cancellation: Some(cancellation), dependencies: None };
+    let options = RunOptions { cancellation: Some(cancellation), ..RunOptions::default() };
     let result = agent.run_with("go", options).await.unwrap();
     let outcomes: Vec<_> = result.trace.spans.iter().map(|s| (s.kind, s.outcome)).collect();
     assert_eq!(

@@ -18,6 +18,7 @@ __all__ = [
     "NativeSession",
     "NativeTestModel",
     "NativeTool",
+    "NativeToolset",
     "Pending",
     "PendingApproval",
     "PendingDeferred",
@@ -147,13 +148,14 @@ class NativeAgent:
         r"""
         The tool definitions models are sent.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
-    def run(self, prompt: builtins.str) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> typing.Awaitable[RunResult]:
         r"""
-        Runs `prompt` in a fresh session; await the result.
+        Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
+        added for this run only.
         """
     def run_stream(self, prompt: builtins.str) -> RunStream:
         r"""
@@ -222,9 +224,10 @@ class NativeSession:
         r"""
         The id the session is stored under, or `None` for a session not opened by id.
         """
-    def run(self, prompt: builtins.str) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> typing.Awaitable[RunResult]:
         r"""
-        Runs `prompt`, continuing the conversation; await the result.
+        Runs `prompt`, continuing the conversation; await the result. `tools` and
+        `toolsets` are added for this run only.
         """
     def run_stream(self, prompt: builtins.str) -> RunStream:
         r"""
@@ -271,6 +274,55 @@ class NativeTool:
         `invoke(ctx, arguments: bytes)` returns a coroutine (async tools) or an asyncio
         future (sync tools in the executor), or raises `InvalidArguments`.
         """
+
+@typing.final
+class NativeToolset:
+    r"""
+    A named group of tools with an id. Use `starweaver.toolsets`.
+    """
+    @property
+    def name(self) -> builtins.str:
+        r"""
+        The toolset's name.
+        """
+    @property
+    def id(self) -> builtins.str:
+        r"""
+        The toolset's id.
+        """
+    @property
+    def definitions(self) -> typing.Optional[builtins.list[ToolDefinition]]:
+        r"""
+        The definitions of a static toolset's tools (`None` for a dynamic one).
+        """
+    @staticmethod
+    def of_tools(name: builtins.str, tools: typing.Sequence[NativeTool], *, id: typing.Optional[builtins.str] = None) -> NativeToolset:
+        r"""
+        A toolset of these tools, fixed.
+        """
+    @staticmethod
+    def dynamic(name: builtins.str, list_tools: typing.Any, *, id: typing.Optional[builtins.str] = None) -> NativeToolset:
+        r"""
+        A toolset whose tools `list_tools({"run_id", "step"})` gives at every step (a list
+        of `NativeTool`, or an awaitable of one).
+        """
+    def prefixed(self, prefix: builtins.str) -> NativeToolset:
+        r"""
+        The same tools, each name with `prefix` in front.
+        """
+    def filtered(self, keep: typing.Any) -> NativeToolset:
+        r"""
+        Only the tools `keep(definition)` accepts.
+        """
+    def renamed(self, names: typing.Mapping[builtins.str, builtins.str]) -> NativeToolset:
+        r"""
+        The same tools, renamed by `names` (old name → new name).
+        """
+    def approval_required(self) -> NativeToolset:
+        r"""
+        The same tools, each call needing a human decision first.
+        """
+    def __repr__(self) -> builtins.str: ...
 
 @typing.final
 class Pending:

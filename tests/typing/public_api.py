@@ -57,6 +57,7 @@ from starweaver.otel import export_trace
 from starweaver.providers import PROVIDERS, Provider, check, render, render_tools
 from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
 from starweaver.testing import FunctionModel, Messages, TestModel
+from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
 
 
 @tool
@@ -228,6 +229,19 @@ async def typed_usage() -> None:
     ]
     assert_type(model_errors, list[type[starweaver.ModelError]])
     assert issubclass(starweaver.ModelError, starweaver.RunFailedError)
+
+    async def listed(ctx: ToolsetContext) -> list[Tool[..., object]]:
+        assert_type(ctx["step"], int)
+        return []
+
+    ops = Toolset("ops", [add], id="ops-v1").prefixed("ops_").filtered(lambda d: d.name != "x").approval_required()
+    assert_type(ops, Toolset)
+    assert_type(ops.definitions, list[ToolDefinition] | None)
+    dynamic = DynamicToolset("phases", listed)
+    with_sets = create_agent(model=model, tools=[add], toolsets=[ops, dynamic.renamed({"a": "b"})])
+    assert_type(await with_sets.run("go", tools=[shout], toolsets=[dynamic]), RunResult)
+    assert_type(await with_sets.session().run("go", toolsets=[ops]), RunResult)
+    assert issubclass(starweaver.ToolsetError, StarweaverError)
     assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
     assert_type(Tool(len).definition, ToolDefinition)
     del as_function, as_sync_function

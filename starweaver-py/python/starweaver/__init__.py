@@ -54,10 +54,12 @@ from .exceptions import (
     StreamInterruptedError,
     Timeout,
     ToolError,
+    ToolsetError,
     UnknownFinishReasonError,
     UserError,
 )
 from .tools import BaseTool, Tool, tool
+from .toolsets import DynamicToolset, Toolset
 
 __all__ = [
     "Agent",
@@ -70,6 +72,7 @@ __all__ = [
     "ContentFilterError",
     "DecisionError",
     "DeferredResult",
+    "DynamicToolset",
     "Execution",
     "Feedback",
     "FormatError",
@@ -105,6 +108,8 @@ __all__ = [
     "ToolDefinition",
     "ToolError",
     "ToolResult",
+    "Toolset",
+    "ToolsetError",
     "Trace",
     "TraceSpan",
     "UnknownFinishReasonError",

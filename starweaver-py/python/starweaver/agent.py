@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ._native import (
     ApprovalDecision,
@@ -14,6 +14,7 @@ from ._native import (
     NativeAgent,
     NativeSession,
     NativeTool,
+    NativeToolset,
     RunResult,
     RunStream,
     SessionStore,
@@ -23,24 +24,28 @@ from ._native import (
 from .exceptions import DecisionError, FormatError
 from .models import ProviderModel, infer_model
 from .testing import FunctionModel, TestModel
-from .tools import BaseTool, Tool
+from .tools import ToolLike, native_tool
+from .toolsets import Toolset
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["Agent", "AgentSession", "HitlControls", "create_agent", "create_agent_runtime"]
 
-ToolLike = Tool[..., object] | BaseTool | Callable[..., object]
 ApprovalRule = str | Mapping[str, object]
 Decision = ApprovalDecision | Mapping[str, object]
 DeferredDecision = DeferredResult | Mapping[str, object]
 
 
-def _native_tool(item: ToolLike) -> NativeTool:
-    if isinstance(item, (Tool, BaseTool)):
-        return item.native
-    # A raw callable: the same inference path as `@tool`.
-    return Tool(item).native
+class _RunTools(TypedDict):
+    tools: list[NativeTool]
+    toolsets: list[NativeToolset]
+
+
+def _run_tools(tools: Iterable[ToolLike], toolsets: Iterable[Toolset]) -> _RunTools:
+    return {"tools": [native_tool(item) for item in tools], "toolsets": [t.native for t in toolsets]}
+
+
 
 
 class _AsyncContext:
@@ -61,9 +66,12 @@ class Agent(_AsyncContext):
     def __init__(self, native: NativeAgent) -> None:
         self._native = native
 
-    async def run(self, prompt: str) -> RunResult:
-        """Runs ``prompt`` in a fresh session. To resume a waiting run, use a session."""
-        return await self._native.run(prompt)
+    async def run(
+        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
+    ) -> RunResult:
+        """Runs ``prompt`` in a fresh session; ``tools`` and ``toolsets`` are added for this
+        run only (the agent is unchanged). To resume a waiting run, use a session."""
+        return await self._native.run(prompt, **_run_tools(tools, toolsets))
 
     def run_stream(self, prompt: str) -> RunStream:
         """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
@@ -131,9 +139,12 @@ class AgentSession(_AsyncContext):
         self._native = native
         self.hitl = HitlControls(native)
 
-    async def run(self, prompt: str) -> RunResult:
-        """Runs ``prompt``, continuing the conversation."""
-        return await self._native.run(prompt)
+    async def run(
+        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
+    ) -> RunResult:
+        """Runs ``prompt``, continuing the conversation; ``tools`` and ``toolsets`` are added
+        for this run only."""
+        return await self._native.run(prompt, **_run_tools(tools, toolsets))
 
     def run_stream(self, prompt: str) -> RunStream:
         """Runs ``prompt`` in this conversation, yielding events as they happen."""
@@ -167,6 +178,7 @@ def create_agent(
     *,
     model: str | ProviderModel | TestModel | FunctionModel,
     tools: Iterable[ToolLike] = (),
+    toolsets: Iterable[Toolset] = (),
     instructions: str | None = None,
     approval_required_tools: Iterable[ApprovalRule] | None = None,
     max_concurrency: int | None = None,
@@ -178,7 +190,7 @@ def create_agent(
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
     ``starweaver.models``, or a test model. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
-    callables; ``approval_required_tools`` entries are tool names, toolset names, metadata
+    callables; ``toolsets`` are ``starweaver.toolsets.Toolset``s (static or dynamic); ``approval_required_tools`` entries are tool names, toolset names, metadata
     dicts, or ``"*"``. ``session_store`` keeps sessions opened with
     ``agent.session(session_id=...)``: a ``SessionStore``, or a path for a
     ``SqliteSessionStore`` (in memory when unset). ``require_parameter_descriptions``
@@ -191,7 +203,8 @@ def create_agent(
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
         getattr(model, "native", model),
-        [_native_tool(item) for item in tools],
+        [native_tool(item) for item in tools],
+        toolsets=[toolset.native for toolset in toolsets],
         instructions=instructions,
         approval_required_tools=list(approval_required_tools) if approval_required_tools is not None else None,
         max_concurrency=max_concurrency,

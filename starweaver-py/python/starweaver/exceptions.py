@@ -28,6 +28,7 @@ __all__ = [
     "SessionConflictError",
     "SessionStoreError",
     "RenderError",
+    "ToolsetError",
     "RunFailedError",
     "ModelError",
     "MissingApiKeyError",
@@ -130,6 +131,10 @@ class SessionStoreError(StarweaverError, OSError):
 class RenderError(StarweaverError, ValueError):
     """A tool definition cannot be rendered in a provider's format (forced strict on a schema
     that cannot be strict, a recursive schema for Gemini, ...); the message names it."""
+
+
+class ToolsetError(StarweaverError, RuntimeError):
+    """A toolset could not list its tools when a run started; the message names it."""
 
 
 class RunFailedError(StarweaverError):

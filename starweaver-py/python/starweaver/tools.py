@@ -198,3 +198,15 @@ class BaseTool:
     def call(self, *args: Any, **kwargs: Any) -> object:  # noqa: ANN401 (subclasses narrow it)
         """The tool's work; subclasses override it (``async def`` or ``def``)."""
         raise NotImplementedError(f"{type(self).__name__} must implement `call`")
+
+
+ToolLike = Tool[..., object] | BaseTool | Callable[..., object]
+"""Anything ``create_agent(tools=...)`` takes: a ``@tool``, a ``BaseTool``, or a raw callable."""
+
+
+def native_tool(item: ToolLike) -> NativeTool:
+    """The runtime's handle for any tool-like: a raw callable goes through the same
+    inference path as ``@tool``."""
+    if isinstance(item, (Tool, BaseTool)):
+        return item.native
+    return Tool(item).native

@@ -11,12 +11,13 @@ pub(crate) use run::{Claim, SessionState, Slot, Start, Suspended, drive};
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::model::Model;
-use crate::registry::{Registration, RegistrationRules, ToolRegistry, Toolset};
+use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
 use crate::result::RunResult;
 use crate::session::Session;
 use crate::store::{MemoryStore, SessionStore};
 use crate::stream::RunStream;
 use crate::tool::{Dependencies, Tool, ToolDefinition};
+use crate::toolset::{Toolset, ToolsetContext};
 
 /// How many model requests a run may make unless the agent says otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -52,7 +53,14 @@ pub struct Agent {
 
 pub(crate) struct AgentInner {
     pub model: Arc<dyn Model>,
-    pub registry: ToolRegistry,
+    /// The agent's own tools and static toolsets, checked once at build.
+    pub registry: Arc<ToolRegistry>,
+    /// What `registry` was built from, for the steps that add dynamic tools to it.
+    pub entries: Vec<Registration>,
+    /// Toolsets listed again at every step.
+    pub dynamic: Vec<Arc<dyn Toolset>>,
+    pub policy: ApprovalPolicy,
+    pub rules: RegistrationRules,
     pub instructions: Option<String>,
     pub max_steps: u32,
     pub max_concurrency: Option<usize>,
@@ -61,13 +69,81 @@ pub(crate) struct AgentInner {
 }
 
 /// Per-run options.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Cancel this token to cancel the run: running tools are cancelled and the run ends
     /// with status `cancelled`.
     pub cancellation: Option<CancellationToken>,
     /// Dependencies for this run instead of the agent's.
     pub dependencies: Option<Dependencies>,
+    /// Tools for this run only, beside the agent's (which stays unchanged).
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Toolsets for this run only, beside the agent's.
+    pub toolsets: Vec<Arc<dyn Toolset>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("cancellation", &self.cancellation)
+            .field("dependencies", &self.dependencies)
+            .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
+            .field("toolsets", &self.toolsets.iter().map(|t| t.name()).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A run's own tools: those known now, and toolsets to list at each step.
+#[derive(Default)]
+pub(crate) struct RunTools {
+    entries: Vec<Registration>,
+    dynamic: Vec<Arc<dyn Toolset>>,
+}
+
+impl RunTools {
+    pub(crate) fn new(tools: Vec<Arc<dyn Tool>>, toolsets: Vec<Arc<dyn Toolset>>) -> Self {
+        let mut run = Self::default();
+        run.entries.extend(tools.into_iter().map(|tool| Registration { tool, source: Source::Run }));
+        for toolset in toolsets {
+            split(toolset, &mut run.entries, &mut run.dynamic);
+        }
+        run
+    }
+}
+
+/// A static toolset's tools go to `entries`; a dynamic one waits in `dynamic`.
+fn split(toolset: Arc<dyn Toolset>, entries: &mut Vec<Registration>, dynamic: &mut Vec<Arc<dyn Toolset>>) {
+    match toolset.static_tools() {
+        Some(tools) => {
+            let source = Source::of(&*toolset);
+            entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+        }
+        None => dynamic.push(toolset),
+    }
+}
+
+impl AgentInner {
+    /// The tools of one step: the agent's, the run's own, and what every dynamic toolset
+    /// lists now. Without dynamic toolsets or run tools, the agent's registry as built.
+    ///
+    /// # Errors
+    /// A toolset that cannot list its tools, or two sources giving one name.
+    pub(crate) async fn tools_for(&self, run: &RunTools, ctx: &ToolsetContext) -> Result<Arc<ToolRegistry>> {
+        if self.dynamic.is_empty() && run.entries.is_empty() && run.dynamic.is_empty() {
+            return Ok(self.registry.clone());
+        }
+        let mut entries = self.entries.clone();
+        entries.extend(run.entries.iter().cloned());
+        for toolset in self.dynamic.iter().chain(&run.dynamic) {
+            let tools = toolset
+                .list_tools(ctx)
+                .await
+                .map_err(|message| Error::Toolset { toolset: toolset.name().to_owned(), message })?;
+            let source = Source::of(&**toolset);
+            entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+        }
+        ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)
+    }
 }
 
 impl Agent {
@@ -83,6 +159,7 @@ impl Agent {
             dependencies: Dependencies::new(),
             store: None,
             rules: RegistrationRules::default(),
+            dynamic: Vec::new(),
         }
     }
 
@@ -177,6 +254,7 @@ pub struct AgentBuilder {
     dependencies: Dependencies,
     store: Option<Arc<dyn SessionStore>>,
     rules: RegistrationRules,
+    dynamic: Vec<Arc<dyn Toolset>>,
 }
 
 impl AgentBuilder {
@@ -187,15 +265,19 @@ impl AgentBuilder {
 
     /// Adds a tool that is shared with other agents.
     pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push(Registration { tool, toolset: None });
+        self.tools.push(Registration { tool, source: Source::Agent });
         self
     }
 
-    /// Adds every tool of a toolset; approval rules may name the toolset.
-    pub fn toolset(mut self, toolset: Toolset) -> Self {
-        let key = (toolset.name().to_owned(), toolset.id().to_owned());
-        self.tools
-            .extend(toolset.into_tools().into_iter().map(|tool| Registration { tool, toolset: Some(key.clone()) }));
+    /// Adds a toolset: a static one's tools are checked with the agent's; a dynamic one is
+    /// listed at every step. Approval rules may name the toolset.
+    pub fn toolset(self, toolset: impl Toolset) -> Self {
+        self.shared_toolset(Arc::new(toolset))
+    }
+
+    /// Adds a toolset that is shared with other agents.
+    pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
+        split(toolset, &mut self.tools, &mut self.dynamic);
         self
     }
 
@@ -255,11 +337,16 @@ impl AgentBuilder {
         if self.max_concurrency == Some(0) {
             return Err(Error::InvalidOption { option: "max_concurrency", message: "must be at least 1".into() });
         }
-        let registry = ToolRegistry::new(self.tools, &ApprovalPolicy::new(self.approval_rules), self.rules)?;
+        let policy = ApprovalPolicy::new(self.approval_rules);
+        let registry = Arc::new(ToolRegistry::new(self.tools.clone(), &policy, self.rules)?);
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model: self.model,
                 registry,
+                entries: self.tools,
+                dynamic: self.dynamic,
+                policy,
+                rules: self.rules,
                 instructions: self.instructions,
                 max_steps: self.max_steps,
                 max_concurrency: self.max_concurrency,

@@ -10,7 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::{AgentInner, RunOptions};
+use super::{AgentInner, RunOptions, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{
@@ -19,9 +19,11 @@ use crate::hitl::{
 };
 use crate::message::{History, Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{ModelRequest, Usage};
+use crate::registry::ToolRegistry;
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{self, CallEnv, CallOutcome, CallRequest, ToolReturn};
 use crate::tool::{Dependencies, ToolError, ToolErrorKind, ToolResult};
+use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
 /// What a session keeps between runs.
@@ -45,6 +47,15 @@ pub(crate) struct Suspended {
 }
 
 impl Slot {
+    /// The id of the pending item this slot holds, if it waits.
+    pub(crate) fn pending_id(&self) -> Option<&str> {
+        match self {
+            Self::Done(_) => None,
+            Self::Approval(pending) => Some(&pending.id),
+            Self::Deferred(pending) => Some(&pending.id),
+        }
+    }
+
     /// The pending call this slot waits on, if it waits.
     pub(crate) fn pending_mut(&mut self) -> Option<&mut PendingCall> {
         match self {
@@ -158,8 +169,28 @@ pub(crate) async fn drive(
                 return Err(error);
             }
             let Some(waiting) = state.waiting.take() else { return Err(Error::NotWaiting) };
-            let Suspended { run_id, step, retries, next_seq, response, slots } = waiting;
-            (run_id, step, retries, next_seq, First::Resume(response, slots, resolved))
+            (
+                waiting.run_id.clone(),
+                waiting.step,
+                waiting.retries.clone(),
+                waiting.next_seq,
+                First::Resume(waiting, resolved),
+            )
+        }
+    };
+    let dependencies = options.dependencies.unwrap_or_else(|| agent.dependencies.clone());
+    let extra = RunTools::new(options.tools, options.toolsets);
+    // The tools of the step the run starts (or resumes) at; a refusal here changes nothing.
+    let first_step = match &first {
+        First::Prompt(_) => step + 1,
+        First::Resume(..) => step,
+    };
+    let ctx = ToolsetContext { run_id: run_id.clone(), step: first_step, dependencies: dependencies.clone() };
+    let registry = match agent.tools_for(&extra, &ctx).await {
+        Ok(registry) => registry,
+        Err(error) => {
+            undo(state, first);
+            return Err(error);
         }
     };
     let tracer = Tracer::new(run_id.clone());
@@ -173,7 +204,10 @@ pub(crate) async fn drive(
         step,
         retries: Mutex::new(retries),
         cancellation: options.cancellation.unwrap_or_default(),
-        dependencies: options.dependencies.unwrap_or_else(|| agent.dependencies.clone()),
+        dependencies,
+        registry,
+        extra,
+        listed_step: first_step,
         limit: agent.max_concurrency.map(Semaphore::new),
         usage: Usage::default(),
         state,
@@ -183,7 +217,19 @@ pub(crate) async fn drive(
 
 enum First {
     Prompt(String),
-    Resume(Arc<Message>, Vec<Slot>, Vec<(usize, Resolution)>),
+    Resume(Suspended, Vec<(usize, Resolution)>),
+}
+
+/// Puts back what a refused start took: a resume's waiting run.
+fn undo(state: &mut SessionState, first: First) {
+    if let First::Resume(waiting, resolved) = first {
+        for (slot, _) in &resolved {
+            if let Some(id) = waiting.slots.get(*slot).and_then(Slot::pending_id) {
+                state.decided.remove(id);
+            }
+        }
+        state.waiting = Some(waiting);
+    }
 }
 
 fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
@@ -219,6 +265,12 @@ struct Run<'a> {
     events: EventLog,
     cancellation: CancellationToken,
     dependencies: Dependencies,
+    /// The tools of the current step.
+    registry: Arc<ToolRegistry>,
+    /// The run's own tools and toolsets.
+    extra: RunTools,
+    /// The step `registry` was listed for.
+    listed_step: u32,
     limit: Option<Semaphore>,
     /// Tokens the run's model requests used.
     usage: Usage,
@@ -239,7 +291,7 @@ impl Run<'_> {
                 self.state.history.push(Message::Request { parts });
                 None
             }
-            First::Resume(response, slots, resolved) => {
+            First::Resume(Suspended { response, slots, .. }, resolved) => {
                 let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
                 let deferred_results = resolved.len() - approvals;
                 self.events.emit(EventKind::RunResumed { approvals, deferred_results });
@@ -257,6 +309,17 @@ impl Run<'_> {
                 return Ok(self.finish(End::Failed(RunError::StepLimit { max_steps })));
             }
             self.step += 1;
+            if self.step != self.listed_step {
+                let ctx = ToolsetContext {
+                    run_id: self.run_id.clone(),
+                    step: self.step,
+                    dependencies: self.dependencies.clone(),
+                };
+                match self.agent.tools_for(&self.extra, &ctx).await {
+                    Ok(registry) => self.registry = registry,
+                    Err(error) => return Ok(self.finish(End::Failed(RunError::Tools { message: error.to_string() }))),
+                }
+            }
             let (step_span, span) = self.tracer.open(SpanOf::Step(self.step), Some(self.run_span));
             let step = async {
                 let response = self.step_model(step_span).await?;
@@ -288,7 +351,7 @@ impl Run<'_> {
         let deltas = move |delta| events.delta(step, delta);
         let request = ModelRequest {
             messages,
-            tools: self.agent.registry.definitions(),
+            tools: self.registry.definitions(),
             run_id: &self.run_id,
             step,
             deltas: events.is_live().then_some(&deltas as &(dyn Fn(_) + Send + Sync)),
@@ -335,7 +398,7 @@ impl Run<'_> {
         let env = CallEnv {
             trace: &self.tracer,
             parent,
-            registry: &self.agent.registry,
+            registry: &self.registry,
             run_id: &self.run_id,
             cancellation: &self.cancellation,
             dependencies: &self.dependencies,
@@ -458,7 +521,7 @@ impl Run<'_> {
         slots.iter().find_map(|slot| {
             let Slot::Done(ret) = slot else { return None };
             ret.error.filter(|k| k.counts_model_retry())?;
-            let tool = self.agent.registry.get(&ret.part.name)?;
+            let tool = self.registry.get(&ret.part.name)?;
             let spent = retries.get(&*ret.part.name).copied().unwrap_or(0);
             (spent > tool.max_retries).then(|| RunError::RetriesExhausted {
                 tool: ret.part.name.to_string(),

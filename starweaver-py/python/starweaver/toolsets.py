@@ -1,0 +1,89 @@
+"""Toolsets: named groups of tools with an id, static (a list) or dynamic (listed again at
+every step), with combinators, the same as Rust's.
+
+    ops = Toolset("ops", [deploy, status]).prefixed("ops_").approval_required()
+    agent = create_agent(model=model, toolsets=[ops])
+    await agent.run("...", tools=[extra], toolsets=[more])   # for this run only
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TypedDict
+
+from ._native import NativeTool, NativeToolset, ToolDefinition
+from .tools import ToolLike, native_tool
+
+__all__ = ["DynamicToolset", "Toolset", "ToolsetContext"]
+
+
+class ToolsetContext(TypedDict):
+    """What a dynamic toolset is told at each step."""
+
+    run_id: str
+    step: int
+
+
+class Toolset:
+    """A named group of tools; ``id`` defaults to the name. Approval rules
+    (``approval_required_tools``) may name the toolset or its id."""
+
+    native: NativeToolset
+
+    def __init__(self, name: str, tools: Iterable[ToolLike] = (), *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
+        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in tools], id=id)
+
+    @classmethod
+    def _wrap(cls, native: NativeToolset) -> Toolset:
+        toolset = cls.__new__(cls)
+        toolset.native = native
+        return toolset
+
+    @property
+    def name(self) -> str:
+        return self.native.name
+
+    @property
+    def id(self) -> str:
+        return self.native.id
+
+    @property
+    def definitions(self) -> list[ToolDefinition] | None:
+        """The tools' definitions, for a static toolset (``None`` for a dynamic one)."""
+        return self.native.definitions
+
+    def prefixed(self, prefix: str) -> Toolset:
+        """The same tools, each name with ``prefix`` in front."""
+        return Toolset._wrap(self.native.prefixed(prefix))
+
+    def filtered(self, keep: Callable[[ToolDefinition], bool]) -> Toolset:
+        """Only the tools ``keep(definition)`` accepts."""
+        return Toolset._wrap(self.native.filtered(keep))
+
+    def renamed(self, names: Mapping[str, str]) -> Toolset:
+        """The same tools, renamed by ``names`` (old name → new name)."""
+        return Toolset._wrap(self.native.renamed(dict(names)))
+
+    def approval_required(self) -> Toolset:
+        """The same tools, each call needing a human decision first."""
+        return Toolset._wrap(self.native.approval_required())
+
+    def __repr__(self) -> str:
+        return repr(self.native)
+
+
+ListTools = Callable[[ToolsetContext], "Sequence[ToolLike] | Awaitable[Sequence[ToolLike]]"]
+
+
+class DynamicToolset(Toolset):
+    """A toolset whose tools ``list_tools(ctx)`` gives at every step (sync or async)."""
+
+    def __init__(self, name: str, list_tools: ListTools, *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
+        async def listed(ctx: ToolsetContext) -> list[NativeTool]:
+            tools = list_tools(ctx)
+            if inspect.isawaitable(tools):
+                tools = await tools
+            return [native_tool(tool) for tool in tools]
+
+        self.native = NativeToolset.dynamic(name, listed, id=id)

@@ -1,0 +1,132 @@
+//! Toolsets for Python: the core's static and dynamic toolsets and their combinators; the
+//! typed classes in `starweaver.toolsets` build them.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
+
+use crate::awaitable::PyAwait;
+use crate::tool::{PyNativeTool, PyToolDefinition};
+
+/// A named group of tools with an id. Use `starweaver.toolsets`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeToolset", frozen)]
+#[derive(Clone)]
+pub struct PyToolset(pub(crate) Arc<dyn Toolset>);
+
+/// The tools a Python `list_tools` gave, as the core's tools.
+fn native_tools(listed: &Bound<'_, PyAny>) -> PyResult<Vec<Arc<dyn Tool>>> {
+    listed.try_iter()?.map(|item| Ok(item?.cast::<PyNativeTool>()?.get().tool.clone() as Arc<dyn Tool>)).collect()
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyToolset {
+    /// A toolset of these tools, fixed.
+    #[staticmethod]
+    #[pyo3(signature = (name, tools, *, id=None))]
+    fn of_tools(name: String, tools: Vec<PyRef<'_, PyNativeTool>>, id: Option<String>) -> Self {
+        let mut toolset = StaticToolset::new(name);
+        if let Some(id) = id {
+            toolset = toolset.with_id(id);
+        }
+        for tool in tools {
+            toolset = toolset.shared_tool(tool.tool.clone());
+        }
+        Self(Arc::new(toolset))
+    }
+
+    /// A toolset whose tools `list_tools({"run_id", "step"})` gives at every step (a list
+    /// of `NativeTool`, or an awaitable of one).
+    #[staticmethod]
+    #[pyo3(signature = (name, list_tools, *, id=None))]
+    fn dynamic(name: String, list_tools: Py<PyAny>, id: Option<String>) -> Self {
+        let list_tools = Arc::new(list_tools);
+        let toolset_name = name.clone();
+        let mut toolset = DynamicToolset::new(name, move |ctx: &ToolsetContext| {
+            let list_tools = list_tools.clone();
+            let name = toolset_name.clone();
+            let started = Python::attach(|py| -> PyResult<Result<Vec<Arc<dyn Tool>>, PyAwait>> {
+                let info = PyDict::new(py);
+                info.set_item("run_id", &*ctx.run_id)?;
+                info.set_item("step", ctx.step)?;
+                let listed = list_tools.bind(py).call1((info,))?;
+                if listed.hasattr("__await__")? {
+                    Ok(Err(PyAwait::new(listed)?))
+                } else {
+                    native_tools(&listed).map(Ok)
+                }
+            });
+            let failed =
+                move |err: PyErr| Python::attach(|py| format!("`{name}`'s list_tools raised {}", err.value(py)));
+            async move {
+                match started {
+                    Ok(Ok(tools)) => Ok(tools),
+                    Ok(Err(awaiting)) => {
+                        let listed = awaiting.await.map_err(&failed)?;
+                        Python::attach(|py| native_tools(listed.bind(py))).map_err(failed)
+                    }
+                    Err(err) => Err(failed(err)),
+                }
+            }
+            .boxed()
+        });
+        if let Some(id) = id {
+            toolset = toolset.with_id(id);
+        }
+        Self(Arc::new(toolset))
+    }
+
+    /// The same tools, each name with `prefix` in front.
+    fn prefixed(&self, prefix: String) -> Self {
+        Self(Arc::new(self.0.clone().prefixed(prefix)))
+    }
+
+    /// Only the tools `keep(definition)` accepts.
+    fn filtered(&self, keep: Py<PyAny>) -> Self {
+        Self(Arc::new(self.0.clone().filtered(move |definition| {
+            Python::attach(|py| {
+                keep.bind(py)
+                    .call1((PyToolDefinition(definition.clone()),))
+                    .and_then(|kept| kept.is_truthy())
+                    .unwrap_or(false)
+            })
+        })))
+    }
+
+    /// The same tools, renamed by `names` (old name → new name).
+    fn renamed(&self, names: std::collections::HashMap<String, String>) -> Self {
+        Self(Arc::new(self.0.clone().renamed(names)))
+    }
+
+    /// The same tools, each call needing a human decision first.
+    fn approval_required(&self) -> Self {
+        Self(Arc::new(self.0.clone().approval_required()))
+    }
+
+    /// The toolset's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    /// The toolset's id.
+    #[getter]
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+
+    /// The definitions of a static toolset's tools (`None` for a dynamic one).
+    #[getter]
+    fn definitions(&self) -> Option<Vec<PyToolDefinition>> {
+        self.0.static_tools().map(|tools| tools.iter().map(|t| PyToolDefinition(t.definition().clone())).collect())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Toolset(name={:?}, id={:?})", self.0.name(), self.0.id())
+    }
+}

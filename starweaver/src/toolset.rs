@@ -1,0 +1,322 @@
+//! Toolsets (DESIGN.md §14): named groups of tools, static (a list) or dynamic (listed
+//! again at every step), with combinators that prefix, filter, rename or gate them.
+//!
+//! A run's tools are the agent's own tools and static toolsets (checked once, when the
+//! agent is built), plus its dynamic toolsets and the run's own additions, listed at the
+//! start of each step. Two tools with one name are an error naming both sources.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::tool::{Dependencies, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+
+/// What a toolset is told when it lists its tools.
+#[derive(Debug, Clone)]
+pub struct ToolsetContext {
+    /// The run asking.
+    pub run_id: Arc<str>,
+    /// The step about to ask the model (from 1).
+    pub step: u32,
+    /// The run's dependencies.
+    pub dependencies: Dependencies,
+}
+
+/// A named group of tools with an id; approval rules can name the toolset instead of each
+/// tool.
+///
+/// ```
+/// use starweaver::{StaticToolset, ToolBuilder, ToolContext, Toolset};
+///
+/// let noop = ToolBuilder::new("noop")
+///     .handler(|_: ToolContext, _: serde_json::Map<String, serde_json::Value>| async { Ok(()) })
+///     .unwrap();
+/// let ops = StaticToolset::new("ops").with_id("ops-v1").tool(noop).prefixed("ops_");
+/// assert_eq!(ops.id(), "ops-v1");
+/// assert_eq!(ops.static_tools().unwrap()[0].definition().name, "ops_noop");
+/// ```
+pub trait Toolset: Send + Sync + 'static {
+    /// The toolset's name (approval rules and collision errors use it).
+    fn name(&self) -> &str;
+
+    /// The toolset's id (its name unless it has one of its own).
+    fn id(&self) -> &str {
+        self.name()
+    }
+
+    /// The tools for the step `ctx` describes.
+    ///
+    /// # Errors
+    /// A message saying why the tools cannot be listed (a server that will not start).
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>>;
+
+    /// The tools, when they never change: they are then checked once, when the agent is
+    /// built, and not listed again.
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        None
+    }
+
+    /// Whether every call of its tools needs a human decision first.
+    fn requires_approval(&self) -> bool {
+        false
+    }
+
+    /// Every tool's name gets `prefix` in front.
+    fn prefixed(self, prefix: impl Into<String>) -> Mapped<Self>
+    where
+        Self: Sized,
+    {
+        let prefix = prefix.into();
+        Mapped::new(self, move |tool| Some(Renamed::wrap(tool.clone(), format!("{prefix}{}", tool.definition().name))))
+    }
+
+    /// Only the tools `keep` accepts.
+    fn filtered(self, keep: impl Fn(&ToolDefinition) -> bool + Send + Sync + 'static) -> Mapped<Self>
+    where
+        Self: Sized,
+    {
+        Mapped::new(self, move |tool| keep(tool.definition()).then(|| tool.clone()))
+    }
+
+    /// Tools renamed by `names` (old name → new name); others keep theirs.
+    fn renamed<I, K, V>(self, names: I) -> Mapped<Self>
+    where
+        Self: Sized,
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let names: HashMap<String, String> = names.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        Mapped::new(self, move |tool| match names.get(&tool.definition().name) {
+            Some(new) => Some(Renamed::wrap(tool.clone(), new.clone())),
+            None => Some(tool.clone()),
+        })
+    }
+
+    /// Every tool needs a human decision before every call (as if an approval rule named
+    /// this toolset).
+    fn approval_required(self) -> ApprovalRequired<Self>
+    where
+        Self: Sized,
+    {
+        ApprovalRequired(self)
+    }
+}
+
+impl<T: Toolset + ?Sized> Toolset for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn id(&self) -> &str {
+        (**self).id()
+    }
+
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+        (**self).list_tools(ctx)
+    }
+
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        (**self).static_tools()
+    }
+
+    fn requires_approval(&self) -> bool {
+        (**self).requires_approval()
+    }
+}
+
+/// A toolset whose tools are given once.
+#[derive(Clone)]
+pub struct StaticToolset {
+    name: String,
+    id: Option<String>,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl StaticToolset {
+    /// An empty toolset; its id is its name unless [`with_id`](Self::with_id) sets one.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), id: None, tools: Vec::new() }
+    }
+
+    /// Sets an id distinct from the name.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Adds a tool.
+    #[must_use]
+    pub fn tool(self, tool: impl Tool) -> Self {
+        self.shared_tool(Arc::new(tool))
+    }
+
+    /// Adds a shared tool.
+    #[must_use]
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+}
+
+impl Toolset for StaticToolset {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn id(&self) -> &str {
+        self.id.as_deref().unwrap_or(&self.name)
+    }
+
+    fn list_tools<'a>(&'a self, _: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+        Box::pin(std::future::ready(Ok(self.tools.clone())))
+    }
+
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        Some(self.tools.clone())
+    }
+}
+
+type ListFn = dyn for<'a> Fn(&'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> + Send + Sync;
+
+/// A toolset whose tools a function lists at every step.
+///
+/// ```
+/// use std::sync::Arc;
+/// use starweaver::{DynamicToolset, Tool, Toolset};
+///
+/// let none = DynamicToolset::new("late", |_ctx| Box::pin(async { Ok(Vec::<Arc<dyn Tool>>::new()) }));
+/// assert!(none.static_tools().is_none());
+/// ```
+pub struct DynamicToolset {
+    name: String,
+    id: Option<String>,
+    list: Box<ListFn>,
+}
+
+impl DynamicToolset {
+    /// A toolset named `name` whose tools `list` gives at each step.
+    pub fn new<F>(name: impl Into<String>, list: F) -> Self
+    where
+        F: for<'a> Fn(&'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> + Send + Sync + 'static,
+    {
+        Self { name: name.into(), id: None, list: Box::new(list) }
+    }
+
+    /// Sets an id distinct from the name.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+}
+
+impl Toolset for DynamicToolset {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn id(&self) -> &str {
+        self.id.as_deref().unwrap_or(&self.name)
+    }
+
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+        (self.list)(ctx)
+    }
+}
+
+type MapFn = dyn Fn(&Arc<dyn Tool>) -> Option<Arc<dyn Tool>> + Send + Sync;
+
+/// A toolset whose tools are renamed or dropped on the way out (see [`Toolset::prefixed`],
+/// [`Toolset::filtered`], [`Toolset::renamed`]); static when the inner one is.
+pub struct Mapped<T> {
+    inner: T,
+    map: Box<MapFn>,
+}
+
+impl<T: Toolset> Mapped<T> {
+    fn new(inner: T, map: impl Fn(&Arc<dyn Tool>) -> Option<Arc<dyn Tool>> + Send + Sync + 'static) -> Self {
+        Self { inner, map: Box::new(map) }
+    }
+
+    fn apply(&self, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+        tools.iter().filter_map(|tool| (self.map)(tool)).collect()
+    }
+}
+
+impl<T: Toolset> Toolset for Mapped<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+        Box::pin(async move { self.inner.list_tools(ctx).await.map(|tools| self.apply(tools)) })
+    }
+
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        self.inner.static_tools().map(|tools| self.apply(tools))
+    }
+
+    fn requires_approval(&self) -> bool {
+        self.inner.requires_approval()
+    }
+}
+
+/// A toolset every tool of which needs approval before every call (see
+/// [`Toolset::approval_required`]).
+pub struct ApprovalRequired<T>(T);
+
+impl<T: Toolset> Toolset for ApprovalRequired<T> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+        self.0.list_tools(ctx)
+    }
+
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        self.0.static_tools()
+    }
+
+    fn requires_approval(&self) -> bool {
+        true
+    }
+}
+
+/// A tool under another name; everything else is the inner tool's.
+struct Renamed {
+    inner: Arc<dyn Tool>,
+    definition: ToolDefinition,
+}
+
+impl Renamed {
+    fn wrap(inner: Arc<dyn Tool>, name: String) -> Arc<dyn Tool> {
+        let definition = ToolDefinition { name, ..inner.definition().clone() };
+        Arc::new(Self { inner, definition })
+    }
+}
+
+impl Tool for Renamed {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call<'a>(
+        &'a self,
+        ctx: ToolContext,
+        args: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
+        self.inner.call(ctx, args)
+    }
+}

@@ -1,0 +1,168 @@
+//! DESIGN.md §14: toolsets, static and dynamic, their combinators, and tools a run adds
+//! for itself.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::{Value, json};
+use starweaver::testing::TestModel;
+use starweaver::{
+    Agent, DynamicToolset, Error, ModelResponse, RunError, RunOptions, RunStatus, StaticToolset, Tool, ToolBuilder,
+    ToolContext, Toolset,
+};
+
+/// A tool that answers with its own name, counting its calls.
+fn named(name: &str, runs: &Counter) -> Arc<dyn Tool> {
+    let runs = runs.clone();
+    let answer = name.to_owned();
+    Arc::new(
+        ToolBuilder::new(name)
+            .description(format!("The {name} tool."))
+            .handler(move |_: ToolContext, _: Args| {
+                runs.bump();
+                let answer = answer.clone();
+                async move { Ok(json!(answer)) }
+            })
+            .unwrap(),
+    )
+}
+
+fn names(model: &TestModel, request: usize) -> Vec<String> {
+    model.requests()[request].tools.iter().map(|t| t.name.clone()).collect()
+}
+
+#[tokio::test]
+async fn combinators_prefix_filter_and_rename_and_calls_reach_the_inner_tool() {
+    let runs = Counter::default();
+    let ops = StaticToolset::new("ops")
+        .shared_tool(named("deploy", &runs))
+        .shared_tool(named("status", &runs))
+        .shared_tool(named("secret", &runs))
+        .filtered(|d| d.name != "secret")
+        .renamed([("status", "health")])
+        .prefixed("ops_");
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "ops_health", json!({})), call("c2", "ops_deploy", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model.clone()).toolset(ops).build().unwrap();
+    let defined: Vec<&str> = agent.definitions().iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(defined, ["ops_deploy", "ops_health"]);
+    let result = agent.run("go").await.unwrap();
+    let contents: Vec<Value> = tool_returns(result.messages.messages()).into_iter().map(|r| r.content).collect();
+    assert_eq!(contents, [json!("status"), json!("deploy")], "the renamed tools run the inner ones");
+    assert_eq!(runs.get(), 2);
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_json_snapshot!("rust__toolset_ops_prefixed", agent.definitions());
+    });
+}
+
+#[tokio::test]
+async fn a_dynamic_toolset_is_listed_at_every_step() {
+    let runs = Counter::default();
+    let (first, second) = (named("first", &runs), named("second", &runs));
+    let steps = DynamicToolset::new("phases", move |ctx| {
+        let tools = if ctx.step == 1 { vec![first.clone()] } else { vec![second.clone()] };
+        Box::pin(async move { Ok(tools) })
+    });
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "first", json!({}))]),
+        TestModel::tool_call_response([call("c2", "second", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model.clone()).toolset(steps).build().unwrap();
+    assert!(agent.definitions().is_empty(), "dynamic tools are not the agent's");
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!((names(&model, 0), names(&model, 1)), (vec!["first".to_owned()], vec!["second".to_owned()]));
+    assert_eq!(runs.get(), 2);
+}
+
+#[tokio::test]
+async fn collisions_name_both_sources() {
+    let runs = Counter::default();
+    let err = Agent::builder(TestModel::new([]))
+        .shared_tool(named("deploy", &runs))
+        .toolset(StaticToolset::new("ops").shared_tool(named("deploy", &runs)))
+        .build()
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::ToolCollision { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "tool name `deploy` is given by both the agent's tools and toolset `ops`; rename or prefix one of them"
+    );
+
+    let clash = named("deploy", &runs);
+    let late = DynamicToolset::new("late", move |_| {
+        let clash = clash.clone();
+        Box::pin(async move { Ok(vec![clash]) })
+    });
+    let model = TestModel::new([ModelResponse::text("never asked")]);
+    let agent = Agent::builder(model).shared_tool(named("deploy", &runs)).toolset(late).build().unwrap();
+    let err = agent.run("go").await.err().unwrap();
+    assert!(err.to_string().contains("toolset `late`"), "{err}");
+}
+
+#[tokio::test]
+async fn a_toolset_that_cannot_list_fails_the_step_naming_it() {
+    let flaky = DynamicToolset::new("remote", |ctx| {
+        let step = ctx.step;
+        Box::pin(async move { if step == 1 { Ok(Vec::new()) } else { Err("the server is gone".to_owned()) } })
+    });
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "nothing", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let result = Agent::builder(model).toolset(flaky).build().unwrap().run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Failed);
+    assert_eq!(
+        result.error,
+        Some(RunError::Tools { message: "toolset `remote` could not list its tools: the server is gone".into() })
+    );
+}
+
+#[tokio::test]
+async fn an_approval_required_toolset_waits_for_every_call_and_resumes() {
+    let runs = Counter::default();
+    let gated = StaticToolset::new("ops").shared_tool(named("deploy", &runs)).approval_required();
+    let model = calls_then_text(vec![call("c1", "deploy", json!({}))], "done");
+    let agent = Agent::builder(model).toolset(gated).build().unwrap();
+    let mut session = agent.session();
+    let waiting = session.run("go").await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    assert!(waiting.hitl.approvals[0].reason.contains("toolset `ops`"), "{}", waiting.hitl.approvals[0].reason);
+    assert_eq!(runs.get(), 0);
+    let done = session.resume(vec![waiting.hitl.approvals[0].approve()]).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(runs.get(), 1);
+}
+
+#[tokio::test]
+async fn tools_a_run_adds_leave_the_agent_unchanged() {
+    let runs = Counter::default();
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "extra", json!({}))]),
+        ModelResponse::text("done"),
+        TestModel::tool_call_response([call("c2", "extra", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model.clone()).shared_tool(named("base", &runs)).build().unwrap();
+    let options = RunOptions {
+        tools: vec![named("extra", &runs)],
+        toolsets: vec![Arc::new(StaticToolset::new("more").shared_tool(named("more", &runs)))],
+        ..RunOptions::default()
+    };
+    let with = agent.run_with("go", options).await.unwrap();
+    assert_eq!(tool_returns(with.messages.messages())[0].content, json!("extra"));
+    assert_eq!(names(&model, 0), ["base", "extra", "more"]);
+    let without = agent.run("go").await.unwrap();
+    assert_eq!(tool_returns(without.messages.messages())[0].content["kind"], "not_found");
+    let defined: Vec<&str> = agent.definitions().iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(defined, ["base"]);
+    let clash = RunOptions { tools: vec![named("base", &runs)], ..RunOptions::default() };
+    let err = agent.run_with("go", clash).await.err().unwrap();
+    assert!(err.to_string().contains("both the agent's tools and the run's tools"), "{err}");
+}

@@ -1,0 +1,138 @@
+"""DESIGN.md §14 from Python: toolsets, static and dynamic, their combinators, snapshots of
+what they define, and tools a run adds for itself."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import call, returns
+from snapshot import assert_snapshot
+
+from starweaver import DynamicToolset, RegistrationError, Toolset, create_agent, tool
+from starweaver.testing import TestModel
+from starweaver.toolsets import ToolsetContext
+
+ran: list[str] = []
+
+
+@tool
+async def deploy(env: str = "staging") -> str:
+    """Deploy the current release."""
+    ran.append(f"deploy {env}")
+    return f"deployed {env}"
+
+
+@tool
+def status() -> str:
+    """Report the service status."""
+    ran.append("status")
+    return "green"
+
+
+@tool
+async def secret() -> str:
+    """Never shown."""
+    return "hidden"
+
+
+def tool_names(model: TestModel, request: int) -> list[str]:
+    tools = model.requests[request]["tools"]
+    return [str(t["name"]) for t in tools]
+
+
+def test_combinators_shape_what_the_model_sees_and_calls_reach_the_tools() -> None:
+    ran.clear()
+    ops = (
+        Toolset("ops", [deploy, status, secret], id="ops-v1")
+        .filtered(lambda d: d.name != "secret")
+        .renamed({"status": "health"})
+        .prefixed("ops_")
+    )
+    assert (ops.name, ops.id) == ("ops", "ops-v1")
+    definitions = ops.definitions
+    assert definitions is not None
+    assert [d.name for d in definitions] == ["ops_deploy", "ops_health"]
+    for definition in definitions:
+        assert_snapshot(f"python__toolset_{definition.name}", definition.to_json())
+    model = TestModel.responses(
+        [
+            TestModel.tool_call_response([call("c1", "ops_health"), call("c2", "ops_deploy", {"env": "prod"})]),
+            {"text": "done"},
+        ]
+    )
+    result = asyncio.run(create_agent(model=model, toolsets=[ops]).run("go"))
+    assert [r["content"] for r in returns(result.messages)] == ["green", "deployed prod"]
+    assert sorted(ran) == ["deploy prod", "status"]
+
+
+def test_a_dynamic_toolset_lists_its_tools_at_every_step() -> None:
+    asked: list[int] = []
+
+    async def phases(ctx: ToolsetContext) -> list[object]:
+        asked.append(ctx["step"])
+        return [status] if ctx["step"] == 1 else [deploy]
+
+    model = TestModel.responses(
+        [
+            TestModel.tool_call_response([call("c1", "status")]),
+            TestModel.tool_call_response([call("c2", "deploy")]),
+            {"text": "done"},
+        ]
+    )
+    result = asyncio.run(create_agent(model=model, toolsets=[DynamicToolset("phases", phases)]).run("go"))
+    assert result.status == "completed"
+    assert asked == [1, 2, 3]
+    assert (tool_names(model, 0), tool_names(model, 1)) == (["status"], ["deploy"])
+
+
+def test_a_dynamic_toolset_that_raises_fails_the_run_naming_it() -> None:
+    def broken(ctx: ToolsetContext) -> list[object]:
+        if ctx["step"] > 1:
+            raise ConnectionError("the server is gone")
+        return [status]
+
+    model = TestModel.responses([TestModel.tool_call_response([call("c1", "status")]), {"text": "done"}])
+    result = asyncio.run(create_agent(model=model, toolsets=[DynamicToolset("remote", broken)]).run("go"))
+    assert result.status == "failed"
+    assert result.error is not None and "toolset `remote`" in result.error and "the server is gone" in result.error
+
+
+def test_collisions_name_both_sources() -> None:
+    with pytest.raises(RegistrationError, match="given by both the agent's tools and toolset `ops`"):
+        create_agent(model=TestModel.responses([]), tools=[deploy], toolsets=[Toolset("ops", [deploy])])
+
+
+def test_an_approval_required_toolset_waits_and_resumes() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses([TestModel.tool_call_response([call("c1", "deploy")]), {"text": "done"}])
+        agent = create_agent(model=model, toolsets=[Toolset("ops", [deploy]).approval_required()])
+        session = agent.session()
+        waiting = await session.run("go")
+        assert waiting.status == "waiting" and "toolset `ops`" in waiting.hitl.approvals[0].reason
+        done = await session.hitl.resume(approvals=[waiting.hitl.approvals[0].approve()])
+        assert done.status == "completed"
+
+    asyncio.run(scenario())
+
+
+def test_tools_a_run_adds_leave_the_agent_unchanged() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response([call("c1", "status")]),
+                {"text": "done"},
+                TestModel.tool_call_response([call("c2", "status")]),
+                {"text": "done"},
+            ]
+        )
+        agent = create_agent(model=model, tools=[deploy])
+        first = await agent.run("go", tools=[status], toolsets=[Toolset("more", [secret])])
+        assert returns(first.messages)[0]["content"] == "green"
+        assert tool_names(model, 0) == ["deploy", "status", "secret"]
+        second = await agent.session().run("go")
+        content = returns(second.messages)[0]["content"]
+        assert isinstance(content, dict) and content["kind"] == "not_found"
+        assert [d.name for d in agent.definitions] == ["deploy"]
+
+    asyncio.run(scenario())
