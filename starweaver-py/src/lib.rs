@@ -41,7 +41,7 @@ mod _native {
     #[pymodule_export]
     use crate::tool::{PyNativeTool, PyToolContext, PyToolDefinition, PyToolResult};
     #[pymodule_export]
-    use crate::toolset::PyToolset;
+    use crate::toolset::{PyMcpServer, PyToolset};
     #[pymodule_export]
     use crate::trace::{PyTrace, PyTraceSpan};
 

@@ -7,9 +7,12 @@ use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::mcp::McpServer;
 use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
 
 use crate::awaitable::PyAwait;
+use crate::errors;
+use crate::runtime::LoopFuture;
 use crate::tool::{PyNativeTool, PyToolDefinition};
 
 /// A named group of tools with an id. Use `starweaver.toolsets`.
@@ -128,5 +131,75 @@ impl PyToolset {
 
     fn __repr__(&self) -> String {
         format!("Toolset(name={:?}, id={:?})", self.0.name(), self.0.id())
+    }
+}
+
+/// An MCP server started as a child process, speaking MCP over stdio. Use
+/// `starweaver.mcp.MCPServerStdio`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeMcpServer", frozen)]
+pub struct PyMcpServer(McpServer);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyMcpServer {
+    /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
+    /// `timeout_ms` bounds each call of its tools.
+    #[new]
+    #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None))]
+    fn new(
+        name: String,
+        command: String,
+        args: Option<Vec<String>>,
+        env: Option<std::collections::HashMap<String, String>>,
+        #[gen_stub(override_type(type_repr = "str | os.PathLike[str] | None", imports = ("os",)))] cwd: Option<
+            std::path::PathBuf,
+        >,
+        timeout_ms: Option<u64>,
+    ) -> Self {
+        let mut server = McpServer::stdio(name, command).args(args.unwrap_or_default());
+        if let Some(ms) = timeout_ms {
+            server = server.timeout_ms(ms);
+        }
+        for (key, value) in env.unwrap_or_default() {
+            server = server.env(key, value);
+        }
+        if let Some(dir) = cwd {
+            server = server.cwd(dir);
+        }
+        Self(server)
+    }
+
+    /// The server as a toolset.
+    fn toolset(&self) -> PyToolset {
+        PyToolset(Arc::new(self.0.clone()))
+    }
+
+    /// Starts the server now (it also starts on first use); raises `ToolsetError` naming
+    /// it, with the tail of its stderr, when it cannot.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
+    fn connect(&self) -> LoopFuture {
+        let server = self.0.clone();
+        let connect = async move {
+            let outcome = server.connect().await;
+            Python::attach(|py| match outcome {
+                Ok(()) => Ok(py.None()),
+                Err(message) => {
+                    Err(errors::toolset_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message)))
+                }
+            })
+        };
+        LoopFuture::new(connect.boxed(), None)
+    }
+
+    /// Stops the server; the next use starts it again.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
+    fn close(&self) -> LoopFuture {
+        let server = self.0.clone();
+        let close = async move {
+            server.close().await;
+            Ok(Python::attach(|py| py.None()))
+        };
+        LoopFuture::new(close.boxed(), None)
     }
 }

@@ -13,6 +13,8 @@ pub mod error;
 pub mod event;
 pub mod hitl;
 pub mod json;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod message;
 pub mod model;
 #[cfg(feature = "__http")]

@@ -14,6 +14,7 @@ __all__ = [
     "Messages",
     "NativeAgent",
     "NativeFunctionModel",
+    "NativeMcpServer",
     "NativeProviderModel",
     "NativeSession",
     "NativeTestModel",
@@ -178,6 +179,31 @@ class NativeFunctionModel:
         `callback(messages, info)`: `messages` is a read-only sequence of canonical message
         dicts (converted as they are read), `info` a dict with `tools`, `step` and `run_id`.
         It returns (or, if async, resolves to) a response dict.
+        """
+
+@typing.final
+class NativeMcpServer:
+    r"""
+    An MCP server started as a child process, speaking MCP over stdio. Use
+    `starweaver.mcp.MCPServerStdio`.
+    """
+    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:
+        r"""
+        `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
+        `timeout_ms` bounds each call of its tools.
+        """
+    def toolset(self) -> NativeToolset:
+        r"""
+        The server as a toolset.
+        """
+    def connect(self) -> typing.Awaitable[None]:
+        r"""
+        Starts the server now (it also starts on first use); raises `ToolsetError` naming
+        it, with the tail of its stderr, when it cannot.
+        """
+    def close(self) -> typing.Awaitable[None]:
+        r"""
+        Stops the server; the next use starts it again.
         """
 
 @typing.final

@@ -55,6 +55,7 @@ from starweaver import (
 )
 from starweaver.otel import export_trace
 from starweaver.providers import PROVIDERS, Provider, check, render, render_tools
+from starweaver.mcp import MCPServerStdio
 from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
 from starweaver.testing import FunctionModel, Messages, TestModel
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
@@ -242,6 +243,11 @@ async def typed_usage() -> None:
     assert_type(await with_sets.run("go", tools=[shout], toolsets=[dynamic]), RunResult)
     assert_type(await with_sets.session().run("go", toolsets=[ops]), RunResult)
     assert issubclass(starweaver.ToolsetError, StarweaverError)
+    echo = MCPServerStdio("echo", "python", args=["server.py"], env={"X": "1"}, cwd=Path("."), timeout_ms=5_000)
+    assert_type(echo.prefixed("echo_"), Toolset)
+    async with echo as connected:
+        assert_type(connected, MCPServerStdio)
+        assert_type(create_agent(model=model, toolsets=[connected]), Agent)
     assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
     assert_type(Tool(len).definition, ToolDefinition)
     del as_function, as_sync_function

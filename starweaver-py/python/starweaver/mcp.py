@@ -1,0 +1,54 @@
+"""MCP servers as toolsets: a server started as a child process (stdio) lends its tools to
+an agent, and they run through the same scheduler as any tool (timeouts, cancellation
+sent to the server, approvals, events, traces).
+
+    async with MCPServerStdio("files", "npx", args=["-y", "@modelcontextprotocol/server-filesystem", "."]) as files:
+        agent = create_agent(model=model, toolsets=[files.prefixed("fs_")])
+
+Without ``async with`` the server starts on first use and stops with the process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from ._native import NativeMcpServer
+from .toolsets import Toolset
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["MCPServerStdio"]
+
+
+class MCPServerStdio(Toolset):
+    """An MCP server started as ``command args...`` speaking MCP over stdio; ``name``
+    names it in errors (which end with the tail of its stderr) and approval rules;
+    ``timeout_ms`` bounds each call of its tools (the server is told to cancel)."""
+
+    def __init__(
+        self,
+        name: str,
+        command: str,
+        *,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
+        self.server = NativeMcpServer(
+            name, command, args=list(args), env=dict(env) if env else None, cwd=cwd, timeout_ms=timeout_ms
+        )
+        self.native = self.server.toolset()
+
+    async def __aenter__(self) -> Self:
+        await self.server.connect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.server.close()

@@ -1,0 +1,301 @@
+//! MCP servers as toolsets (DESIGN.md §14), on `rmcp`, the official Rust SDK: a server
+//! started as a child process over stdio is a dynamic [`Toolset`] whose tools run through
+//! the scheduler like any other (timeouts, cancellation sent to the server, approvals,
+//! events, traces).
+//!
+//! The server starts on first use. Its tool list is cached by `rmcp` and refreshed when the
+//! server says `listChanged`. A server that fails to start, dies or answers garbage is an
+//! error naming it, with the tail of its stderr; the next use starts it again.
+//!
+//! ```no_run
+//! use starweaver::mcp::McpServer;
+//! use starweaver::{Agent, Toolset};
+//! # fn model() -> starweaver::testing::TestModel { starweaver::testing::TestModel::new([]) }
+//!
+//! let files = McpServer::stdio("files", "npx").args(["-y", "@modelcontextprotocol/server-filesystem", "."]);
+//! let agent = Agent::builder(model()).toolset(files.prefixed("fs_")).build().unwrap();
+//! ```
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+
+use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::toolset::{Toolset, ToolsetContext};
+
+/// How many stderr lines of a server are kept to explain its failures.
+const STDERR_TAIL: usize = 20;
+/// How many times a call is repeated after the server's transport failed.
+const TRANSPORT_RETRIES: u32 = 1;
+
+/// An MCP server reached over stdio, as a toolset: build it with [`McpServer::stdio`].
+#[derive(Clone)]
+pub struct McpServer(Arc<Inner>);
+
+struct Inner {
+    name: String,
+    command: String,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    timeout_ms: Option<u64>,
+    client: tokio::sync::Mutex<Option<Arc<RunningService<RoleClient, ()>>>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl McpServer {
+    /// A server started as `command` (a child process speaking MCP on stdio) and named
+    /// `name` in errors, approval rules and collisions.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>) -> Self {
+        Self(Arc::new(Inner {
+            name: name.into(),
+            command: command.into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            timeout_ms: None,
+            client: tokio::sync::Mutex::new(None),
+            stderr: Arc::default(),
+        }))
+    }
+
+    fn edit(self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|shared| Inner {
+            name: shared.name.clone(),
+            command: shared.command.clone(),
+            args: shared.args.clone(),
+            env: shared.env.clone(),
+            cwd: shared.cwd.clone(),
+            timeout_ms: shared.timeout_ms,
+            client: tokio::sync::Mutex::new(None),
+            stderr: Arc::default(),
+        });
+        change(&mut inner);
+        Self(Arc::new(inner))
+    }
+
+    /// The command's arguments.
+    #[must_use]
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(self, args: I) -> Self {
+        self.edit(|inner| inner.args.extend(args.into_iter().map(Into::into)))
+    }
+
+    /// An environment variable for the server process.
+    #[must_use]
+    pub fn env(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.edit(|inner| {
+            inner.env.insert(name.into(), value.into());
+        })
+    }
+
+    /// The server process's working directory.
+    #[must_use]
+    pub fn cwd(self, dir: impl Into<PathBuf>) -> Self {
+        self.edit(|inner| inner.cwd = Some(dir.into()))
+    }
+
+    /// A timeout for each call of the server's tools (cancelled on the server when it fires).
+    #[must_use]
+    pub fn timeout_ms(self, timeout_ms: u64) -> Self {
+        self.edit(|inner| inner.timeout_ms = Some(timeout_ms))
+    }
+
+    /// Starts the server now if it is not running (it also starts on first use).
+    ///
+    /// # Errors
+    /// The server did not start or did not complete the MCP handshake.
+    pub async fn connect(&self) -> Result<(), String> {
+        self.0.client().await.map(drop)
+    }
+
+    /// Stops the server; the next use starts it again.
+    pub async fn close(&self) {
+        if let Some(client) = self.0.client.lock().await.take() {
+            client.cancellation_token().cancel();
+        }
+    }
+}
+
+impl Inner {
+    /// The running client, started if needed.
+    async fn client(&self) -> Result<Arc<RunningService<RoleClient, ()>>, String> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(client.clone());
+        }
+        let mut command = tokio::process::Command::new(&self.command);
+        command.args(&self.args).envs(&self.env).kill_on_drop(true);
+        if let Some(dir) = &self.cwd {
+            command.current_dir(dir);
+        }
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| self.failure(&format!("failed to start `{}`: {e}", self.command)))?;
+        if let Some(stderr) = stderr {
+            let tail = self.stderr.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if tail.len() == STDERR_TAIL {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            });
+        }
+        let client =
+            ().serve(transport).await.map_err(|e| self.failure(&format!("did not complete the MCP handshake: {e}")))?;
+        let client = Arc::new(client);
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    /// A failure of this server, named, with the tail of its stderr.
+    fn failure(&self, what: &str) -> String {
+        let tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut message = format!("MCP server `{}` {what}", self.name);
+        if !tail.is_empty() {
+            message.push_str("; its stderr ends with:\n");
+            message.push_str(&tail.iter().cloned().collect::<Vec<_>>().join("\n"));
+        }
+        message
+    }
+
+    /// Forgets a client that failed, so the next use starts the server again.
+    async fn discard(&self, failed: &Arc<RunningService<RoleClient, ()>>) {
+        let mut slot = self.client.lock().await;
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed))
+            && let Some(client) = slot.take()
+        {
+            client.cancellation_token().cancel();
+        }
+    }
+
+    async fn call(&self, name: &str, arguments: &Value) -> Result<CallToolResult, String> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(arguments.clone());
+        }
+        let mut attempt = 0;
+        loop {
+            let client = self.client().await?;
+            match client.call_tool(params.clone()).await {
+                Ok(result) => return Ok(result),
+                Err(error) => {
+                    self.discard(&client).await;
+                    if attempt >= TRANSPORT_RETRIES {
+                        return Err(self.failure(&format!("failed during `{name}`: {error}")));
+                    }
+                    attempt += 1;
+                }
+            }
+        }
+    }
+}
+
+impl Toolset for McpServer {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn list_tools<'a>(&'a self, _: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+        Box::pin(async move {
+            let client = self.0.client().await?;
+            let listed = match client.list_all_tools().await {
+                Ok(listed) => listed,
+                Err(error) => {
+                    self.0.discard(&client).await;
+                    return Err(self.0.failure(&format!("could not list its tools: {error}")));
+                }
+            };
+            Ok(listed
+                .into_iter()
+                .map(|tool| {
+                    let definition = ToolDefinition {
+                        name: tool.name.to_string(),
+                        description: tool.description.map(|d| d.to_string()),
+                        parameters: Value::Object((*tool.input_schema).clone()),
+                        strict: None,
+                        sequential: false,
+                        timeout_ms: self.0.timeout_ms,
+                        max_retries: None,
+                        metadata: annotations(tool.annotations.as_ref()),
+                    };
+                    Arc::new(McpTool { server: self.0.clone(), definition }) as Arc<dyn Tool>
+                })
+                .collect())
+        })
+    }
+}
+
+/// A server's tool annotations as model-facing metadata.
+fn annotations(annotations: Option<&rmcp::model::ToolAnnotations>) -> Map<String, Value> {
+    match annotations.map(serde_json::to_value) {
+        Some(Ok(Value::Object(map))) if !map.is_empty() => {
+            let mut metadata = Map::new();
+            metadata.insert("mcp_annotations".into(), Value::Object(map));
+            metadata
+        }
+        _ => Map::new(),
+    }
+}
+
+/// One tool of an MCP server.
+struct McpTool {
+    server: Arc<Inner>,
+    definition: ToolDefinition,
+}
+
+impl Tool for McpTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
+        Box::pin(async move {
+            // Dropping the request on cancellation sends MCP's `notifications/cancelled`.
+            let result = tokio::select! {
+                biased;
+                () = ctx.cancelled() => return Err(ToolError::cancelled("the call was cancelled")),
+                result = self.server.call(&self.definition.name, args) => result,
+            };
+            let result = result.map_err(|message| ToolError::execution(message).not_retryable())?;
+            outcome(result)
+        })
+    }
+}
+
+/// A call's result as the model sees it: structured content when the server gave it, else
+/// the text (one block as a string, several as a list), other content as JSON. `isError`
+/// is an error return the model reads.
+fn outcome(result: CallToolResult) -> Result<ToolResult, ToolError> {
+    let mut blocks: Vec<Value> = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => Value::String(text.text.clone()),
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        })
+        .collect();
+    let text = || blocks.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n");
+    if result.is_error == Some(true) {
+        let message = if text().is_empty() { "the tool reported an error".to_owned() } else { text() };
+        return Err(ToolError::execution(message).not_retryable());
+    }
+    let value = match (result.structured_content, blocks.len()) {
+        (Some(structured), _) => structured,
+        (None, 1) => blocks.remove(0),
+        (None, 0) => Value::Null,
+        (None, _) => Value::Array(blocks),
+    };
+    Ok(ToolResult::new(value))
+}

@@ -1,0 +1,120 @@
+"""DESIGN.md §14, the MCP client: an MCP server on the official Python SDK
+(mcp_servers/echo_server.py) as a toolset of an agent on the test model."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import call, returns
+
+from starweaver import ToolsetError, create_agent
+from starweaver.mcp import MCPServerStdio
+from starweaver.testing import TestModel
+
+SERVER = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
+
+
+def echo(*flags: str) -> MCPServerStdio:
+    return MCPServerStdio("echo", sys.executable, args=[SERVER, *flags])
+
+
+def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response(
+                    [call("c1", "add", {"left": 2, "right": 3}), call("c2", "shout", {"text": "hi"}), call("c3", "refuse")]
+                ),
+                {"text": "done"},
+            ]
+        )
+        async with echo() as server:
+            result = await create_agent(model=model, toolsets=[server]).run("go")
+        got = returns(result.messages)
+        # The SDK sends structured content for typed returns; that is what the model sees.
+        assert [r["content"] for r in got[:2]] == [{"result": 5}, {"result": "HI"}]
+        assert got[2]["is_error"] is True and "the vault is locked" in str(got[2]["content"])
+        tools = {t["name"]: t for t in model.requests[0]["tools"]}
+        assert set(tools) == {"add", "shout", "refuse", "slow"}
+        assert tools["add"]["description"] == "Add two integers."
+        add_schema = tools["add"]["parameters"]
+        assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
+
+    asyncio.run(scenario())
+
+
+def test_an_approval_policy_on_an_mcp_toolset_waits_then_runs() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [TestModel.tool_call_response([call("c1", "echo_add", {"left": 1, "right": 1})]), {"text": "done"}]
+        )
+        async with echo() as server:
+            agent = create_agent(model=model, toolsets=[server.prefixed("echo_")], approval_required_tools=["echo"])
+            session = agent.session()
+            waiting = await session.run("go")
+            assert waiting.status == "waiting", waiting.error
+            done = await session.hitl.resume(approvals=[waiting.hitl.approvals[0].approve()])
+        assert returns(done.messages)[0]["content"] == {"result": 2}
+
+    asyncio.run(scenario())
+
+
+def test_a_timeout_or_a_cancel_stops_the_call_and_the_server_keeps_working() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response([call("c1", "slow", {"seconds": 30})]),
+                {"text": "done"},
+                TestModel.tool_call_response([call("c2", "slow", {"seconds": 30})]),
+                TestModel.tool_call_response([call("c3", "add", {"left": 2, "right": 2})]),
+                {"text": "done"},
+            ]
+        )
+        server = MCPServerStdio("echo", sys.executable, args=[SERVER], timeout_ms=300)
+        async with server:
+            agent = create_agent(model=model, toolsets=[server])
+            timed_out = await asyncio.wait_for(agent.run("go"), timeout=20)
+            content = returns(timed_out.messages)[0]["content"]
+            assert isinstance(content, dict) and content["kind"] == "timeout"
+            task = asyncio.ensure_future(agent.run("go"))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            after = await asyncio.wait_for(agent.run("go"), timeout=20)
+        assert returns(after.messages)[0]["content"] == {"result": 4}
+
+    asyncio.run(scenario())
+
+
+def test_a_server_that_never_starts_or_answers_garbage_is_named_with_its_stderr() -> None:
+    async def scenario() -> None:
+        with pytest.raises(ToolsetError, match="MCP server `ghost` failed to start"):
+            await MCPServerStdio("ghost", "/nonexistent/server").__aenter__()
+        with pytest.raises(ToolsetError, match="MCP server `echo` did not complete the MCP handshake"):
+            await echo("--garbage").__aenter__()
+
+    asyncio.run(scenario())
+
+
+def test_a_server_that_dies_mid_call_is_an_error_return_and_restarts_on_next_use() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response([call("c1", "shout", {"text": "x"})]),
+                TestModel.tool_call_response([call("c2", "add", {"left": 1, "right": 2})]),
+                {"text": "done"},
+            ]
+        )
+        server = echo("--crash-on-call")
+        result = await create_agent(model=model, toolsets=[server]).run("go")
+        got = returns(result.messages)
+        assert got[0]["is_error"] is True and "MCP server `echo`" in str(got[0]["content"])
+        assert "about to crash" in str(got[0]["content"]), "the tail of its stderr"
+        assert got[1]["content"] == {"result": 3}, "the server was started again"
+        await server.server.close()
+
+    asyncio.run(scenario())
