@@ -170,6 +170,25 @@ impl PyMcpServer {
         Self(server)
     }
 
+    /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
+    #[staticmethod]
+    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None))]
+    fn http(
+        name: String,
+        url: String,
+        headers: Option<std::collections::HashMap<String, String>>,
+        timeout_ms: Option<u64>,
+    ) -> Self {
+        let mut server = McpServer::http(name, url);
+        for (key, value) in headers.unwrap_or_default() {
+            server = server.header(key, value);
+        }
+        if let Some(ms) = timeout_ms {
+            server = server.timeout_ms(ms);
+        }
+        Self(server)
+    }
+
     /// The server as a toolset.
     fn toolset(&self) -> PyToolset {
         PyToolset(Arc::new(self.0.clone()))

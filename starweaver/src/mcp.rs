@@ -1,7 +1,7 @@
 //! MCP servers as toolsets (DESIGN.md §14), on `rmcp`, the official Rust SDK: a server
-//! started as a child process over stdio is a dynamic [`Toolset`] whose tools run through
-//! the scheduler like any other (timeouts, cancellation sent to the server, approvals,
-//! events, traces).
+//! started as a child process over stdio, or reached over streamable HTTP, is a dynamic
+//! [`Toolset`] whose tools run through the scheduler like any other (timeouts,
+//! cancellation sent to the server, approvals, events, traces).
 //!
 //! The server starts on first use. Its tool list is cached by `rmcp` and refreshed when the
 //! server says `listChanged`. A server that fails to start, dies or answers garbage is an
@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 
@@ -35,16 +36,20 @@ const STDERR_TAIL: usize = 20;
 /// How many times a call is repeated after the server's transport failed.
 const TRANSPORT_RETRIES: u32 = 1;
 
-/// An MCP server reached over stdio, as a toolset: build it with [`McpServer::stdio`].
+/// An MCP server as a toolset: build it with [`McpServer::stdio`] or [`McpServer::http`].
 #[derive(Clone)]
 pub struct McpServer(Arc<Inner>);
 
+/// How to reach a server.
+#[derive(Clone)]
+enum Launch {
+    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf> },
+    Http { url: String, headers: Vec<(String, String)> },
+}
+
 struct Inner {
     name: String,
-    command: String,
-    args: Vec<String>,
-    env: BTreeMap<String, String>,
-    cwd: Option<PathBuf>,
+    launch: Launch,
     timeout_ms: Option<u64>,
     client: tokio::sync::Mutex<Option<Arc<RunningService<RoleClient, ()>>>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -54,12 +59,19 @@ impl McpServer {
     /// A server started as `command` (a child process speaking MCP on stdio) and named
     /// `name` in errors, approval rules and collisions.
     pub fn stdio(name: impl Into<String>, command: impl Into<String>) -> Self {
+        let launch = Launch::Stdio { command: command.into(), args: Vec::new(), env: BTreeMap::new(), cwd: None };
+        Self::new(name.into(), launch)
+    }
+
+    /// A server reached over MCP's streamable HTTP at `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(name.into(), Launch::Http { url: url.into(), headers: Vec::new() })
+    }
+
+    fn new(name: String, launch: Launch) -> Self {
         Self(Arc::new(Inner {
-            name: name.into(),
-            command: command.into(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            cwd: None,
+            name,
+            launch,
             timeout_ms: None,
             client: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
@@ -69,10 +81,7 @@ impl McpServer {
     fn edit(self, change: impl FnOnce(&mut Inner)) -> Self {
         let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|shared| Inner {
             name: shared.name.clone(),
-            command: shared.command.clone(),
-            args: shared.args.clone(),
-            env: shared.env.clone(),
-            cwd: shared.cwd.clone(),
+            launch: shared.launch.clone(),
             timeout_ms: shared.timeout_ms,
             client: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
@@ -81,24 +90,44 @@ impl McpServer {
         Self(Arc::new(inner))
     }
 
-    /// The command's arguments.
+    /// The command's arguments (stdio servers).
     #[must_use]
-    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(self, args: I) -> Self {
-        self.edit(|inner| inner.args.extend(args.into_iter().map(Into::into)))
-    }
-
-    /// An environment variable for the server process.
-    #[must_use]
-    pub fn env(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(self, more: I) -> Self {
         self.edit(|inner| {
-            inner.env.insert(name.into(), value.into());
+            if let Launch::Stdio { args, .. } = &mut inner.launch {
+                args.extend(more.into_iter().map(Into::into));
+            }
         })
     }
 
-    /// The server process's working directory.
+    /// An environment variable for the server process (stdio servers).
+    #[must_use]
+    pub fn env(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.edit(|inner| {
+            if let Launch::Stdio { env, .. } = &mut inner.launch {
+                env.insert(name.into(), value.into());
+            }
+        })
+    }
+
+    /// The server process's working directory (stdio servers).
     #[must_use]
     pub fn cwd(self, dir: impl Into<PathBuf>) -> Self {
-        self.edit(|inner| inner.cwd = Some(dir.into()))
+        self.edit(|inner| {
+            if let Launch::Stdio { cwd, .. } = &mut inner.launch {
+                *cwd = Some(dir.into());
+            }
+        })
+    }
+
+    /// A header on every request (HTTP servers).
+    #[must_use]
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.edit(|inner| {
+            if let Launch::Http { headers, .. } = &mut inner.launch {
+                headers.push((name.into(), value.into()));
+            }
+        })
     }
 
     /// A timeout for each call of the server's tools (cancelled on the server when it fires).
@@ -130,33 +159,55 @@ impl Inner {
         if let Some(client) = slot.as_ref().filter(|c| !c.is_closed()) {
             return Ok(client.clone());
         }
-        let mut command = tokio::process::Command::new(&self.command);
-        command.args(&self.args).envs(&self.env).kill_on_drop(true);
-        if let Some(dir) = &self.cwd {
-            command.current_dir(dir);
-        }
-        let (transport, stderr) = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| self.failure(&format!("failed to start `{}`: {e}", self.command)))?;
-        if let Some(stderr) = stderr {
-            let tail = self.stderr.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if tail.len() == STDERR_TAIL {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
+        let client = match &self.launch {
+            Launch::Stdio { command, args, env, cwd } => {
+                let mut process = tokio::process::Command::new(command);
+                process.args(args).envs(env).kill_on_drop(true);
+                if let Some(dir) = cwd {
+                    process.current_dir(dir);
                 }
-            });
-        }
-        let client =
-            ().serve(transport).await.map_err(|e| self.failure(&format!("did not complete the MCP handshake: {e}")))?;
+                let (transport, stderr) = TokioChildProcess::builder(process)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| self.failure(&format!("failed to start `{command}`: {e}")))?;
+                if let Some(stderr) = stderr {
+                    self.keep_tail(stderr);
+                }
+                ().serve(transport).await
+            }
+            Launch::Http { url, headers } => {
+                let mut custom = std::collections::HashMap::new();
+                for (name, value) in headers {
+                    let name = reqwest::header::HeaderName::try_from(name.as_str())
+                        .map_err(|e| self.failure(&format!("has an invalid header name `{name}`: {e}")))?;
+                    let value = reqwest::header::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| self.failure(&format!("has an invalid value for header `{name}`: {e}")))?;
+                    custom.insert(name, value);
+                }
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                config.custom_headers = custom;
+                ().serve(StreamableHttpClientTransport::from_config(config)).await
+            }
+        };
+        let client = client.map_err(|e| self.failure(&format!("did not complete the MCP handshake: {e}")))?;
         let client = Arc::new(client);
         *slot = Some(client.clone());
         Ok(client)
+    }
+
+    /// Keeps the last lines of a server's stderr, to explain its failures.
+    fn keep_tail(&self, stderr: tokio::process::ChildStderr) {
+        let tail = self.stderr.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        });
     }
 
     /// A failure of this server, named, with the tail of its stderr.

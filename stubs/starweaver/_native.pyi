@@ -192,6 +192,11 @@ class NativeMcpServer:
         `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
         `timeout_ms` bounds each call of its tools.
         """
+    @staticmethod
+    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:
+        r"""
+        A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
+        """
     def toolset(self) -> NativeToolset:
         r"""
         The server as a toolset.

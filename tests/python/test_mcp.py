@@ -38,7 +38,7 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         assert [r["content"] for r in got[:2]] == [{"result": 5}, {"result": "HI"}]
         assert got[2]["is_error"] is True and "the vault is locked" in str(got[2]["content"])
         tools = {t["name"]: t for t in model.requests[0]["tools"]}
-        assert set(tools) == {"add", "shout", "refuse", "slow"}
+        assert set(tools) == {"add", "shout", "refuse", "grow", "slow"}
         assert tools["add"]["description"] == "Add two integers."
         add_schema = tools["add"]["parameters"]
         assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
@@ -118,3 +118,61 @@ def test_a_server_that_dies_mid_call_is_an_error_return_and_restarts_on_next_use
         await server.server.close()
 
     asyncio.run(scenario())
+
+
+def test_the_tool_list_is_refreshed_when_the_server_says_it_changed() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response([call("c1", "grow")]),
+                TestModel.tool_call_response([call("c2", "extra")]),
+                {"text": "done"},
+            ]
+        )
+        async with echo() as server:
+            result = await create_agent(model=model, toolsets=[server]).run("go")
+        assert "extra" not in {t["name"] for t in model.requests[0]["tools"]}
+        assert "extra" in {t["name"] for t in model.requests[1]["tools"]}
+        assert [r["content"] for r in returns(result.messages)] == [{"result": "grown"}, {"result": "new"}]
+
+    asyncio.run(scenario())
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_a_server_over_streamable_http_is_a_toolset_too() -> None:
+    import subprocess
+    import time
+
+    from starweaver.mcp import MCPServerHTTP
+
+    port = free_port()
+    process = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+
+        async def scenario() -> None:
+            model = TestModel.responses(
+                [TestModel.tool_call_response([call("c1", "add", {"left": 4, "right": 5})]), {"text": "done"}]
+            )
+            server = MCPServerHTTP("remote", f"http://127.0.0.1:{port}/mcp", headers={"x-team": "tools"})
+            for _ in range(100):  # the server takes a moment to listen
+                try:
+                    await server.__aenter__()
+                    break
+                except ToolsetError:
+                    time.sleep(0.1)
+            result = await create_agent(model=model, toolsets=[server]).run("go")
+            await server.__aexit__(None, None, None)
+            assert returns(result.messages)[0]["content"] == {"result": 9}
+
+        asyncio.run(scenario())
+    finally:
+        process.kill()
+        process.wait()

@@ -1,5 +1,5 @@
-"""MCP servers as toolsets: a server started as a child process (stdio) lends its tools to
-an agent, and they run through the same scheduler as any tool (timeouts, cancellation
+"""MCP servers as toolsets: a server started as a child process (stdio) or reached over
+streamable HTTP lends its tools to an agent, and they run through the same scheduler as any tool (timeouts, cancellation
 sent to the server, approvals, events, traces).
 
     async with MCPServerStdio("files", "npx", args=["-y", "@modelcontextprotocol/server-filesystem", "."]) as files:
@@ -21,10 +21,26 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["MCPServerStdio"]
+__all__ = ["MCPServerHTTP", "MCPServerStdio"]
 
 
-class MCPServerStdio(Toolset):
+class _MCPServer(Toolset):
+    """What both transports share: ``async with`` starts the server (or connects) and
+    stops it at the end."""
+
+    server: NativeMcpServer
+
+    async def __aenter__(self) -> Self:
+        await self.server.connect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.server.close()
+
+
+class MCPServerStdio(_MCPServer):
     """An MCP server started as ``command args...`` speaking MCP over stdio; ``name``
     names it in errors (which end with the tail of its stderr) and approval rules;
     ``timeout_ms`` bounds each call of its tools (the server is told to cancel)."""
@@ -44,11 +60,13 @@ class MCPServerStdio(Toolset):
         )
         self.native = self.server.toolset()
 
-    async def __aenter__(self) -> Self:
-        await self.server.connect()
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+class MCPServerHTTP(_MCPServer):
+    """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
+    request; ``timeout_ms`` bounds each call of its tools."""
+
+    def __init__(
+        self, name: str, url: str, *, headers: Mapping[str, str] | None = None, timeout_ms: int | None = None
     ) -> None:
-        await self.server.close()
+        self.server = NativeMcpServer.http(name, url, headers=dict(headers) if headers else None, timeout_ms=timeout_ms)
+        self.native = self.server.toolset()

@@ -1,7 +1,7 @@
 """An MCP server on the official Python SDK, for the client tests: plain tools, a tool
 error, a slow tool (for cancellation), and a tool that changes the tool list.
 
-    python echo_server.py [--crash-on-call] [--garbage]
+    python echo_server.py [--crash-on-call] [--garbage] [--http PORT]
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 if "--garbage" in sys.argv:
@@ -42,6 +42,19 @@ def refuse() -> str:
 
 
 @server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `extra` and tells the client its tool list changed."""
+
+    def extra() -> str:
+        """A tool that was not there at first."""
+        return "new"
+
+    server.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
 async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await asyncio.sleep(seconds)
@@ -49,4 +62,8 @@ async def slow(seconds: float) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        server.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        server.run()
