@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 import time
 from collections.abc import Callable
 
@@ -280,9 +279,16 @@ def test_a_return_value_that_cannot_be_serialised_runs_once() -> None:
     assert isinstance(content, dict) and "not JSON-serialisable" in str(content["message"])
 
 
+# Names of the slow tools that have started, so a test cancels only once they run.
+running: list[str] = []
+
+
 def slow_tools(seen: list[str]) -> tuple[object, object]:
+    running.clear()
+
     @tool
     async def waits(ctx: ToolContext) -> int:
+        running.append("waits")
         try:
             await asyncio.sleep(30)
         finally:
@@ -292,7 +298,8 @@ def slow_tools(seen: list[str]) -> tuple[object, object]:
 
     @tool
     def blocks(ctx: ToolContext) -> int:
-        deadline = time.monotonic() + 5
+        running.append("blocks")
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if ctx.is_cancelled():
                 seen.append("sync saw cancel")
@@ -313,7 +320,8 @@ def streaming_agent(seen: list[str]):  # type: ignore[no-untyped-def]
 
 
 async def wait_for(seen: list[str], count: int) -> None:
-    for _ in range(400):
+    """Waits (up to 30 s, so a loaded machine cannot fail it) until ``seen`` has ``count`` entries."""
+    for _ in range(6000):
         if len(seen) >= count:
             return
         await asyncio.sleep(0.005)
@@ -338,7 +346,7 @@ def test_cancelling_a_task_that_reads_a_stream_cancels_the_run_and_its_tools(how
                 await session.run_stream("go").result()
 
         task = asyncio.ensure_future(reader())
-        await asyncio.sleep(0.05)
+        await wait_for(running, 2)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -372,13 +380,11 @@ def test_breaking_out_of_a_stream_ends_the_run_cancelled_at_once() -> None:
 def test_sync_tools_see_cancellation_when_the_run_task_is_cancelled() -> None:
     seen: list[str] = []
     _, blocks = slow_tools(seen)
-    started = threading.Event()
 
     async def scenario() -> None:
         agent = create_agent(model=calls_then_text([call("b", "blocks")]), tools=[blocks])  # type: ignore[list-item]
         task = asyncio.ensure_future(agent.run("go"))
-        await asyncio.sleep(0.05)
-        started.set()
+        await wait_for(running, 1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
