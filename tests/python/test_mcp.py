@@ -162,7 +162,7 @@ def test_a_server_over_streamable_http_is_a_toolset_too() -> None:
                 [TestModel.tool_call_response([call("c1", "add", {"left": 4, "right": 5})]), {"text": "done"}]
             )
             server = MCPServerHTTP("remote", f"http://127.0.0.1:{port}/mcp", headers={"x-team": "tools"})
-            for _ in range(100):  # the server takes a moment to listen
+            for _ in range(300):  # the server takes a moment to listen (up to 30 s on a loaded machine)
                 try:
                     await server.__aenter__()
                     break
