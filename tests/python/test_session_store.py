@@ -116,3 +116,20 @@ def test_sigkill_at_random_points_loses_no_committed_run(tmp_path: Path) -> None
     assert figures.unloadable == []
     assert figures.runs_lost == 0
     assert figures.states_recovered > 0
+
+
+def test_two_processes_racing_to_resume_run_the_approved_tool_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = str(Path(__file__).with_name("racing_resume.py"))
+    db, runs, go = tmp_path / "sessions.db", tmp_path / "runs.txt", tmp_path / "go"
+    args = [sys.executable, script, str(db), str(runs), str(go)]
+    subprocess.run([*args, "--start"], check=True)
+    racers = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    for racer in racers:
+        assert racer.stdout is not None and racer.stdout.readline().strip() == "loaded"
+    go.touch()  # both hold the waiting session now: release them together
+    outcomes = sorted(racer.communicate(timeout=60)[0].strip() for racer in racers)
+    assert outcomes == ["refused SessionConflictError", "resumed completed"], outcomes
+    assert runs.read_text() == "deployed prod\n", "the loser was refused before its tool ran"
