@@ -41,7 +41,7 @@ mod _native {
     #[pymodule_export]
     use crate::tool::{PyNativeTool, PyToolContext, PyToolDefinition, PyToolResult};
     #[pymodule_export]
-    use crate::toolset::{PyMcpServer, PyToolset};
+    use crate::toolset::{PyMcpServer, PyMcpService, PyToolset};
     #[pymodule_export]
     use crate::trace::{PyTrace, PyTraceSpan};
 

@@ -7,11 +7,11 @@ use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::mcp::McpServer;
+use starweaver::mcp::{McpServer, McpService};
 use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
 
 use crate::awaitable::PyAwait;
-use crate::errors;
+use crate::errors::{self, IntoPyResult};
 use crate::runtime::LoopFuture;
 use crate::tool::{PyNativeTool, PyToolDefinition};
 
@@ -220,5 +220,58 @@ impl PyMcpServer {
             Ok(Python::attach(|py| py.None()))
         };
         LoopFuture::new(close.boxed(), None)
+    }
+}
+
+/// Tools served to MCP clients over stdio; each `tools/call` runs through the scheduler,
+/// with Python tools stepped on the loop that awaits `serve_stdio()`. Use
+/// `python -m starweaver serve-mcp`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "NativeMcpService", frozen)]
+pub struct PyMcpService(std::sync::Mutex<Option<McpService>>);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyMcpService {
+    /// Raises `RegistrationError` for an invalid tool or two tools of one name.
+    #[new]
+    #[pyo3(signature = (name, tools, *, toolsets=None, approval_required_tools=None))]
+    fn new(
+        py: Python<'_>,
+        name: String,
+        tools: Vec<PyRef<'_, PyNativeTool>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+        approval_required_tools: Option<Vec<String>>,
+    ) -> PyResult<Self> {
+        let mut builder = McpService::builder(name);
+        for tool in tools {
+            builder = builder.shared_tool(tool.tool.clone());
+        }
+        for toolset in toolsets.unwrap_or_default() {
+            builder = builder.shared_toolset(toolset.0.clone());
+        }
+        let rules = approval_required_tools.unwrap_or_default();
+        builder = builder.approval_required_tools(rules.iter().map(String::as_str));
+        let service = builder.build().into_py_result(py)?;
+        Ok(Self(std::sync::Mutex::new(Some(service))))
+    }
+
+    /// Serves over stdin and stdout until the client disconnects.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
+    fn serve_stdio(&self) -> PyResult<LoopFuture> {
+        let service = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let Some(service) = service else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("this service is already serving"));
+        };
+        let serve = async move {
+            let outcome = service.serve_stdio().await;
+            Python::attach(|py| match outcome {
+                Ok(()) => Ok(py.None()),
+                Err(message) => {
+                    Err(errors::toolset_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message)))
+                }
+            })
+        };
+        Ok(LoopFuture::new(serve.boxed(), None))
     }
 }

@@ -15,6 +15,7 @@ __all__ = [
     "NativeAgent",
     "NativeFunctionModel",
     "NativeMcpServer",
+    "NativeMcpService",
     "NativeProviderModel",
     "NativeSession",
     "NativeTestModel",
@@ -209,6 +210,22 @@ class NativeMcpServer:
     def close(self) -> typing.Awaitable[None]:
         r"""
         Stops the server; the next use starts it again.
+        """
+
+@typing.final
+class NativeMcpService:
+    r"""
+    Tools served to MCP clients over stdio; each `tools/call` runs through the scheduler,
+    with Python tools stepped on the loop that awaits `serve_stdio()`. Use
+    `python -m starweaver serve-mcp`.
+    """
+    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None) -> NativeMcpService:
+        r"""
+        Raises `RegistrationError` for an invalid tool or two tools of one name.
+        """
+    def serve_stdio(self) -> typing.Awaitable[None]:
+        r"""
+        Serves over stdin and stdout until the client disconnects.
         """
 
 @typing.final

@@ -1,4 +1,8 @@
-"""``python -m starweaver inspect MODULE_OR_FILE [--provider NAME] [--strict]``.
+"""``python -m starweaver inspect MODULE_OR_FILE [--provider NAME] [--strict]`` and
+``python -m starweaver serve-mcp MODULE_OR_FILE [--name NAME]``.
+
+``serve-mcp`` serves the module's tools (and its static toolsets) to an MCP client over
+stdio: each call runs through the same scheduler as in an agent.
 
 Prints, as JSON, the definitions of the tools a module holds (``@tool`` functions and
 ``BaseTool`` instances at its top level or in its top-level lists), or with ``--provider`` those tools in that
@@ -17,11 +21,15 @@ import traceback
 from pathlib import Path
 from collections.abc import Iterable
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .exceptions import StarweaverError
 from .providers import PROVIDERS, Provider, render
 from .tools import BaseTool, Tool
+from .toolsets import Toolset
+
+if TYPE_CHECKING:
+    from ._native import NativeMcpService
 
 __all__ = ["main"]
 
@@ -77,6 +85,35 @@ def tools_of(module: ModuleType) -> list[Tool[..., Any] | BaseTool]:
     return found
 
 
+def toolsets_of(module: ModuleType) -> list[Toolset]:
+    """The toolsets at the module's top level, each once."""
+    found: list[Toolset] = []
+    for value in vars(module).values():
+        if isinstance(value, Toolset) and all(value is not seen for seen in found):
+            found.append(value)
+    return found
+
+
+def serve_mcp(target: str, name: str | None) -> None:
+    """Serves ``target``'s tools over stdio until the client disconnects."""
+    import asyncio
+
+    from ._native import NativeMcpService
+
+    module = load(target)
+    tools, toolsets = tools_of(module), toolsets_of(module)
+    if not tools and not toolsets:
+        raise InspectError(f"{target} holds no tools or toolsets to serve")
+    service = NativeMcpService(
+        name or module.__name__, [tool.native for tool in tools], toolsets=[t.native for t in toolsets]
+    )
+    asyncio.run(_serve(service))
+
+
+async def _serve(service: NativeMcpService) -> None:
+    await service.serve_stdio()
+
+
 def inspect(target: str, provider: Provider | None, strict: bool) -> list[dict[str, object]]:
     tools = tools_of(load(target))
     if not tools:
@@ -101,7 +138,17 @@ def main(argv: list[str] | None = None) -> int:
     inspect_cmd.add_argument("target", metavar="MODULE_OR_FILE", help="a dotted module name or a .py file")
     inspect_cmd.add_argument("--provider", choices=PROVIDERS, help="render in this provider's tool format")
     inspect_cmd.add_argument("--strict", action="store_true", help="force strict mode (an error if a schema cannot be)")
+    serve_cmd = commands.add_parser("serve-mcp", help="serve a module's tools to an MCP client over stdio")
+    serve_cmd.add_argument("target", metavar="MODULE_OR_FILE", help="a dotted module name or a .py file")
+    serve_cmd.add_argument("--name", help="the server name clients see (default: the module's)")
     args = parser.parse_args(argv)
+    if args.command == "serve-mcp":
+        try:
+            serve_mcp(args.target, args.name)
+        except (InspectError, StarweaverError) as error:
+            print(f"starweaver serve-mcp: {error}", file=sys.stderr)
+            return 2
+        return 0
     try:
         definitions = inspect(args.target, args.provider, args.strict)
     except InspectError as error:

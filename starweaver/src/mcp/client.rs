@@ -1,20 +1,4 @@
-//! MCP servers as toolsets (DESIGN.md §14), on `rmcp`, the official Rust SDK: a server
-//! started as a child process over stdio, or reached over streamable HTTP, is a dynamic
-//! [`Toolset`] whose tools run through the scheduler like any other (timeouts,
-//! cancellation sent to the server, approvals, events, traces).
-//!
-//! The server starts on first use. Its tool list is cached by `rmcp` and refreshed when the
-//! server says `listChanged`. A server that fails to start, dies or answers garbage is an
-//! error naming it, with the tail of its stderr; the next use starts it again.
-//!
-//! ```no_run
-//! use starweaver::mcp::McpServer;
-//! use starweaver::{Agent, Toolset};
-//! # fn model() -> starweaver::testing::TestModel { starweaver::testing::TestModel::new([]) }
-//!
-//! let files = McpServer::stdio("files", "npx").args(["-y", "@modelcontextprotocol/server-filesystem", "."]);
-//! let agent = Agent::builder(model()).toolset(files.prefixed("fs_")).build().unwrap();
-//! ```
+//! The client side: an MCP server's tools as a dynamic toolset.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;

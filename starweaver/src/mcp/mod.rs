@@ -1,0 +1,28 @@
+//! MCP both ways (DESIGN.md §14), on `rmcp`, the official Rust SDK.
+//!
+//! [`McpServer`] (`client.rs`): a server
+//! started as a child process over stdio, or reached over streamable HTTP, is a dynamic
+//! [`Toolset`](crate::Toolset) whose tools run through the scheduler like any other (timeouts,
+//! cancellation sent to the server, approvals, events, traces).
+//!
+//! The server starts on first use. Its tool list is cached by `rmcp` and refreshed when the
+//! server says `listChanged`. A server that fails to start, dies or answers garbage is an
+//! error naming it, with the tail of its stderr; the next use starts it again.
+//!
+//! [`McpService`] (`server.rs`): tools served to any MCP client over stdio, each call run
+//! through the scheduler as in an agent.
+//!
+//! ```no_run
+//! use starweaver::mcp::McpServer;
+//! use starweaver::{Agent, Toolset};
+//! # fn model() -> starweaver::testing::TestModel { starweaver::testing::TestModel::new([]) }
+//!
+//! let files = McpServer::stdio("files", "npx").args(["-y", "@modelcontextprotocol/server-filesystem", "."]);
+//! let agent = Agent::builder(model()).toolset(files.prefixed("fs_")).build().unwrap();
+//! ```
+
+mod client;
+mod server;
+
+pub use client::McpServer;
+pub use server::McpService;

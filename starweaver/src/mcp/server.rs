@@ -1,0 +1,276 @@
+//! The server side: any tools (Rust `#[tool]`, Python `@tool`, static toolsets) served to
+//! MCP clients, each `tools/call` run through the scheduler's call path (argument checks,
+//! the approval gate, retries, timeouts, cancellation) as in an agent.
+//!
+//! rmcp's service answers the protocol in its own tokio tasks; calls are handed to the
+//! future returned by [`McpService::serve_stdio`], which runs them. Whoever polls that
+//! future runs the tools: for Python, the asyncio loop, as every Python tool needs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Result;
+use crate::event::EventLog;
+use crate::hitl::ApprovalPolicy;
+use crate::message::ToolCallPart;
+use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
+use crate::scheduler::{CallEnv, CallOutcome, CallRequest, invoke};
+use crate::tool::{Dependencies, Tool};
+use crate::toolset::Toolset;
+use crate::trace::{SpanOf, Tracer};
+
+/// Tools served to MCP clients.
+///
+/// ```no_run
+/// use starweaver::mcp::McpService;
+/// # fn add_tool() -> starweaver::StaticToolset { starweaver::StaticToolset::new("x") }
+///
+/// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+/// let service = McpService::builder("calculator").toolset(add_tool()).build()?;
+/// service.serve_stdio().await?;
+/// # Ok(()) }
+/// ```
+pub struct McpService {
+    name: String,
+    registry: Arc<ToolRegistry>,
+}
+
+/// Builds an [`McpService`]; registration rules are checked in [`build`](Self::build).
+#[must_use]
+pub struct McpServiceBuilder {
+    name: String,
+    tools: Vec<Registration>,
+    approval_rules: Vec<crate::hitl::ApprovalRule>,
+}
+
+impl McpService {
+    /// A service named `name` (what clients see as the server's name).
+    pub fn builder(name: impl Into<String>) -> McpServiceBuilder {
+        McpServiceBuilder { name: name.into(), tools: Vec::new(), approval_rules: Vec::new() }
+    }
+}
+
+impl McpServiceBuilder {
+    /// Serves a tool.
+    pub fn tool(self, tool: impl Tool) -> Self {
+        self.shared_tool(Arc::new(tool))
+    }
+
+    /// Serves a shared tool.
+    pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(Registration { tool, source: Source::Agent });
+        self
+    }
+
+    /// Serves a static toolset's tools (a dynamic one's tools are not known up front).
+    pub fn toolset(self, toolset: impl Toolset) -> Self {
+        self.shared_toolset(Arc::new(toolset))
+    }
+
+    /// Serves a shared static toolset's tools.
+    pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
+        let source = Source::of(&*toolset);
+        let tools = toolset.static_tools().unwrap_or_default();
+        self.tools.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+        self
+    }
+
+    /// Tools that need a human decision before every call; a client is told so (MCP
+    /// elicitation is not offered yet).
+    pub fn approval_required_tools<R: Into<crate::hitl::ApprovalRule>>(
+        mut self,
+        rules: impl IntoIterator<Item = R>,
+    ) -> Self {
+        self.approval_rules.extend(rules.into_iter().map(Into::into));
+        self
+    }
+
+    /// Checks every tool as an agent would.
+    ///
+    /// # Errors
+    /// An invalid definition or two tools of one name.
+    pub fn build(self) -> Result<McpService> {
+        let policy = ApprovalPolicy::new(self.approval_rules);
+        let registry = ToolRegistry::new(self.tools, &policy, RegistrationRules::default())?;
+        Ok(McpService { name: self.name, registry: Arc::new(registry) })
+    }
+}
+
+/// One `tools/call`, handed from rmcp's task to the future that runs calls.
+struct Job {
+    name: String,
+    arguments: Value,
+    cancellation: CancellationToken,
+    reply: oneshot::Sender<CallToolResult>,
+}
+
+/// What rmcp calls: it lists the tools and forwards each call.
+struct Handler {
+    name: String,
+    tools: Vec<McpTool>,
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl rmcp::ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, ErrorData> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            name: request.name.to_string(),
+            arguments: request.arguments.map_or_else(|| Value::Object(Map::new()), Value::Object),
+            cancellation: context.ct.clone(),
+            reply,
+        };
+        self.jobs.send(job).map_err(|_| ErrorData::internal_error("the service has stopped", None))?;
+        let result = answer.await.map_err(|_| ErrorData::internal_error("the call was dropped", None))?;
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+impl McpService {
+    /// Serves over stdin and stdout until the client disconnects.
+    ///
+    /// # Errors
+    /// The MCP handshake failed.
+    pub async fn serve_stdio(self) -> std::result::Result<(), String> {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let tools = self.registry.definitions().iter().map(describe).collect();
+        let handler = Handler { name: self.name.clone(), tools, jobs };
+        let service =
+            handler.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
+        tokio::select! {
+            _ = service.waiting() => Ok(()),
+            () = self.run_calls(queue) => Ok(()),
+        }
+    }
+
+    /// Runs calls as they come, side by side, under the agent's rules: a `sequential`
+    /// tool runs alone; calls to one tool run one at a time, in arrival order.
+    async fn run_calls(&self, mut queue: mpsc::UnboundedReceiver<Job>) {
+        let barrier = RwLock::new(());
+        let by_name: HashMap<String, Mutex<()>> =
+            self.registry.definitions().iter().map(|d| (d.name.clone(), Mutex::new(()))).collect();
+        let mut running = FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                job = queue.recv() => match job {
+                    Some(job) => running.push(self.run_call(job, &barrier, &by_name)),
+                    None => break,
+                },
+                Some(()) = running.next(), if !running.is_empty() => {}
+            }
+        }
+        while running.next().await.is_some() {}
+    }
+
+    async fn run_call(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
+        let sequential = self.registry.definitions().iter().any(|d| d.name == job.name && d.sequential);
+        let _order = match by_name.get(&job.name) {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
+        let (_shared, _alone) =
+            if sequential { (None, Some(barrier.write().await)) } else { (Some(barrier.read().await), None) };
+        let run_id: Arc<str> = Arc::from(format!("mcp_{}", uuid::Uuid::new_v4().simple()));
+        let tracer = Tracer::new(run_id.clone());
+        let (parent, _span) = tracer.open(SpanOf::Run, None);
+        let events = EventLog::new(run_id.clone(), 0, None);
+        let retries = std::sync::Mutex::new(HashMap::new());
+        let dependencies = Dependencies::new();
+        let env = CallEnv {
+            trace: &tracer,
+            parent,
+            registry: &self.registry,
+            run_id: &run_id,
+            cancellation: &job.cancellation,
+            dependencies: &dependencies,
+            events: &events,
+            retries: &retries,
+            limit: None,
+        };
+        let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name.clone(), job.arguments);
+        let outcome = invoke(&env, &CallRequest { part: &part, approval: None }).await;
+        drop(job.reply.send(result_of(outcome)));
+    }
+}
+
+/// A call's outcome as MCP content: the model-facing content (never host-only fields),
+/// `isError` for error returns and for calls that need an approval this server cannot get.
+fn result_of(outcome: CallOutcome) -> CallToolResult {
+    match outcome {
+        CallOutcome::Returned(ret) => {
+            let content = &ret.part.content;
+            if ret.part.is_error {
+                let message = content.get("message").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let mut result = CallToolResult::error(vec![Content::text(message)]);
+                result.structured_content = Some(content.clone());
+                return result;
+            }
+            let text = match content {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let mut result = CallToolResult::success(vec![Content::text(text)]);
+            if content.is_object() {
+                result.structured_content = Some(content.clone());
+            }
+            result
+        }
+        CallOutcome::NeedsApproval { reason, .. } => {
+            CallToolResult::error(vec![Content::text(format!("approval is required: {reason}"))])
+        }
+        CallOutcome::Deferred { reason, .. } => CallToolResult::error(vec![Content::text(format!(
+            "the call was deferred and cannot finish here: {reason}"
+        ))]),
+    }
+}
+
+/// A definition as an MCP tool: name, description, input schema, and annotations from
+/// the metadata's MCP hint keys.
+fn describe(definition: &crate::tool::ToolDefinition) -> McpTool {
+    let schema = definition.parameters.as_object().cloned().unwrap_or_default();
+    let mut tool =
+        McpTool::new_with_raw(definition.name.clone(), definition.description.clone().map(Into::into), schema);
+    let hint = |key: &str| definition.metadata.get(key).and_then(Value::as_bool);
+    let title = definition.metadata.get("title").and_then(Value::as_str).map(str::to_owned);
+    let hints = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
+    if title.is_some() || hints.iter().any(|k| hint(k).is_some()) {
+        tool.annotations = Some(ToolAnnotations::from_raw(
+            title,
+            hint("readOnlyHint"),
+            hint("destructiveHint"),
+            hint("idempotentHint"),
+            hint("openWorldHint"),
+        ));
+    }
+    tool
+}

@@ -1,0 +1,42 @@
+"""Tools that `python -m starweaver serve-mcp` serves in the MCP server tests."""
+
+from __future__ import annotations
+
+import asyncio
+
+from starweaver import ToolResult, Toolset, UserError, tool
+
+
+@tool(metadata={"readOnlyHint": True})
+async def add(left: int, right: int) -> int:
+    """Add two integers."""
+    await asyncio.sleep(0.01)
+    return left + right
+
+
+@tool
+def refuse() -> str:
+    """Always fails."""
+    raise UserError("the vault is locked")
+
+
+@tool(timeout_ms=200)
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@tool
+async def report() -> ToolResult:
+    """What the model sees, and what only the host does."""
+    return ToolResult({"raw": 1}, model_content={"summary": "ok"}, private_metadata={"secret": "host-only"})
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+loud = Toolset("loud", [shout]).prefixed("loud_")
