@@ -33,7 +33,7 @@ def test_the_official_client_lists_and_calls_our_tools() -> None:
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout"}
+        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits"}
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -74,3 +74,19 @@ def test_fifty_calls_in_flight_all_answer() -> None:
         assert [text_of(r) for r in results] == [str(i + 1) for i in range(50)]
 
     with_client(scenario)
+
+
+def test_a_clients_cancel_reaches_the_tool(tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled"
+
+    async def scenario(session: ClientSession) -> None:
+        call = asyncio.ensure_future(session.call_tool("waits", {"marker": str(marker)}))
+        await asyncio.sleep(0.5)
+        call.cancel()  # the client sends notifications/cancelled
+        for _ in range(300):
+            if marker.exists():
+                return
+            await asyncio.sleep(0.1)
+
+    with_client(scenario)
+    assert marker.read_text() == "cancelled", "the tool saw ctx.cancelled() resolve"

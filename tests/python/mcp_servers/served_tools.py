@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
-from starweaver import ToolResult, Toolset, UserError, tool
+from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
 
 
 @tool(metadata={"readOnlyHint": True})
@@ -40,3 +41,11 @@ def shout(text: str) -> str:
 
 
 loud = Toolset("loud", [shout]).prefixed("loud_")
+
+
+@tool
+async def waits(ctx: ToolContext, marker: str) -> str:
+    """Waits to be cancelled, then leaves `marker` as a file."""
+    await ctx.cancelled()
+    Path(marker).write_text("cancelled")
+    return "cancelled"
