@@ -57,7 +57,34 @@ ROWS = [
     ("P7", "import", "ms", "≤ 150 ms", lambda o, t: o["value"] <= 150),
     ("P8", "p8", "MiB peak", "≤ 0.5× pydantic-ai", lambda o, t: o["value"] <= 0.5 * t["value"]),
     ("P9", "p9", "µs CPU/chunk", "≥ 10× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 10),
+    ("P10", "mcp", "", "≥ 5× (latency and throughput)", None),
 ]
+
+# P10's four comparisons: the key p10.py reports, its unit, and whether lower is better.
+P10_ROWS = [
+    ("server_latency_ms", "ms/call, server", True),
+    ("server_throughput", "calls/s, server, 100 in flight", False),
+    ("client_latency_ms", "ms/call, client", True),
+    ("client_throughput", "calls/s, client, 100 in flight", False),
+]
+
+
+def p10(runs: int) -> int:
+    """Runs p10.py (both sides in one process tree, the official SDK as the peer) and prints
+    its four rows; returns how many missed the 5× target."""
+    samples = []
+    for _ in range(runs):
+        out = subprocess.run([OURS, str(HERE / "p10.py")], capture_output=True, text=True, check=True, cwd=HERE)
+        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    missed = 0
+    for key, unit, lower in P10_ROWS:
+        ours = statistics.median(s[key][0] for s in samples)
+        theirs = statistics.median(s[key][1] for s in samples)
+        ratio = theirs / ours if lower else ours / theirs
+        ok = ratio >= 5
+        missed += not ok
+        print(f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {'≥ 5× (' + unit + ')':<36} {'met' if ok else 'MISSED'}")
+    return missed
 
 
 def median(samples: list[dict[str, float]]) -> dict[str, float]:
@@ -78,6 +105,9 @@ def main() -> int:
         if scenario is None:
             print(f"{row_id:<4} {'rust':<8} {'see cargo bench':>12} {'-':>12} {'-':>8}  {target:<36} (reported by `cargo bench`)")
             continue
+        if scenario == "mcp":
+            missed += p10(args.runs)
+            continue
         ours_samples, theirs_samples = [], []
         for _ in range(args.runs):
             if scenario == "import":
@@ -95,7 +125,7 @@ def main() -> int:
             f"{row_id:<4} {scenario:<8} {ours['value']:>12.1f} {theirs['value']:>12.1f} {ratio:>7.1f}×  "
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
-    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms, P8 MiB, P9 µs of CPU per SSE chunk; {args.runs} runs each, medians")
+    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK; {args.runs} runs each, medians")
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0
 

@@ -1,0 +1,80 @@
+"""P10: MCP `tools/call` over stdio on a trivial tool. Prints one JSON line:
+
+- server: the official Python client calling our server (`python -m starweaver serve-mcp`)
+  and the official Python server, one call at a time (ms per call) and 100 in flight
+  (calls per second);
+- client: our client (an MCP toolset, called through an agent's scheduler) and the
+  official client, both against the official server.
+
+    python p10.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+HERE = Path(__file__).resolve().parent
+TOOLS = str(HERE / "mcp_tools.py")
+OURS = StdioServerParameters(command=sys.executable, args=["-m", "starweaver", "serve-mcp", TOOLS])
+SDK = StdioServerParameters(command=sys.executable, args=[TOOLS, "--sdk"])
+SEQUENTIAL, PARALLEL = 200, 100
+
+
+async def official_client(params: StdioServerParameters) -> tuple[float, float]:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await session.call_tool("echo", {"text": "warm"})
+        started = time.perf_counter()
+        for i in range(SEQUENTIAL):
+            await session.call_tool("echo", {"text": str(i)})
+        latency_ms = (time.perf_counter() - started) / SEQUENTIAL * 1e3
+        started = time.perf_counter()
+        await asyncio.gather(*(session.call_tool("echo", {"text": str(i)}) for i in range(PARALLEL)))
+        throughput = PARALLEL / (time.perf_counter() - started)
+    return latency_ms, throughput
+
+
+async def our_client() -> tuple[float, float]:
+    from starweaver import create_agent
+    from starweaver.mcp import MCPServerStdio
+    from starweaver.testing import FunctionModel
+
+    def calls(count: int) -> FunctionModel:
+        batch = {"tool_calls": [{"id": f"c{i}", "name": "echo", "arguments": {"text": str(i)}} for i in range(count)]}
+        return FunctionModel(lambda messages, info: batch if info["step"] == 1 else {"text": "done"})
+
+    async with MCPServerStdio("bench", sys.executable, args=[TOOLS, "--sdk"]) as server:
+        one = create_agent(model=calls(1), toolsets=[server])
+        await one.run("warm")
+        started = time.perf_counter()
+        for _ in range(SEQUENTIAL):
+            await one.run("go")
+        latency_ms = (time.perf_counter() - started) / SEQUENTIAL * 1e3
+        # Calls to one tool run one at a time in an agent; distinct call sites overlap.
+        many = create_agent(model=calls(PARALLEL), toolsets=[server], max_concurrency=PARALLEL)
+        started = time.perf_counter()
+        await many.run("go")
+        throughput = PARALLEL / (time.perf_counter() - started)
+    return latency_ms, throughput
+
+
+async def main() -> None:
+    ours_server, sdk_server = await official_client(OURS), await official_client(SDK)
+    ours_client, sdk_client = await our_client(), await official_client(SDK)
+    print(json.dumps({
+        "server_latency_ms": [ours_server[0], sdk_server[0]],
+        "server_throughput": [ours_server[1], sdk_server[1]],
+        "client_latency_ms": [ours_client[0], sdk_client[0]],
+        "client_throughput": [ours_client[1], sdk_client[1]],
+    }))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
