@@ -166,3 +166,28 @@ async fn tools_a_run_adds_leave_the_agent_unchanged() {
     let err = agent.run_with("go", clash).await.err().unwrap();
     assert!(err.to_string().contains("both the agent's tools and the run's tools"), "{err}");
 }
+
+#[tokio::test]
+async fn a_toolset_failing_when_a_stored_session_resumes_claims_nothing() {
+    use starweaver::store::{MemoryStore, SessionStore};
+    let runs = Counter::default();
+    let listings = Counter::default();
+    let gated = named("deploy", &runs);
+    let flaky = DynamicToolset::new("ops", move |_| {
+        let attempt = listings.bump();
+        let tools = vec![gated.clone()];
+        Box::pin(async move { if attempt == 1 { Ok(tools) } else { Err("the registry is down".to_owned()) } })
+    })
+    .approval_required();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let model = calls_then_text(vec![call("c1", "deploy", json!({}))], "done");
+    let agent = Agent::builder(model).toolset(flaky).session_store(store.clone()).build().unwrap();
+    let mut session = agent.open_session("s").unwrap();
+    let waiting = session.run("go").await.unwrap();
+    let before = store.load("s").unwrap().unwrap();
+    let err = session.resume(vec![waiting.hitl.approvals[0].approve()]).await.err().unwrap();
+    assert!(err.to_string().contains("the registry is down"), "{err}");
+    assert_eq!(store.load("s").unwrap().unwrap(), before, "nothing was claimed");
+    assert_eq!(session.pending(), Some(waiting.hitl.clone()), "the session keeps waiting");
+    assert_eq!(runs.get(), 0);
+}

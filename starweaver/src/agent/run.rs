@@ -47,15 +47,6 @@ pub(crate) struct Suspended {
 }
 
 impl Slot {
-    /// The id of the pending item this slot holds, if it waits.
-    pub(crate) fn pending_id(&self) -> Option<&str> {
-        match self {
-            Self::Done(_) => None,
-            Self::Approval(pending) => Some(&pending.id),
-            Self::Deferred(pending) => Some(&pending.id),
-        }
-    }
-
     /// The pending call this slot waits on, if it waits.
     pub(crate) fn pending_mut(&mut self) -> Option<&mut PendingCall> {
         match self {
@@ -145,20 +136,30 @@ pub(crate) async fn drive(
     claim: Option<Claim<'_>>,
 ) -> Result<RunResult> {
     // Every check happens before the first event, so a refused call leaves no trace.
-    let (run_id, step, retries, next_seq, first) = match start {
+    let dependencies = options.dependencies.unwrap_or_else(|| agent.dependencies.clone());
+    let extra = RunTools::new(options.tools, options.toolsets);
+    let tools_at = |run_id: &Arc<str>, step: u32| ToolsetContext {
+        run_id: run_id.clone(),
+        step,
+        dependencies: dependencies.clone(),
+    };
+    let (run_id, step, retries, next_seq, first, registry) = match start {
         Start::Prompt(prompt) => {
             if let Some(waiting) = &state.waiting {
                 let pending = waiting.slots.iter().filter(|s| !matches!(s, Slot::Done(_))).count();
                 return Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending });
             }
             let run_id: Arc<str> = format!("run_{}", uuid::Uuid::new_v4().simple()).into();
-            (run_id, 0, HashMap::new(), 0, First::Prompt(prompt))
+            let registry = agent.tools_for(&extra, &tools_at(&run_id, 1)).await?;
+            (run_id, 0, HashMap::new(), 0, First::Prompt(prompt), registry)
         }
         Start::Resume(decisions) => {
             let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
             let pending = pending_items(waiting);
             let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
             let claimed: Vec<String> = pending.iter().map(|p| p.id.to_owned()).collect();
+            // The tools of the step the run resumes at, before anything is claimed.
+            let registry = agent.tools_for(&extra, &tools_at(&waiting.run_id, waiting.step)).await?;
             state.decided.extend(claimed.iter().cloned());
             if let Some(claim) = claim
                 && let Err(error) = claim(state)
@@ -169,29 +170,14 @@ pub(crate) async fn drive(
                 return Err(error);
             }
             let Some(waiting) = state.waiting.take() else { return Err(Error::NotWaiting) };
-            (
-                waiting.run_id.clone(),
-                waiting.step,
-                waiting.retries.clone(),
-                waiting.next_seq,
-                First::Resume(waiting, resolved),
-            )
+            let (run_id, step, retries, next_seq) =
+                (waiting.run_id.clone(), waiting.step, waiting.retries.clone(), waiting.next_seq);
+            (run_id, step, retries, next_seq, First::Resume(waiting, resolved), registry)
         }
     };
-    let dependencies = options.dependencies.unwrap_or_else(|| agent.dependencies.clone());
-    let extra = RunTools::new(options.tools, options.toolsets);
-    // The tools of the step the run starts (or resumes) at; a refusal here changes nothing.
-    let first_step = match &first {
+    let listed_step = match &first {
         First::Prompt(_) => step + 1,
         First::Resume(..) => step,
-    };
-    let ctx = ToolsetContext { run_id: run_id.clone(), step: first_step, dependencies: dependencies.clone() };
-    let registry = match agent.tools_for(&extra, &ctx).await {
-        Ok(registry) => registry,
-        Err(error) => {
-            undo(state, first);
-            return Err(error);
-        }
     };
     let tracer = Tracer::new(run_id.clone());
     let (run_span, span) = tracer.open(SpanOf::Run, None);
@@ -207,7 +193,7 @@ pub(crate) async fn drive(
         dependencies,
         registry,
         extra,
-        listed_step: first_step,
+        listed_step,
         limit: agent.max_concurrency.map(Semaphore::new),
         usage: Usage::default(),
         state,
@@ -218,18 +204,6 @@ pub(crate) async fn drive(
 enum First {
     Prompt(String),
     Resume(Suspended, Vec<(usize, Resolution)>),
-}
-
-/// Puts back what a refused start took: a resume's waiting run.
-fn undo(state: &mut SessionState, first: First) {
-    if let First::Resume(waiting, resolved) = first {
-        for (slot, _) in &resolved {
-            if let Some(id) = waiting.slots.get(*slot).and_then(Slot::pending_id) {
-                state.decided.remove(id);
-            }
-        }
-        state.waiting = Some(waiting);
-    }
 }
 
 fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
