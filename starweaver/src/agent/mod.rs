@@ -112,7 +112,7 @@ impl RunTools {
 }
 
 /// A static toolset's tools go to `entries`; a dynamic one waits in `dynamic`.
-fn split(toolset: Arc<dyn Toolset>, entries: &mut Vec<Registration>, dynamic: &mut Vec<Arc<dyn Toolset>>) {
+pub(crate) fn split(toolset: Arc<dyn Toolset>, entries: &mut Vec<Registration>, dynamic: &mut Vec<Arc<dyn Toolset>>) {
     match toolset.static_tools() {
         Some(tools) => {
             let source = Source::of(&*toolset);

@@ -52,13 +52,15 @@ pub struct McpService {
 pub struct McpServiceBuilder {
     name: String,
     tools: Vec<Registration>,
+    /// Dynamic toolsets given: an error at build, as their tools are not known up front.
+    dynamic: Vec<Arc<dyn Toolset>>,
     approval_rules: Vec<crate::hitl::ApprovalRule>,
 }
 
 impl McpService {
     /// A service named `name` (what clients see as the server's name).
     pub fn builder(name: impl Into<String>) -> McpServiceBuilder {
-        McpServiceBuilder { name: name.into(), tools: Vec::new(), approval_rules: Vec::new() }
+        McpServiceBuilder { name: name.into(), tools: Vec::new(), dynamic: Vec::new(), approval_rules: Vec::new() }
     }
 }
 
@@ -74,16 +76,15 @@ impl McpServiceBuilder {
         self
     }
 
-    /// Serves a static toolset's tools (a dynamic one's tools are not known up front).
+    /// Serves a static toolset's tools (a dynamic one is refused at build: its tools are
+    /// not known up front).
     pub fn toolset(self, toolset: impl Toolset) -> Self {
         self.shared_toolset(Arc::new(toolset))
     }
 
     /// Serves a shared static toolset's tools.
     pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
-        let source = Source::of(&*toolset);
-        let tools = toolset.static_tools().unwrap_or_default();
-        self.tools.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+        crate::agent::split(toolset, &mut self.tools, &mut self.dynamic);
         self
     }
 
@@ -100,8 +101,14 @@ impl McpServiceBuilder {
     /// Checks every tool as an agent would.
     ///
     /// # Errors
-    /// An invalid definition or two tools of one name.
+    /// An invalid definition, two tools of one name, or a dynamic toolset.
     pub fn build(self) -> Result<McpService> {
+        if let Some(toolset) = self.dynamic.first() {
+            return Err(crate::Error::Toolset {
+                toolset: toolset.name().to_owned(),
+                message: "it is dynamic, and an MCP server lists its tools up front; give it a static toolset".into(),
+            });
+        }
         let policy = ApprovalPolicy::new(self.approval_rules);
         let registry = ToolRegistry::new(self.tools, &policy, RegistrationRules::default())?;
         Ok(McpService { name: self.name, registry: Arc::new(registry) })
@@ -273,4 +280,17 @@ fn describe(definition: &crate::tool::ToolDefinition) -> McpTool {
         ));
     }
     tool
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolset::DynamicToolset;
+
+    #[test]
+    fn a_dynamic_toolset_cannot_be_served_and_says_why() {
+        let dynamic = DynamicToolset::new("phases", |_| Box::pin(async { Ok(Vec::new()) }));
+        let err = McpService::builder("x").toolset(dynamic).build().err().unwrap();
+        assert!(err.to_string().contains("toolset `phases`") && err.to_string().contains("dynamic"), "{err}");
+    }
 }
