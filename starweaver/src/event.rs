@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hitl::{PendingApproval, PendingDeferred};
 use crate::message::{Message, ToolReturnRecord};
-use crate::model::{ModelDelta, Usage};
+use crate::model::{ModelDelta, ToolCallDelta, Usage};
 
 /// One thing that happened in a run, numbered within the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -75,16 +75,9 @@ pub enum EventKind {
     ToolCallDelta {
         /// Model request number within the run.
         step: u32,
-        /// The call's position among the response's calls, from 0.
-        index: usize,
-        /// The model's id for the call, once known.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tool_call_id: Option<String>,
-        /// The tool, once known.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
-        /// More of the argument text.
-        arguments: String,
+        /// The piece, as the model sent it.
+        #[serde(flatten)]
+        delta: ToolCallDelta,
     },
     /// The model answered.
     ModelResponse {
@@ -177,9 +170,7 @@ impl EventLog {
     pub(crate) fn delta(&self, step: u32, delta: ModelDelta) {
         self.emit(match delta {
             ModelDelta::Text { text } => EventKind::TextDelta { step, text },
-            ModelDelta::ToolCall { index, tool_call_id, name, arguments } => {
-                EventKind::ToolCallDelta { step, index, tool_call_id, name, arguments }
-            }
+            ModelDelta::ToolCall(delta) => EventKind::ToolCallDelta { step, delta },
         });
     }
 

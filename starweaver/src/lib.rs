@@ -42,7 +42,7 @@ pub use hitl::{
 pub use message::{
     History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
 };
-pub use model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+pub use model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
 pub use registry::ToolRegistry;
 pub use result::{RunError, RunResult, RunStatus};
 pub use schema::{SchemaError, schema_for};

@@ -126,6 +126,22 @@ impl Message {
         self.indexed_tool_calls().map(|(_, call)| call)
     }
 
+    /// The text of a response, its text parts joined by newlines (`None` when it has none).
+    pub fn text(&self) -> Option<String> {
+        let parts = match self {
+            Self::Response { parts } => parts.as_slice(),
+            Self::Request { .. } => &[],
+        };
+        let texts: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| match p {
+                ResponsePart::Text { text } => Some(text.as_str()),
+                ResponsePart::ToolCall(_) => None,
+            })
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n"))
+    }
+
     /// The tool calls of a response with their part index.
     fn indexed_tool_calls(&self) -> impl Iterator<Item = (usize, &ToolCallPart)> {
         let parts = match self {

@@ -50,19 +50,31 @@ pub enum ModelDelta {
         /// The new text.
         text: String,
     },
-    /// More of a tool call: its id and name when they first arrive, then argument text.
-    ToolCall {
-        /// The call's position among the response's calls, from 0.
-        index: usize,
-        /// The model's id for the call, once known.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tool_call_id: Option<String>,
-        /// The tool, once known.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
-        /// More of the JSON argument text.
-        arguments: String,
-    },
+    /// More of a tool call.
+    ToolCall(ToolCallDelta),
+}
+
+/// A piece of a streamed tool call: its id and name when they first arrive, then pieces
+/// of its JSON argument text. Models send it; run events carry it as it came.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallDelta {
+    /// The call's position among the response's calls, from 0.
+    pub index: usize,
+    /// The model's id for the call, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The tool, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// More of the JSON argument text.
+    pub arguments: String,
+}
+
+impl ToolCallDelta {
+    /// More argument text for call `index`.
+    pub fn arguments(index: usize, arguments: impl Into<String>) -> Self {
+        Self { index, tool_call_id: None, name: None, arguments: arguments.into() }
+    }
 }
 
 /// Tokens one model request (or a whole run) used.

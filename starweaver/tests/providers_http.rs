@@ -172,10 +172,13 @@ async fn a_streamed_answer_gives_deltas_then_exactly_the_unstreamed_message() {
         while let Some(event) = stream.next().await {
             match &event.kind {
                 EventKind::TextDelta { step: 1, text: piece } => text.push_str(piece),
-                EventKind::ToolCallDelta { step: 1, arguments: piece, .. } => arguments.push_str(piece),
+                EventKind::ToolCallDelta { step: 1, delta } => arguments.push_str(&delta.arguments),
                 _ => {}
             }
-            kinds.push(serde_json::to_value(&event).unwrap()["type"].as_str().unwrap().to_owned());
+            let json = serde_json::to_value(&event).unwrap();
+            let back: starweaver::Event = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(back, event, "{}: deltas read back from their JSON", protocol.dir);
+            kinds.push(json["type"].as_str().unwrap().to_owned());
         }
         let streamed = stream.result().await.unwrap();
         assert_eq!(streamed.status, RunStatus::Completed, "{}: {:?}", protocol.dir, streamed.error);

@@ -17,7 +17,7 @@ use crate::hitl::{
     ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, PendingApproval, PendingCall, PendingDeferred, Resolution,
     fresh_id, resolve,
 };
-use crate::message::{History, Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::message::{History, Message, RequestPart, ToolCallPart};
 use crate::model::{ModelRequest, Usage};
 use crate::registry::ToolRegistry;
 use crate::result::{RunError, RunResult, RunStatus};
@@ -356,15 +356,7 @@ impl Run<'_> {
         if empty {
             return Err(End::Failed(RunError::EmptyResponse));
         }
-        let Message::Response { parts } = &*message else { unreachable!("pushed as a response") };
-        let texts: Vec<&str> = parts
-            .iter()
-            .filter_map(|p| match p {
-                ResponsePart::Text { text } => Some(text.as_str()),
-                ResponsePart::ToolCall(_) => None,
-            })
-            .collect();
-        Err(End::Completed(texts.join("\n")))
+        Err(End::Completed(message.text().unwrap_or_default()))
     }
 
     /// Runs calls through the scheduler and turns each outcome into a slot.

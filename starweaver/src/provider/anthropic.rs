@@ -7,7 +7,7 @@ use super::model::{
 };
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
 use crate::render::Provider;
 
 /// Anthropic requires a token limit; this one applies unless `max_tokens` is set.
@@ -215,12 +215,12 @@ impl StreamState for MessagesStream {
                         (Block::Text(first), delta)
                     }
                     Some("tool_use") => {
-                        let delta = ModelDelta::ToolCall {
+                        let delta = ModelDelta::ToolCall(ToolCallDelta {
                             index: calls,
                             tool_call_id: Some(text("id")),
                             name: Some(text("name")),
                             arguments: String::new(),
-                        };
+                        });
                         (
                             Block::ToolUse { call: calls, id: text("id"), name: text("name"), json: String::new() },
                             Some(delta),
@@ -248,7 +248,7 @@ impl StreamState for MessagesStream {
                     Some(Block::ToolUse { call, json, .. }) => {
                         let more = piece("partial_json");
                         json.push_str(&more);
-                        vec![ModelDelta::ToolCall { index: *call, tool_call_id: None, name: None, arguments: more }]
+                        vec![ModelDelta::ToolCall(ToolCallDelta::arguments(*call, more))]
                     }
                     _ => Vec::new(),
                 });

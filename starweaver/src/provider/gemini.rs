@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use super::model::{Protocol, Settings, StreamState, ToolChoice, instructions, invalid, tools};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
 use crate::render::Provider;
 
 /// Ids this client made up for calls Gemini sent without one; they are not sent back.
@@ -194,12 +194,12 @@ impl GeminiStream {
                     .and_then(Value::as_str)
                     .map_or_else(|| format!("{MADE_UP_ID}{}_{}", self.step, self.calls), str::to_owned);
                 let args = call.get("args").cloned().unwrap_or_else(|| Value::Object(Map::new()));
-                deltas.push(ModelDelta::ToolCall {
+                deltas.push(ModelDelta::ToolCall(ToolCallDelta {
                     index: self.calls,
                     tool_call_id: Some(id.clone()),
                     name: Some(name.to_owned()),
                     arguments: args.to_string(),
-                });
+                }));
                 self.parts.push(ResponsePart::ToolCall(ToolCallPart::new(id, name, args)));
                 self.calls += 1;
             }

@@ -9,7 +9,7 @@ use super::model::{
 };
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
 use crate::render::Provider;
 
 /// The Chat Completions protocol; use it as [`OpenAIChatModel`](super::OpenAIChatModel).
@@ -110,17 +110,10 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
                     });
                 }
             }
-            Message::Response { parts } => {
-                let text: Vec<&str> = parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        ResponsePart::Text { text } => Some(text.as_str()),
-                        ResponsePart::ToolCall(_) => None,
-                    })
-                    .collect();
+            Message::Response { .. } => {
                 let mut assistant = Map::new();
                 assistant.insert("role".into(), "assistant".into());
-                assistant.insert("content".into(), if text.is_empty() { Value::Null } else { text.join("\n").into() });
+                assistant.insert("content".into(), message.text().map_or(Value::Null, Value::String));
                 let calls: Vec<Value> = message
                     .tool_calls()
                     .map(|call| {
@@ -277,12 +270,12 @@ impl StreamState for ChatStream {
             }
             partial.arguments.push_str(args);
             if new_id.is_some() || name.is_some() || !args.is_empty() {
-                deltas.push(ModelDelta::ToolCall {
+                deltas.push(ModelDelta::ToolCall(ToolCallDelta {
                     index: slot,
                     tool_call_id: new_id.map(str::to_owned),
                     name: name.map(str::to_owned),
                     arguments: args.to_owned(),
-                });
+                }));
             }
         }
         Ok(deltas)

@@ -7,7 +7,7 @@ use super::model::{Protocol, Settings, StreamState, arguments, arguments_text, c
 use super::openai_chat::{sampling, tool_choice_value};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Usage};
+use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
 use crate::render::Provider;
 
 /// The Responses protocol; use it as [`OpenAIResponsesModel`](super::OpenAIResponsesModel).
@@ -199,16 +199,16 @@ impl StreamState for ResponsesStream {
             {
                 self.calls.push(output_index);
                 let item = |key: &str| data.pointer(&format!("/item/{key}")).and_then(Value::as_str).map(str::to_owned);
-                vec![ModelDelta::ToolCall {
+                vec![ModelDelta::ToolCall(ToolCallDelta {
                     index: self.calls.len() - 1,
                     tool_call_id: item("call_id"),
                     name: item("name"),
                     arguments: String::new(),
-                }]
+                })]
             }
             "response.function_call_arguments.delta" => {
                 let index = self.calls.iter().position(|i| *i == output_index).unwrap_or(self.calls.len());
-                vec![ModelDelta::ToolCall { index, tool_call_id: None, name: None, arguments: text("delta") }]
+                vec![ModelDelta::ToolCall(ToolCallDelta::arguments(index, text("delta")))]
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
                 self.last = data.get("response").cloned();
