@@ -3,8 +3,9 @@
 - server: the official Python client calling our server (`python -m starweaver serve-mcp`)
   and the official Python server, one call at a time (ms per call) and 100 in flight
   (calls per second);
-- client: our client (an MCP toolset, called through an agent's scheduler) and the
-  official client, both against the official server.
+- client: our client (`MCPServerStdio.call_tool`, the direct path) and the official
+  client, both against the official server. Both clients wait on the same Python
+  server, which bounds what any client can gain.
 
     python p10.py
 """
@@ -42,25 +43,16 @@ async def official_client(params: StdioServerParameters) -> tuple[float, float]:
 
 
 async def our_client() -> tuple[float, float]:
-    from starweaver import create_agent
     from starweaver.mcp import MCPServerStdio
-    from starweaver.testing import FunctionModel
-
-    def calls(count: int) -> FunctionModel:
-        batch = {"tool_calls": [{"id": f"c{i}", "name": "echo", "arguments": {"text": str(i)}} for i in range(count)]}
-        return FunctionModel(lambda messages, info: batch if info["step"] == 1 else {"text": "done"})
 
     async with MCPServerStdio("bench", sys.executable, args=[TOOLS, "--sdk"]) as server:
-        one = create_agent(model=calls(1), toolsets=[server])
-        await one.run("warm")
+        await server.call_tool("echo", {"text": "warm"})
         started = time.perf_counter()
-        for _ in range(SEQUENTIAL):
-            await one.run("go")
+        for i in range(SEQUENTIAL):
+            await server.call_tool("echo", {"text": str(i)})
         latency_ms = (time.perf_counter() - started) / SEQUENTIAL * 1e3
-        # Calls to one tool run one at a time in an agent; distinct call sites overlap.
-        many = create_agent(model=calls(PARALLEL), toolsets=[server], max_concurrency=PARALLEL)
         started = time.perf_counter()
-        await many.run("go")
+        await asyncio.gather(*(server.call_tool("echo", {"text": str(i)}) for i in range(PARALLEL)))
         throughput = PARALLEL / (time.perf_counter() - started)
     return latency_ms, throughput
 

@@ -62,6 +62,12 @@ classes! {
     stream_interrupted_error => "StreamInterruptedError",
 }
 
+/// A `ToolsetError` with `message` (an MCP server or toolset that failed).
+pub(crate) fn toolset_failure(py: Python<'_>, message: impl Into<String>) -> PyErr {
+    let message = message.into();
+    toolset_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
+}
+
 /// A failed run's error as an exception instance named for it (not raised).
 pub(crate) fn run_error(py: Python<'_>, error: &starweaver::RunError) -> PyResult<Py<PyAny>> {
     use starweaver::{ModelErrorKind, RunError};

@@ -11,6 +11,7 @@ use starweaver::mcp::{McpServer, McpService};
 use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
 
 use crate::awaitable::PyAwait;
+use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::runtime::LoopFuture;
 use crate::tool::{PyNativeTool, PyToolDefinition};
@@ -203,12 +204,36 @@ impl PyMcpServer {
             let outcome = server.connect().await;
             Python::attach(|py| match outcome {
                 Ok(()) => Ok(py.None()),
-                Err(message) => {
-                    Err(errors::toolset_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message)))
-                }
+                Err(message) => Err(errors::toolset_failure(py, message)),
             })
         };
         LoopFuture::new(connect.boxed(), None)
+    }
+
+    /// Calls one of the server's tools directly, outside any agent run, and gives its
+    /// value; raises `ToolsetError` for an `isError` result, a failed server or a timeout.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[typing.Any]", imports = ("typing",)))]
+    #[pyo3(signature = (name, arguments=None))]
+    fn call_tool(
+        &self,
+        name: String,
+        #[gen_stub(override_type(type_repr = "dict[str, typing.Any] | None", imports = ("typing",)))] arguments: Option<
+            Bound<'_, PyDict>,
+        >,
+    ) -> PyResult<LoopFuture> {
+        let arguments = match arguments {
+            Some(arguments) => convert::to_json(arguments.as_any()).map_err(|e| e.within("arguments"))?,
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let server = self.0.clone();
+        let call = async move {
+            let outcome = server.call_tool(&name, arguments).await;
+            Python::attach(|py| match outcome {
+                Ok(value) => Ok(convert::to_py(py, &value)?.unbind()),
+                Err(error) => Err(errors::toolset_failure(py, error.message())),
+            })
+        };
+        Ok(LoopFuture::new(call.boxed(), None))
     }
 
     /// Stops the server; the next use starts it again.
@@ -223,8 +248,8 @@ impl PyMcpServer {
     }
 }
 
-/// Tools served to MCP clients over stdio; each `tools/call` runs through the scheduler,
-/// with Python tools stepped on the loop that awaits `serve_stdio()`. Use
+/// Tools served to MCP clients over stdio or streamable HTTP; each `tools/call` runs
+/// through the scheduler, with Python tools stepped on the loop that awaits the serving. Use
 /// `python -m starweaver serve-mcp`.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeMcpService", frozen)]
@@ -259,19 +284,47 @@ impl PyMcpService {
     /// Serves over stdin and stdout until the client disconnects.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     fn serve_stdio(&self) -> PyResult<LoopFuture> {
-        let service = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        let Some(service) = service else {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err("this service is already serving"));
-        };
+        let service = self.take()?;
+        Ok(Self::serving(async move { service.serve_stdio().await }.boxed()))
+    }
+
+    /// Serves MCP's streamable HTTP at `http://ADDRESS/mcp` until cancelled. The address
+    /// (`HOST:PORT`; port 0 picks a free one) is bound at once, raising `OSError` if it
+    /// cannot be, and `ready` is called with the URL clients should use.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
+    #[pyo3(signature = (address, ready=None))]
+    fn serve_http(&self, address: &str, ready: Option<Bound<'_, PyAny>>) -> PyResult<LoopFuture> {
+        let listener = std::net::TcpListener::bind(address)?;
+        listener.set_nonblocking(true)?;
+        let url = format!("http://{}/mcp", listener.local_addr()?);
+        let service = self.take()?;
+        if let Some(ready) = ready {
+            ready.call1((url,))?;
+        }
         let serve = async move {
-            let outcome = service.serve_stdio().await;
+            let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+            service.serve_http(listener).await
+        };
+        Ok(Self::serving(serve.boxed()))
+    }
+}
+
+impl PyMcpService {
+    /// The service, which serves once.
+    fn take(&self) -> PyResult<McpService> {
+        let service = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        service.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("this service is already serving"))
+    }
+
+    /// Serving as an awaitable: `None` when the client goes, `ToolsetError` on failure.
+    fn serving(serve: futures::future::BoxFuture<'static, Result<(), String>>) -> LoopFuture {
+        let serve = async move {
+            let outcome = serve.await;
             Python::attach(|py| match outcome {
                 Ok(()) => Ok(py.None()),
-                Err(message) => {
-                    Err(errors::toolset_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message)))
-                }
+                Err(message) => Err(errors::toolset_failure(py, message)),
             })
         };
-        Ok(LoopFuture::new(serve.boxed(), None))
+        LoopFuture::new(serve.boxed(), None)
     }
 }

@@ -207,6 +207,11 @@ class NativeMcpServer:
         Starts the server now (it also starts on first use); raises `ToolsetError` naming
         it, with the tail of its stderr, when it cannot.
         """
+    def call_tool(self, name: builtins.str, arguments: dict[str, typing.Any] | None = None) -> typing.Awaitable[typing.Any]:
+        r"""
+        Calls one of the server's tools directly, outside any agent run, and gives its
+        value; raises `ToolsetError` for an `isError` result, a failed server or a timeout.
+        """
     def close(self) -> typing.Awaitable[None]:
         r"""
         Stops the server; the next use starts it again.
@@ -215,8 +220,8 @@ class NativeMcpServer:
 @typing.final
 class NativeMcpService:
     r"""
-    Tools served to MCP clients over stdio; each `tools/call` runs through the scheduler,
-    with Python tools stepped on the loop that awaits `serve_stdio()`. Use
+    Tools served to MCP clients over stdio or streamable HTTP; each `tools/call` runs
+    through the scheduler, with Python tools stepped on the loop that awaits the serving. Use
     `python -m starweaver serve-mcp`.
     """
     def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None) -> NativeMcpService:
@@ -226,6 +231,12 @@ class NativeMcpService:
     def serve_stdio(self) -> typing.Awaitable[None]:
         r"""
         Serves over stdin and stdout until the client disconnects.
+        """
+    def serve_http(self, address: builtins.str, ready: typing.Optional[typing.Any] = None) -> typing.Awaitable[None]:
+        r"""
+        Serves MCP's streamable HTTP at `http://ADDRESS/mcp` until cancelled. The address
+        (`HOST:PORT`; port 0 picks a free one) is bound at once, raising `OSError` if it
+        cannot be, and `ready` is called with the URL clients should use.
         """
 
 @typing.final

@@ -176,3 +176,16 @@ def test_a_server_over_streamable_http_is_a_toolset_too() -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_tool_can_be_called_directly_outside_any_run() -> None:
+    async def scenario() -> None:
+        async with MCPServerStdio("echo", sys.executable, args=[SERVER], timeout_ms=2_000) as server:
+            assert await server.call_tool("add", {"left": 2, "right": 3}) == {"result": 5}
+            with pytest.raises(ToolsetError, match="the vault is locked"):
+                await server.call_tool("refuse")
+            with pytest.raises(ToolsetError, match="MCP server `echo` did not answer `slow` within 2000 ms"):
+                await server.call_tool("slow", {"seconds": 30})
+            assert await server.call_tool("shout", {"text": "still here"}) == {"result": "STILL HERE"}
+
+    asyncio.run(scenario())

@@ -1,27 +1,61 @@
 """DESIGN.md §14, the MCP server: the official Python `mcp` client against
-`python -m starweaver serve-mcp` over stdio."""
+`python -m starweaver serve-mcp`, over stdio and over streamable HTTP."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-from mcp import ClientSession, StdioServerParameters
+import pytest
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 SERVED = str(Path(__file__).parent / "mcp_servers" / "served_tools.py")
+SERVE = [sys.executable, "-m", "starweaver", "serve-mcp", SERVED]
+
+Scenario = Callable[[ClientSession], Awaitable[None]]
+WithClient = Callable[..., None]
 
 
-def with_client(scenario: Callable[[ClientSession], Awaitable[None]]) -> None:
-    async def run() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "starweaver", "serve-mcp", SERVED])
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            await scenario(session)
+@pytest.fixture(params=["stdio", "http"])
+def with_client(request: pytest.FixtureRequest) -> Iterator[WithClient]:
+    """Runs a scenario against our server over stdio, or over HTTP (a server process per test)."""
+    server: subprocess.Popen[str] | None = None
+    url = ""
+    if request.param == "http":
+        server = subprocess.Popen([*SERVE, "--http", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+        assert server.stderr is not None
+        announced = server.stderr.readline()
+        assert "serving MCP at " in announced, announced
+        url = announced.rsplit(" ", 1)[-1].strip()
 
-    asyncio.run(run())
+    @asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
+        if server is None:
+            async with stdio_client(StdioServerParameters(command=SERVE[0], args=SERVE[1:])) as streams:
+                yield streams
+        else:
+            async with streamable_http_client(url) as streams:
+                yield streams
+
+    def run(scenario: Scenario, **session_options: Any) -> None:
+        async def main() -> None:
+            async with transport() as (read, write), ClientSession(read, write, **session_options) as session:
+                await session.initialize()
+                await scenario(session)
+
+        asyncio.run(main())
+
+    yield run
+    if server is not None:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def text_of(result: object) -> str:
@@ -29,11 +63,11 @@ def text_of(result: object) -> str:
     return " ".join(getattr(block, "text", "") for block in content)
 
 
-def test_the_official_client_lists_and_calls_our_tools() -> None:
+def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) -> None:
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits"}
+        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "wipe"}
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -45,7 +79,7 @@ def test_the_official_client_lists_and_calls_our_tools() -> None:
     with_client(scenario)
 
 
-def test_errors_are_is_error_results_with_the_model_facing_message() -> None:
+def test_errors_are_is_error_results_with_the_model_facing_message(with_client: WithClient) -> None:
     async def scenario(session: ClientSession) -> None:
         invalid = await session.call_tool("add", {"left": "two", "right": 3})
         assert invalid.is_error and "left" in text_of(invalid), text_of(invalid)
@@ -59,7 +93,7 @@ def test_errors_are_is_error_results_with_the_model_facing_message() -> None:
     with_client(scenario)
 
 
-def test_host_only_fields_never_leave() -> None:
+def test_host_only_fields_never_leave(with_client: WithClient) -> None:
     async def scenario(session: ClientSession) -> None:
         result = await session.call_tool("report", {})
         assert result.structured_content == {"summary": "ok"}
@@ -68,7 +102,7 @@ def test_host_only_fields_never_leave() -> None:
     with_client(scenario)
 
 
-def test_fifty_calls_in_flight_all_answer() -> None:
+def test_fifty_calls_in_flight_all_answer(with_client: WithClient) -> None:
     async def scenario(session: ClientSession) -> None:
         results = await asyncio.gather(*(session.call_tool("add", {"left": i, "right": 1}) for i in range(50)))
         assert [text_of(r) for r in results] == [str(i + 1) for i in range(50)]
@@ -76,7 +110,7 @@ def test_fifty_calls_in_flight_all_answer() -> None:
     with_client(scenario)
 
 
-def test_a_clients_cancel_reaches_the_tool(tmp_path: Path) -> None:
+def test_a_clients_cancel_reaches_the_tool(with_client: WithClient, tmp_path: Path) -> None:
     marker = tmp_path / "cancelled"
 
     async def scenario(session: ClientSession) -> None:
@@ -90,3 +124,42 @@ def test_a_clients_cancel_reaches_the_tool(tmp_path: Path) -> None:
 
     with_client(scenario)
     assert marker.read_text() == "cancelled", "the tool saw ctx.cancelled() resolve"
+
+
+def elicitation(answer: types.ElicitResult, asked: list[str]) -> Any:
+    async def callback(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return answer
+
+    return callback
+
+
+def test_a_tool_that_needs_approval_asks_the_client_by_elicitation(with_client: WithClient) -> None:
+    asked: list[str] = []
+
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("wipe", {"path": "/tmp/x"})
+        assert (result.is_error, text_of(result)) == (False, "wiped /tmp/x")
+
+    with_client(scenario, elicitation_callback=elicitation(types.ElicitResult(action="accept", content={"approve": True}), asked))
+    assert len(asked) == 1 and "`wipe`" in asked[0] and "/tmp/x" in asked[0], asked
+
+
+def test_a_declined_or_refused_approval_is_an_error_and_the_tool_does_not_run(with_client: WithClient) -> None:
+    for answer in (types.ElicitResult(action="decline"), types.ElicitResult(action="accept", content={"approve": False})):
+        asked: list[str] = []
+
+        async def scenario(session: ClientSession) -> None:
+            result = await session.call_tool("wipe", {"path": "/tmp/x"})
+            assert result.is_error and text_of(result).startswith("the call was denied"), text_of(result)
+
+        with_client(scenario, elicitation_callback=elicitation(answer, asked))
+        assert len(asked) == 1
+
+
+def test_without_elicitation_a_tool_that_needs_approval_says_so(with_client: WithClient) -> None:
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("wipe", {"path": "/tmp/x"})
+        assert result.is_error and text_of(result).startswith("approval is required"), text_of(result)
+
+    with_client(scenario)

@@ -1,8 +1,9 @@
 """``python -m starweaver inspect MODULE_OR_FILE [--provider NAME] [--strict]`` and
-``python -m starweaver serve-mcp MODULE_OR_FILE [--name NAME]``.
+``python -m starweaver serve-mcp MODULE_OR_FILE [--name NAME] [--http HOST:PORT]``.
 
-``serve-mcp`` serves the module's tools (and its static toolsets) to an MCP client over
-stdio: each call runs through the same scheduler as in an agent.
+``serve-mcp`` serves the module's tools (and its static toolsets) to MCP clients over stdio,
+or with ``--http`` over streamable HTTP at ``http://HOST:PORT/mcp`` (the URL is printed on
+stderr once it is listening): each call runs through the same scheduler as in an agent.
 
 Prints, as JSON, the definitions of the tools a module holds (``@tool`` functions and
 ``BaseTool`` instances at its top level or in its top-level lists), or with ``--provider`` those tools in that
@@ -94,8 +95,9 @@ def toolsets_of(module: ModuleType) -> list[Toolset]:
     return found
 
 
-def serve_mcp(target: str, name: str | None) -> None:
-    """Serves ``target``'s tools over stdio until the client disconnects."""
+def serve_mcp(target: str, name: str | None, http: str | None = None) -> None:
+    """Serves ``target``'s tools over stdio until the client disconnects, or over HTTP at
+    ``http`` (``HOST:PORT``) until interrupted."""
     import asyncio
 
     from ._native import NativeMcpService
@@ -107,11 +109,25 @@ def serve_mcp(target: str, name: str | None) -> None:
     service = NativeMcpService(
         name or module.__name__, [tool.native for tool in tools], toolsets=[t.native for t in toolsets]
     )
-    asyncio.run(_serve(service))
+    try:
+        asyncio.run(_serve(service, http))
+    except KeyboardInterrupt:
+        pass
 
 
-async def _serve(service: NativeMcpService) -> None:
-    await service.serve_stdio()
+async def _serve(service: NativeMcpService, http: str | None) -> None:
+    if http is None:
+        await service.serve_stdio()
+        return
+    try:
+        serving = service.serve_http(http, ready=_announce)
+    except OSError as error:
+        raise InspectError(f"cannot listen on {http}: {error}") from error
+    await serving
+
+
+def _announce(url: str) -> None:
+    print(f"starweaver serve-mcp: serving MCP at {url}", file=sys.stderr, flush=True)
 
 
 def inspect(target: str, provider: Provider | None, strict: bool) -> list[dict[str, object]]:
@@ -138,13 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     inspect_cmd.add_argument("target", metavar="MODULE_OR_FILE", help="a dotted module name or a .py file")
     inspect_cmd.add_argument("--provider", choices=PROVIDERS, help="render in this provider's tool format")
     inspect_cmd.add_argument("--strict", action="store_true", help="force strict mode (an error if a schema cannot be)")
-    serve_cmd = commands.add_parser("serve-mcp", help="serve a module's tools to an MCP client over stdio")
+    serve_cmd = commands.add_parser("serve-mcp", help="serve a module's tools to MCP clients (stdio, or HTTP)")
     serve_cmd.add_argument("target", metavar="MODULE_OR_FILE", help="a dotted module name or a .py file")
     serve_cmd.add_argument("--name", help="the server name clients see (default: the module's)")
+    serve_cmd.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     args = parser.parse_args(argv)
     if args.command == "serve-mcp":
         try:
-            serve_mcp(args.target, args.name)
+            serve_mcp(args.target, args.name, args.http)
         except (InspectError, StarweaverError) as error:
             print(f"starweaver serve-mcp: {error}", file=sys.stderr)
             return 2

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._native import NativeMcpServer
 from .toolsets import Toolset
@@ -38,6 +38,13 @@ class _MCPServer(Toolset):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.server.close()
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """Calls one of the server's tools directly, outside any agent run (no scheduler,
+        events or approvals), and returns its value: the structured content, else the
+        text. Raises ``ToolsetError`` for an ``isError`` result, a failed server, or a call
+        past ``timeout_ms`` (the server is told to cancel)."""
+        return await self.server.call_tool(name, dict(arguments) if arguments is not None else None)
 
 
 class MCPServerStdio(_MCPServer):

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
@@ -19,6 +20,17 @@ use crate::toolset::{Toolset, ToolsetContext};
 const STDERR_TAIL: usize = 20;
 /// How many times a call is repeated after the server's transport failed.
 const TRANSPORT_RETRIES: u32 = 1;
+/// How many times a broken HTTP event stream is reopened before its calls fail; rmcp's
+/// default never gives up, so a server that went away would hang its calls.
+const SSE_RECONNECTS: usize = 3;
+
+/// Reconnects to a streamable HTTP server: 0.25 s, 0.5 s, 1 s, then the calls fail.
+fn reconnects() -> ExponentialBackoff {
+    let mut policy = ExponentialBackoff::default();
+    policy.max_times = Some(SSE_RECONNECTS);
+    policy.base_duration = std::time::Duration::from_millis(250);
+    policy
+}
 
 /// An MCP server as a toolset: build it with [`McpServer::stdio`] or [`McpServer::http`].
 #[derive(Clone)]
@@ -128,6 +140,32 @@ impl McpServer {
         self.0.client().await.map(drop)
     }
 
+    /// Calls one of the server's tools directly, outside any agent run (no scheduler,
+    /// events or approvals), within the server's `timeout_ms` if set; dropping the future
+    /// sends MCP's cancel. The value is what the tool's return would carry.
+    ///
+    /// ```no_run
+    /// # async fn call() -> Result<(), starweaver::ToolError> {
+    /// let echo = starweaver::mcp::McpServer::stdio("echo", "python").args(["echo_server.py"]);
+    /// let value = echo.call_tool("echo", serde_json::json!({"text": "hi"})).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// An `execution` error for an `isError` result or a server that failed (named, with
+    /// its stderr's tail); a `timeout` error past `timeout_ms`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ToolError> {
+        let call = self.0.call(name, &arguments);
+        let result = match self.0.timeout_ms {
+            Some(ms) => tokio::time::timeout(std::time::Duration::from_millis(ms), call)
+                .await
+                .map_err(|_| ToolError::timeout(self.0.failure(&format!("did not answer `{name}` within {ms} ms"))))?,
+            None => call.await,
+        };
+        let result = result.map_err(|message| ToolError::execution(message).not_retryable())?;
+        outcome(result).map(|result| result.value)
+    }
+
     /// Stops the server; the next use starts it again.
     pub async fn close(&self) {
         if let Some(client) = self.0.client.lock().await.take() {
@@ -170,6 +208,7 @@ impl Inner {
                 }
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 config.custom_headers = custom;
+                config.retry_config = Arc::new(reconnects());
                 ().serve(StreamableHttpClientTransport::from_config(config)).await
             }
         };

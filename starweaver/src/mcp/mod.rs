@@ -9,7 +9,7 @@
 //! server says `listChanged`. A server that fails to start, dies or answers garbage is an
 //! error naming it, with the tail of its stderr; the next use starts it again.
 //!
-//! [`McpService`] (`server.rs`): tools served to any MCP client over stdio, each call run
+//! [`McpService`] (`server.rs`): tools served to any MCP client over stdio or streamable HTTP, each call run
 //! through the scheduler as in an agent.
 //!
 //! ```no_run

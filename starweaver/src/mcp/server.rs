@@ -16,14 +16,14 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer, ServiceExt};
+use rmcp::service::{ElicitationError, Peer, RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 use crate::event::EventLog;
-use crate::hitl::ApprovalPolicy;
+use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
 use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
 use crate::scheduler::{CallEnv, CallOutcome, CallRequest, invoke};
@@ -88,8 +88,9 @@ impl McpServiceBuilder {
         self
     }
 
-    /// Tools that need a human decision before every call; a client is told so (MCP
-    /// elicitation is not offered yet).
+    /// Tools that need a human decision before every call: the client is asked by MCP
+    /// elicitation when it offers it; otherwise the call is an `isError` result saying
+    /// approval is required.
     pub fn approval_required_tools<R: Into<crate::hitl::ApprovalRule>>(
         mut self,
         rules: impl IntoIterator<Item = R>,
@@ -120,13 +121,16 @@ struct Job {
     name: String,
     arguments: Value,
     cancellation: CancellationToken,
+    /// The client, asked for approvals by elicitation.
+    peer: Peer<RoleServer>,
     reply: oneshot::Sender<CallToolResult>,
 }
 
-/// What rmcp calls: it lists the tools and forwards each call.
+/// What rmcp calls: it lists the tools and forwards each call. One per client session.
+#[derive(Clone)]
 struct Handler {
     name: String,
-    tools: Vec<McpTool>,
+    tools: Arc<[McpTool]>,
     jobs: mpsc::UnboundedSender<Job>,
 }
 
@@ -142,7 +146,7 @@ impl rmcp::ServerHandler for Handler {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     async fn call_tool(
@@ -155,6 +159,7 @@ impl rmcp::ServerHandler for Handler {
             name: request.name.to_string(),
             arguments: request.arguments.map_or_else(|| Value::Object(Map::new()), Value::Object),
             cancellation: context.ct.clone(),
+            peer: context.peer.clone(),
             reply,
         };
         self.jobs.send(job).map_err(|_| ErrorData::internal_error("the service has stopped", None))?;
@@ -163,21 +168,69 @@ impl rmcp::ServerHandler for Handler {
     }
 }
 
+/// The answer a client gives, by elicitation, to "may this call run?".
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Approval {
+    /// Whether the call may run.
+    approve: bool,
+}
+
+rmcp::elicit_safe!(Approval);
+
 impl McpService {
     /// Serves over stdin and stdout until the client disconnects.
     ///
     /// # Errors
     /// The MCP handshake failed.
     pub async fn serve_stdio(self) -> std::result::Result<(), String> {
-        let (jobs, queue) = mpsc::unbounded_channel();
-        let tools = self.registry.definitions().iter().map(describe).collect();
-        let handler = Handler { name: self.name.clone(), tools, jobs };
+        let (handler, queue) = self.handler();
         let service =
             handler.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
         tokio::select! {
             _ = service.waiting() => Ok(()),
             () = self.run_calls(queue) => Ok(()),
         }
+    }
+
+    /// Serves MCP's streamable HTTP at `/mcp` on `listener`, for any number of clients,
+    /// until the returned future is dropped.
+    ///
+    /// Requests must name the listener's host (or `localhost`) in `Host`, which keeps a
+    /// browser page on another origin from reaching a local server (DNS rebinding).
+    ///
+    /// ```no_run
+    /// # async fn serve(service: starweaver::mcp::McpService) -> Result<(), Box<dyn std::error::Error>> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// service.serve_http(listener).await?; // http://127.0.0.1:8000/mcp
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The listener failed.
+    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::result::Result<(), String> {
+        use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+        use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+        let (handler, queue) = self.handler();
+        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+        if let Ok(address) = listener.local_addr() {
+            hosts.push(address.ip().to_string());
+        }
+        let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+        let sessions = Arc::new(LocalSessionManager::default());
+        let http = StreamableHttpService::new(move || Ok(handler.clone()), sessions, config);
+        let router = axum::Router::new().nest_service("/mcp", http);
+        tokio::select! {
+            served = axum::serve(listener, router) => served.map_err(|e| format!("the MCP HTTP server failed: {e}")),
+            () = self.run_calls(queue) => Ok(()),
+        }
+    }
+
+    /// A handler for rmcp, and the queue its calls arrive on.
+    fn handler(&self) -> (Handler, mpsc::UnboundedReceiver<Job>) {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let tools = self.registry.definitions().iter().map(describe).collect();
+        (Handler { name: self.name.clone(), tools, jobs }, queue)
     }
 
     /// Runs calls as they come, side by side, under the agent's rules: a `sequential`
@@ -224,9 +277,42 @@ impl McpService {
             retries: &retries,
             limit: None,
         };
-        let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name.clone(), job.arguments);
-        let outcome = invoke(&env, &CallRequest { part: &part, approval: None }).await;
+        let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
+        let mut outcome = invoke(&env, &CallRequest { part: &part, approval: None }).await;
+        if let CallOutcome::NeedsApproval { reason, .. } = &outcome {
+            outcome = match ask_approval(&job.peer, &part, reason).await {
+                Ok(approval) => invoke(&env, &CallRequest { part: &part, approval: Some(Arc::new(approval)) }).await,
+                Err(refusal) => {
+                    drop(job.reply.send(CallToolResult::error(vec![Content::text(refusal)])));
+                    return;
+                }
+            };
+        }
         drop(job.reply.send(result_of(outcome)));
+    }
+}
+
+/// Asks the client whether `call` may run, by elicitation. The error is what the client
+/// is told when it cannot ask, or the answer is no.
+async fn ask_approval(
+    peer: &Peer<RoleServer>,
+    call: &ToolCallPart,
+    reason: &str,
+) -> std::result::Result<ApprovalDecision, String> {
+    let message = format!("Allow `{}` to run with arguments {}? ({reason})", call.name, call.arguments);
+    match peer.elicit::<Approval>(message).await {
+        Ok(Some(Approval { approve: true })) => Ok(ApprovalDecision {
+            id: call.id.to_string(),
+            approved: true,
+            decided_by: Some("mcp client".to_owned()),
+            arguments: Some(call.arguments.clone()),
+            ..ApprovalDecision::default()
+        }),
+        Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::UserCancelled) => {
+            Err(format!("the call was denied: {reason}"))
+        }
+        Err(ElicitationError::CapabilityNotSupported) => Err(format!("approval is required: {reason}")),
+        Err(other) => Err(format!("approval is required and asking for it failed ({other}): {reason}")),
     }
 }
 

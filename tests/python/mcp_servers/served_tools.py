@@ -49,3 +49,11 @@ async def waits(ctx: ToolContext, marker: str) -> str:
     await ctx.cancelled()
     Path(marker).write_text("cancelled")
     return "cancelled"
+
+
+def _wipe(path: str) -> str:
+    """Wipes a path (it only says so)."""
+    return f"wiped {path}"
+
+
+guarded = Toolset("guarded", [tool(name="wipe")(_wipe)]).approval_required()

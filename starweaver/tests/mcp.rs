@@ -1,0 +1,221 @@
+//! DESIGN.md §14 in Rust: our MCP client against rmcp servers over streamable HTTP, one of
+//! them our own `McpService`, the other a hand-written rmcp handler whose tool list changes.
+#![cfg(feature = "mcp")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool as RmcpTool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use starweaver::mcp::{McpServer, McpService};
+use starweaver::testing::TestModel;
+use starweaver::{Agent, ModelResponse, RunStatus, StaticToolset, ToolBuilder, ToolContext, ToolError};
+
+/// Our service on a loopback port, serving until the test ends; its URL.
+async fn serve(service: McpService) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(service.serve_http(listener));
+    url
+}
+
+fn calculator() -> StaticToolset {
+    StaticToolset::new("calculator")
+        .tool(
+            ToolBuilder::new("add")
+                .description("Add two integers.")
+                .handler(|_: ToolContext, args: Args| async move {
+                    Ok(json!(args["left"].as_i64().unwrap_or(0) + args["right"].as_i64().unwrap_or(0)))
+                })
+                .unwrap(),
+        )
+        .tool(
+            ToolBuilder::new("refuse")
+                .description("Always fails.")
+                .handler(|_: ToolContext, _: Args| async move {
+                    Err::<Value, _>(ToolError::user_error("the vault is locked"))
+                })
+                .unwrap(),
+        )
+        .tool(
+            ToolBuilder::new("wipe")
+                .description("Needs a human.")
+                .handler(|_: ToolContext, _: Args| async move { Ok(json!("wiped")) })
+                .unwrap(),
+        )
+}
+
+#[tokio::test]
+async fn an_agent_uses_our_served_tools_through_our_client() {
+    let service = McpService::builder("calculator").toolset(calculator()).approval_required_tools(["wipe"]).build();
+    let url = serve(service.unwrap()).await;
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([
+            call("c1", "calc_add", json!({"left": 2, "right": 3})),
+            call("c2", "calc_refuse", json!({})),
+            call("c3", "calc_wipe", json!({})),
+        ]),
+        ModelResponse::text("done"),
+    ]));
+    let server = McpServer::http("calc", url);
+    let agent = Agent::builder(model.clone()).toolset(starweaver::Toolset::prefixed(server, "calc_")).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    let listed: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
+    assert_eq!(listed, ["calc_add", "calc_refuse", "calc_wipe"]);
+    let returns = tool_returns(result.messages.messages());
+    // MCP carries a non-object value as text.
+    assert_eq!(returns[0].content, json!("5"));
+    let refused = returns[1].content["message"].as_str().unwrap_or_default();
+    assert!(returns[1].is_error && refused.starts_with("the vault is locked"), "{refused}");
+    // Our client offers no elicitation, so the served tool says what it needs.
+    let wipe = returns[2].content["message"].as_str().unwrap_or_default();
+    assert!(returns[2].is_error && wipe.starts_with("approval is required"), "{wipe}");
+}
+
+/// An rmcp server whose `grow` tool adds a tool and tells the client its list changed.
+#[derive(Clone, Default)]
+struct Growing {
+    extra: Arc<Mutex<Vec<String>>>,
+}
+
+fn rmcp_tool(name: &str) -> RmcpTool {
+    let schema = json!({"type": "object", "properties": {}});
+    RmcpTool::new_with_raw(
+        name.to_owned(),
+        Some(format!("The {name} tool.").into()),
+        schema.as_object().unwrap().clone(),
+    )
+}
+
+impl rmcp::ServerHandler for Growing {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = vec![rmcp_tool("grow"), rmcp_tool("nap")];
+        tools.extend(self.extra.lock().unwrap().iter().map(|name| rmcp_tool(name)));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let text = match request.name.as_ref() {
+            "grow" => {
+                let name = format!("grown_{}", self.extra.lock().unwrap().len() + 1);
+                self.extra.lock().unwrap().push(name.clone());
+                context
+                    .peer
+                    .notify_tool_list_changed()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                name
+            }
+            "nap" => {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                "rested".to_owned()
+            }
+            other => format!("{other} ran"),
+        };
+        Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
+    }
+}
+
+/// Serves `handler` on a loopback port, on a runtime of its own so that stopping it closes
+/// every connection at once, as a crashed server would; the URL and the stop switch.
+fn serve_rmcp(handler: Growing) -> (String, Stop) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    (url, serve_rmcp_on(listener, handler))
+}
+
+/// Dropping it stops the server.
+struct Stop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.take().map(|stop| stop.send(()));
+    }
+}
+
+fn serve_rmcp_on(listener: std::net::TcpListener, handler: Growing) -> Stop {
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            listener.set_nonblocking(true).unwrap();
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let service = StreamableHttpService::new(
+                move || Ok(handler.clone()),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
+            );
+            tokio::spawn(axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).into_future());
+            drop(stopped.await);
+        });
+        runtime.shutdown_background();
+    });
+    Stop(Some(stop))
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_is_seen_at_the_next_step() {
+    let (url, _server) = serve_rmcp(Growing::default());
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "grow", json!({}))]),
+        TestModel::tool_call_response([call("c2", "grown_1", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model.clone()).toolset(McpServer::http("growing", url)).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    let listed =
+        |request: usize| -> Vec<String> { model.requests()[request].tools.iter().map(|t| t.name.clone()).collect() };
+    assert_eq!(listed(0), ["grow", "nap"]);
+    assert_eq!(listed(1), ["grow", "nap", "grown_1"]);
+    let returns = tool_returns(result.messages.messages());
+    assert_eq!((returns[0].content.clone(), returns[1].content.clone()), (json!("grown_1"), json!("grown_1 ran")));
+}
+
+#[tokio::test]
+async fn a_server_that_goes_away_mid_call_is_a_named_error_and_comes_back_on_next_use() {
+    let handler = Growing::default();
+    let (url, running) = serve_rmcp(handler.clone());
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let server = McpServer::http("sleepy", url);
+    let agent = |call: starweaver::ToolCallPart| {
+        let model = TestModel::new([TestModel::tool_call_response([call]), ModelResponse::text("done")]);
+        Agent::builder(Arc::new(model)).toolset(server.clone()).build().unwrap()
+    };
+    let napping = agent(call("c1", "nap", json!({})));
+    let run = tokio::spawn(async move { napping.run("nap").await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(running);
+    let result = run.await.unwrap().unwrap();
+    let returns = tool_returns(result.messages.messages());
+    let message = returns[0].content["message"].as_str().unwrap_or_default().to_owned();
+    assert!(returns[0].is_error && message.contains("MCP server `sleepy`"), "{message}");
+
+    // The same address serves again; the next run reconnects.
+    let _again = serve_rmcp_on(std::net::TcpListener::bind(&address).unwrap(), handler);
+    let again = agent(call("c2", "grow", json!({}))).run("grow").await.unwrap();
+    let returns = tool_returns(again.messages.messages());
+    assert_eq!((returns[0].is_error, returns[0].content.clone()), (false, json!("grown_1")));
+}
