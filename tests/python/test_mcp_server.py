@@ -163,3 +163,32 @@ def test_without_elicitation_a_tool_that_needs_approval_says_so(with_client: Wit
         assert result.is_error and text_of(result).startswith("approval is required"), text_of(result)
 
     with_client(scenario)
+
+
+def rust_server() -> str:
+    """The Rust example server (starweaver/examples/mcp_server), built now if needed."""
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        ["cargo", "build", "--quiet", "-p", "starweaver", "--features", "mcp", "--example", "mcp_server"], cwd=root, check=True
+    )
+    return str(root / "target" / "debug" / "examples" / "mcp_server")
+
+
+def test_the_official_client_lists_and_calls_rust_tools_from_our_rust_server() -> None:
+    asked: list[str] = []
+
+    async def main() -> None:
+        params = StdioServerParameters(command=rust_server())
+        callback = elicitation(types.ElicitResult(action="accept", content={"approve": True}), asked)
+        async with stdio_client(params) as (read, write), ClientSession(read, write, elicitation_callback=callback) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(tools) == {"add", "deploy"}
+            assert tools["add"].input_schema["properties"]["left"]["description"] == "The first addend."
+            added = await session.call_tool("add", {"left": 2, "right": 3})
+            assert (added.is_error, added.structured_content) == (False, {"total": 5})
+            deployed = await session.call_tool("deploy", {"environment": "staging"})
+            assert deployed.structured_content == {"deployed_to": "staging", "approved_by": "mcp client"}
+
+    asyncio.run(main())
+    assert len(asked) == 1 and "`deploy`" in asked[0]
