@@ -2,7 +2,7 @@
 //! [`ToolDefinition`] and one scheduler.
 //!
 //! A tool call's path reads off the modules: [`tool`] (what a tool is) → [`registry`]
-//! (an agent's tools) → `scheduler` (running a response's calls) → `agent` (the loop)
+//! (an agent's tools) → [`scheduler`] (running a response's calls) → `agent` (the loop)
 //! → [`session`] and [`hitl`] (waiting for humans) → [`store`] (sessions kept across processes) → [`event`] and [`stream`] (what
 //! happened), with [`model`] and [`testing`] on the model side.
 
@@ -22,7 +22,7 @@ pub mod provider;
 pub mod registry;
 pub mod render;
 pub mod result;
-mod scheduler;
+pub mod scheduler;
 pub mod schema;
 pub mod session;
 pub mod store;

@@ -1,18 +1,21 @@
 //! Running the tool calls of one model response (DESIGN.md §6).
 //!
-//! Calls run concurrently on the run's own task (no spawn per call); a `sequential` call
-//! is a barrier; calls to one tool name run one at a time in model order while other
-//! names overlap; an optional semaphore caps concurrency; outcomes come back in model
-//! order whatever order they finished in.
+//! Calls run concurrently on the run's own task (no spawn per call), started as
+//! [`CallPlan`] releases them: a `sequential` call is a barrier; calls to one tool name run
+//! one at a time in model order while other names overlap. An optional semaphore caps
+//! concurrency; outcomes come back in model order whatever order they finished in.
 
 mod call;
+mod plan;
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use serde_json::Map;
 
 pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke, panicked};
+pub use plan::{CallPlan, PlannedCall};
 
 use crate::tool::ToolError;
 
@@ -47,53 +50,19 @@ pub(crate) async fn execute(env: &CallEnv<'_>, calls: &[CallRequest<'_>]) -> Bat
     BatchOutcome { outcomes, cancelled }
 }
 
-fn is_sequential(env: &CallEnv<'_>, request: &CallRequest<'_>) -> bool {
-    env.registry.get(&request.part.name).is_some_and(|t| t.sequential)
-}
-
+/// Runs the calls as the plan releases them, side by side on this task.
 async fn run_in_order(env: &CallEnv<'_>, calls: &[CallRequest<'_>], slots: &Mutex<Vec<Option<CallOutcome>>>) {
-    let mut start = 0;
-    while start < calls.len() {
-        if is_sequential(env, &calls[start]) {
-            run_one(env, calls, start, slots).await;
-            start += 1;
-            continue;
+    let mut plan = CallPlan::new(calls.iter().map(|request| PlannedCall {
+        name: request.part.name.to_string(),
+        sequential: env.registry.get(&request.part.name).is_some_and(|t| t.sequential),
+    }));
+    let mut running = FuturesUnordered::new();
+    loop {
+        for i in plan.start_ready() {
+            running.push(async move { (i, invoke(env, &calls[i]).await) });
         }
-        let end = (start..calls.len()).find(|&i| is_sequential(env, &calls[i])).unwrap_or(calls.len());
-        run_concurrent(env, calls, start..end, slots).await;
-        start = end;
+        let Some((i, outcome)) = running.next().await else { break };
+        slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(outcome);
+        plan.finish(i);
     }
-}
-
-/// Runs a barrier-free stretch: one chain per tool name, chains side by side.
-async fn run_concurrent(
-    env: &CallEnv<'_>,
-    calls: &[CallRequest<'_>],
-    range: std::ops::Range<usize>,
-    slots: &Mutex<Vec<Option<CallOutcome>>>,
-) {
-    let mut chains: Vec<Vec<usize>> = Vec::new();
-    let mut by_name: HashMap<&str, usize> = HashMap::new();
-    for i in range {
-        let chain = *by_name.entry(&*calls[i].part.name).or_insert_with(|| {
-            chains.push(Vec::new());
-            chains.len() - 1
-        });
-        chains[chain].push(i);
-    }
-    let run_chain = |chain: Vec<usize>| async move {
-        for i in chain {
-            run_one(env, calls, i, slots).await;
-        }
-    };
-    if chains.len() == 1 {
-        run_chain(chains.pop().expect("one chain")).await;
-    } else {
-        futures::future::join_all(chains.into_iter().map(run_chain)).await;
-    }
-}
-
-async fn run_one(env: &CallEnv<'_>, calls: &[CallRequest<'_>], i: usize, slots: &Mutex<Vec<Option<CallOutcome>>>) {
-    let outcome = invoke(env, &calls[i]).await;
-    slots.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(outcome);
 }

@@ -1,0 +1,172 @@
+//! Which calls of one model response may start now (DESIGN.md §6), with no I/O: the one
+//! statement of the scheduling rules. The async scheduler runs what it says; a driver
+//! elsewhere (a durable workflow) can do the same and get the same order.
+//!
+//! Each call waits for the previous call to the same tool, for the last `sequential`
+//! call before it, and, when it is `sequential` itself, for every call before it. Waiting
+//! on the nearest of each is enough: those waited for the rest.
+
+use serde::{Deserialize, Serialize};
+
+/// One call, as the rules see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedCall {
+    /// The tool's name.
+    pub name: String,
+    /// Whether the tool is `sequential` (it runs alone, a barrier).
+    pub sequential: bool,
+}
+
+/// The calls of one response and where each stands.
+///
+/// ```
+/// use starweaver::scheduler::{CallPlan, PlannedCall};
+///
+/// let call = |name: &str, sequential| PlannedCall { name: name.into(), sequential };
+/// let mut plan = CallPlan::new([call("read", false), call("read", false), call("fetch", false), call("write", true)]);
+/// assert_eq!(plan.start_ready(), [0, 2]); // one `read` at a time; `fetch` beside it
+/// plan.finish(0);
+/// assert_eq!(plan.start_ready(), [1]);
+/// plan.finish(1);
+/// plan.finish(2);
+/// assert_eq!(plan.start_ready(), [3]); // `write` alone, once everything before it ended
+/// plan.finish(3);
+/// assert!(plan.is_done());
+/// ```
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CallPlan {
+    /// For each call, how many calls it still waits for.
+    waits_for: Vec<usize>,
+    /// For each call, the calls waiting for it.
+    unblocks: Vec<Vec<usize>>,
+    /// Calls that wait for nothing and have not been given out yet.
+    ready: Vec<usize>,
+    state: Vec<CallState>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+enum CallState {
+    Waiting,
+    Running,
+    Finished,
+}
+
+impl CallPlan {
+    /// Plans `calls`, in model order.
+    pub fn new(calls: impl IntoIterator<Item = PlannedCall>) -> Self {
+        let calls: Vec<PlannedCall> = calls.into_iter().collect();
+        let mut unblocks = vec![Vec::new(); calls.len()];
+        let mut waits_for = vec![0; calls.len()];
+        let mut last_of_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut barrier: Option<usize> = None;
+        for (i, call) in calls.iter().enumerate() {
+            let mut after: Vec<usize> = Vec::new();
+            if call.sequential {
+                after.extend(barrier.map_or(0, |b| b)..i);
+            } else {
+                after.extend(barrier);
+                after.extend(last_of_name.get(call.name.as_str()).copied().filter(|&j| Some(j) > barrier));
+            }
+            after.sort_unstable();
+            after.dedup();
+            waits_for[i] = after.len();
+            for j in after {
+                unblocks[j].push(i);
+            }
+            last_of_name.insert(&call.name, i);
+            if call.sequential {
+                barrier = Some(i);
+            }
+        }
+        let ready = (0..calls.len()).filter(|&i| waits_for[i] == 0).collect();
+        Self { waits_for, unblocks, ready, state: vec![CallState::Waiting; calls.len()] }
+    }
+
+    /// The calls that may start now, in model order; each is given once and counts as
+    /// running from then on.
+    pub fn start_ready(&mut self) -> Vec<usize> {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.sort_unstable();
+        for &i in &ready {
+            self.state[i] = CallState::Running;
+        }
+        ready
+    }
+
+    /// Records that call `index`, given out by [`start_ready`](Self::start_ready), ended
+    /// (whatever its outcome). Anything else is ignored: a call that never started cannot
+    /// release the calls after it.
+    pub fn finish(&mut self, index: usize) {
+        if self.state.get(index) != Some(&CallState::Running) {
+            return;
+        }
+        self.state[index] = CallState::Finished;
+        for &next in &self.unblocks[index] {
+            self.waits_for[next] -= 1;
+            if self.waits_for[next] == 0 {
+                self.ready.push(next);
+            }
+        }
+    }
+
+    /// Whether every call ended.
+    #[must_use]
+    pub fn is_done(&self) -> bool {
+        self.state.iter().all(|s| *s == CallState::Finished)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(calls: &[(&str, bool)]) -> CallPlan {
+        CallPlan::new(
+            calls.iter().map(|(name, sequential)| PlannedCall { name: (*name).into(), sequential: *sequential }),
+        )
+    }
+
+    /// Runs the plan finishing calls in `order` whenever they are running; the waves seen.
+    fn waves(mut plan: CallPlan, finish_first: impl Fn(&[usize]) -> usize) -> Vec<Vec<usize>> {
+        let mut running: Vec<usize> = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let ready = plan.start_ready();
+            if !ready.is_empty() {
+                seen.push(ready.clone());
+            }
+            running.extend(ready);
+            if running.is_empty() {
+                break;
+            }
+            let done = finish_first(&running);
+            running.retain(|&i| i != done);
+            plan.finish(done);
+        }
+        assert!(plan.is_done());
+        seen
+    }
+
+    #[test]
+    fn a_sequential_call_waits_for_all_before_and_holds_back_all_after() {
+        let calls = plan(&[("a", false), ("b", false), ("s", true), ("c", false), ("d", false)]);
+        assert_eq!(waves(calls, |running| running[0]), [vec![0, 1], vec![2], vec![3, 4]]);
+    }
+
+    #[test]
+    fn calls_to_one_tool_run_one_at_a_time_in_model_order_beside_other_tools() {
+        let calls = plan(&[("a", false), ("b", false), ("a", false), ("a", false)]);
+        // Finishing the newest first shows `a`s never overlap, and `b` never waits for them.
+        assert_eq!(waves(calls, |running| *running.last().unwrap()), [vec![0, 1], vec![2], vec![3]]);
+    }
+
+    #[test]
+    fn a_long_chain_of_one_tool_plans_in_linear_time() {
+        let mut calls = plan(&vec![("same", false); 100_000]);
+        for i in 0..100_000 {
+            assert_eq!(calls.start_ready(), [i]);
+            calls.finish(i);
+        }
+        assert!(calls.is_done());
+    }
+}
