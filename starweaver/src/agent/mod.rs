@@ -1,12 +1,14 @@
 //! `Agent`: a model, tools, instructions and an approval policy, built once and run many times.
 
+mod machine;
 mod run;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use run::{Claim, SessionState, Slot, Start, Suspended, drive};
+pub(crate) use machine::{SessionState, Slot, Suspended};
+pub(crate) use run::{Claim, Start, drive};
 
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};

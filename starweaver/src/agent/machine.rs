@@ -1,0 +1,507 @@
+//! The run loop as a deterministic state machine with no I/O of its own (DESIGN.md §15).
+//!
+//! It says what to do next ([`Next`]: request the model, start these calls, wait for the
+//! running ones, or the run's end) and takes each outcome back. The step limit, retry
+//! budgets, the approval gate's suspensions, closing calls a run leaves undecided, the
+//! history and the run's events live here; the driver (`run.rs`) only does the I/O: the
+//! model request, the tool calls, listing tools, timing spans.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+
+use crate::event::{EventKind, EventLog};
+use crate::hitl::{
+    ApprovalDecision, DeferredOutcome, Hitl, PendingApproval, PendingCall, PendingDeferred, Resolution, fresh_id,
+};
+use crate::message::{History, Message, RequestPart, ToolCallPart};
+use crate::model::{ModelResponse, Usage};
+use crate::registry::ToolRegistry;
+use crate::result::{RunError, RunStatus};
+use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
+use crate::tool::{ToolError, ToolErrorKind, ToolResult};
+
+/// What a session keeps between runs.
+#[derive(Default)]
+pub(crate) struct SessionState {
+    pub history: History,
+    pub waiting: Option<Suspended>,
+    /// Canonical ids of every decision already applied, to refuse replays.
+    pub decided: HashSet<String>,
+}
+
+/// A run waiting for decisions: the response it stopped at (the history's last message),
+/// and a slot per tool call of it.
+pub(crate) struct Suspended {
+    pub run_id: Arc<str>,
+    pub step: u32,
+    pub retries: HashMap<Arc<str>, u32>,
+    pub next_seq: u64,
+    pub response: Arc<Message>,
+    pub slots: Vec<Slot>,
+}
+
+impl Suspended {
+    pub(crate) fn hitl(&self) -> Hitl {
+        let mut hitl = Hitl::default();
+        for slot in &self.slots {
+            match slot {
+                Slot::Done(_) => {}
+                Slot::Approval(a) => hitl.approvals.push((**a).clone()),
+                Slot::Deferred(d) => hitl.deferred.push((**d).clone()),
+            }
+        }
+        hitl
+    }
+}
+
+/// Where one call of a batch stands. Serialised in exported session state.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub(crate) enum Slot {
+    Done(ToolReturn),
+    Approval(Box<PendingApproval>),
+    Deferred(Box<PendingDeferred>),
+}
+
+impl Slot {
+    /// The pending call this slot waits on, if it waits.
+    pub(crate) fn pending_mut(&mut self) -> Option<&mut PendingCall> {
+        match self {
+            Self::Done(_) => None,
+            Self::Approval(pending) => Some(&mut pending.0),
+            Self::Deferred(pending) => Some(&mut pending.0),
+        }
+    }
+
+    /// The model's id of the call this slot is for.
+    pub(crate) fn tool_call_id(&self) -> &str {
+        match self {
+            Self::Done(ret) => &ret.part.tool_call_id,
+            Self::Approval(pending) => &pending.tool_call_id,
+            Self::Deferred(pending) => &pending.tool_call_id,
+        }
+    }
+}
+
+/// How a run ended.
+pub(crate) enum End {
+    Completed(String),
+    /// Waiting for decisions on the response's calls.
+    Waiting(Arc<Message>, Vec<Slot>),
+    Failed(RunError),
+    Cancelled,
+}
+
+impl End {
+    pub(crate) fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed(_) => "completed",
+            Self::Waiting(..) => "waiting",
+            Self::Failed(_) => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What the driver does next.
+pub(crate) enum Next {
+    /// Request the model with the history and the step's tools.
+    RequestModel { step: u32 },
+    /// Start these calls of the current response (by index), each with the decision
+    /// that approved it, if any.
+    StartCalls(Vec<(usize, Option<Arc<ApprovalDecision>>)>),
+    /// Nothing new may start: report the next running call that finishes.
+    AwaitCalls,
+    /// The run is over; hand the end to [`Machine::conclude`].
+    End(End),
+}
+
+/// The calls of one response on their way.
+struct Batch {
+    response: Arc<Message>,
+    /// One per call in model order: what was decided without running it (`None` for the
+    /// calls in `runs`).
+    slots: Vec<Option<Slot>>,
+    /// The calls to run (indices into `slots`) and the decisions approving them.
+    runs: Vec<(usize, Option<Arc<ApprovalDecision>>)>,
+    /// How each of `runs` ended, as they end.
+    outcomes: Vec<Option<CallOutcome>>,
+    /// Releases `runs` under the §6 rules (its indices are into `runs`).
+    plan: CallPlan,
+}
+
+impl Batch {
+    fn new(
+        response: Arc<Message>,
+        slots: Vec<Option<Slot>>,
+        runs: Vec<(usize, Option<Arc<ApprovalDecision>>)>,
+        registry: &ToolRegistry,
+    ) -> Self {
+        let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
+        let plan = CallPlan::new(runs.iter().map(|(slot, _)| PlannedCall {
+            name: calls[*slot].name.to_string(),
+            sequential: registry.get(&calls[*slot].name).is_some_and(|t| t.sequential),
+        }));
+        drop(calls);
+        let outcomes = runs.iter().map(|_| None).collect();
+        Self { response, slots, runs, outcomes, plan }
+    }
+}
+
+enum Phase {
+    /// Next: check the step limit, then request the model.
+    Model,
+    Calls(Batch),
+    Over(End),
+    /// The end was handed out; nothing follows.
+    Spent,
+}
+
+/// One run of a session, from its start (or resume) to its end.
+pub(crate) struct Machine<'s> {
+    pub state: &'s mut SessionState,
+    pub run_id: Arc<str>,
+    pub step: u32,
+    max_steps: u32,
+    /// Model retries spent per tool; the calls read and count them.
+    pub retries: Mutex<HashMap<Arc<str>, u32>>,
+    /// Tokens the run's model requests used.
+    pub usage: Usage,
+    phase: Phase,
+}
+
+impl<'s> Machine<'s> {
+    /// A run of `prompt`: the request (with the instructions, on a session's first run)
+    /// enters the history.
+    pub fn start(
+        state: &'s mut SessionState,
+        run_id: Arc<str>,
+        max_steps: u32,
+        instructions: Option<&str>,
+        prompt: String,
+        events: &EventLog,
+    ) -> Self {
+        events.emit(EventKind::RunStart { prompt: prompt.clone() });
+        let mut parts = Vec::with_capacity(2);
+        if state.history.messages().is_empty()
+            && let Some(instructions) = instructions
+        {
+            parts.push(RequestPart::SystemPrompt { text: instructions.to_owned() });
+        }
+        parts.push(RequestPart::UserPrompt { text: prompt });
+        state.history.push(Message::Request { parts });
+        Self {
+            state,
+            run_id,
+            step: 0,
+            max_steps,
+            retries: Mutex::default(),
+            usage: Usage::default(),
+            phase: Phase::Model,
+        }
+    }
+
+    /// A waiting run taken up again with `resolved` decisions: denials and deferred
+    /// results become returns now; approved calls run again, with their decision, under
+    /// the usual scheduling.
+    pub fn resume(
+        state: &'s mut SessionState,
+        waiting: Suspended,
+        max_steps: u32,
+        resolved: Vec<(usize, Resolution)>,
+        registry: &ToolRegistry,
+        events: &EventLog,
+    ) -> Self {
+        let Suspended { run_id, step, retries, response, slots, .. } = waiting;
+        let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
+        events.emit(EventKind::RunResumed { approvals, deferred_results: resolved.len() - approvals });
+        let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
+        let mut runs = Vec::new();
+        let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
+        for (slot, resolution) in resolved {
+            let call = calls[slot];
+            let ret = match resolution {
+                Resolution::Approval(decision) if decision.approved => {
+                    runs.push((slot, Some(Arc::new(decision))));
+                    continue;
+                }
+                Resolution::Approval(decision) => {
+                    let reason = decision.reason.unwrap_or_else(|| "the call was denied".to_owned());
+                    let mut extra = Map::new();
+                    if let Some(who) = decision.decided_by {
+                        extra.insert("decided_by".into(), Value::String(who));
+                    }
+                    ToolReturn::failure(call, ToolError::new(ToolErrorKind::ApprovalDenied, reason), extra)
+                }
+                Resolution::Deferred(result) => match result.outcome {
+                    DeferredOutcome::Completed { value } => ToolReturn::success(call, ToolResult::new(value)),
+                    DeferredOutcome::Failed { error } => {
+                        ToolReturn::failure(call, ToolError::new(ToolErrorKind::DeferredFailed, error), Map::new())
+                    }
+                },
+            };
+            events.emit(ret.event());
+            slots[slot] = Some(Slot::Done(ret));
+        }
+        drop(calls);
+        runs.sort_by_key(|(slot, _)| *slot);
+        for (slot, _) in &runs {
+            slots[*slot] = None;
+        }
+        let batch = Batch::new(response, slots, runs, registry);
+        let retries = Mutex::new(retries);
+        Self { state, run_id, step, max_steps, retries, usage: Usage::default(), phase: Phase::Calls(batch) }
+    }
+
+    /// What to do next.
+    pub fn next(&mut self, events: &EventLog, registry: &ToolRegistry) -> Next {
+        loop {
+            match std::mem::replace(&mut self.phase, Phase::Spent) {
+                Phase::Model if self.step >= self.max_steps => {
+                    return Next::End(End::Failed(RunError::StepLimit { max_steps: self.max_steps }));
+                }
+                Phase::Model => {
+                    self.step += 1;
+                    self.phase = Phase::Model;
+                    return Next::RequestModel { step: self.step };
+                }
+                Phase::Calls(mut batch) => {
+                    let start: Vec<_> = batch.plan.start_ready().into_iter().map(|i| batch.runs[i].clone()).collect();
+                    let done = batch.plan.is_done();
+                    if !done {
+                        self.phase = Phase::Calls(batch);
+                        return if start.is_empty() { Next::AwaitCalls } else { Next::StartCalls(start) };
+                    }
+                    match self.settle(batch, false, events, registry) {
+                        Some(end) => return Next::End(end),
+                        None => self.phase = Phase::Model,
+                    }
+                }
+                Phase::Over(end) => return Next::End(end),
+                Phase::Spent => return Next::End(End::Cancelled),
+            }
+        }
+    }
+
+    /// The response whose calls are running.
+    pub fn response(&self) -> Option<Arc<Message>> {
+        match &self.phase {
+            Phase::Calls(batch) => Some(batch.response.clone()),
+            _ => None,
+        }
+    }
+
+    /// The model answered: the response enters the history; its calls come next, or the
+    /// run ends with its text.
+    pub fn model_responded(&mut self, response: ModelResponse, events: &EventLog, registry: &ToolRegistry) {
+        if let Some(usage) = response.usage {
+            self.usage += usage;
+        }
+        let empty = response.parts.is_empty();
+        let message = self.state.history.push(Message::Response { parts: response.parts }).clone();
+        events.emit(EventKind::ModelResponse { step: self.step, message: message.clone(), usage: response.usage });
+        self.phase = if message.tool_calls().next().is_some() {
+            let count = message.tool_calls().count();
+            Phase::Calls(Batch::new(
+                message,
+                (0..count).map(|_| None).collect(),
+                (0..count).map(|i| (i, None)).collect(),
+                registry,
+            ))
+        } else if empty {
+            Phase::Over(End::Failed(RunError::EmptyResponse))
+        } else {
+            Phase::Over(End::Completed(message.text().unwrap_or_default()))
+        };
+    }
+
+    /// The model request failed, or the run was cancelled during it.
+    pub fn model_failed(&mut self, end: End) {
+        self.phase = Phase::Over(end);
+    }
+
+    /// The calls that may start now that one ended (possibly none), or `None` once every
+    /// call of the batch has ended.
+    pub fn next_calls(&mut self) -> Option<Vec<(usize, Option<Arc<ApprovalDecision>>)>> {
+        let Phase::Calls(batch) = &mut self.phase else { return None };
+        if batch.plan.is_done() {
+            return None;
+        }
+        Some(batch.plan.start_ready().into_iter().map(|i| batch.runs[i].clone()).collect())
+    }
+
+    /// Call `index` (of the response) ended with `outcome`.
+    pub fn call_finished(&mut self, index: usize, outcome: CallOutcome) {
+        let Phase::Calls(batch) = &mut self.phase else { return };
+        let Some(run) = batch.runs.iter().position(|(slot, _)| *slot == index) else { return };
+        batch.outcomes[run] = Some(outcome);
+        batch.plan.finish(run);
+    }
+
+    /// The run was cancelled while calls ran: the unfinished ones end as `cancelled`
+    /// returns, in model order, and the run ends.
+    pub fn calls_cancelled(&mut self, events: &EventLog, registry: &ToolRegistry) {
+        if !matches!(self.phase, Phase::Calls(_)) {
+            return;
+        }
+        let Phase::Calls(batch) = std::mem::replace(&mut self.phase, Phase::Spent) else { unreachable!("checked") };
+        let end = self.settle(batch, true, events, registry).unwrap_or(End::Cancelled);
+        self.phase = Phase::Over(end);
+    }
+
+    /// Decides what follows a batch whose calls all ended (or were cancelled): wait,
+    /// fail, stop, or go on to the next model request (`None`).
+    fn settle(&mut self, batch: Batch, cancelled: bool, events: &EventLog, registry: &ToolRegistry) -> Option<End> {
+        let Batch { response, mut slots, runs, outcomes, .. } = batch;
+        let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
+        // Calls the run's cancellation stopped first, then the rest in model order.
+        let outcomes: Vec<CallOutcome> = outcomes
+            .into_iter()
+            .zip(&runs)
+            .map(|(outcome, (slot, _))| {
+                outcome.unwrap_or_else(|| {
+                    let error = ToolError::cancelled("the run was cancelled before this call finished");
+                    let ret = ToolReturn::failure(calls[*slot], error, Map::new());
+                    events.emit(ret.event());
+                    ret.into()
+                })
+            })
+            .collect();
+        let mut issued = Vec::new();
+        for (outcome, (slot, approval)) in outcomes.into_iter().zip(runs) {
+            slots[slot] = Some(self.slot(outcome, calls[slot], approval.as_deref(), &mut issued, events));
+        }
+        let mut slots: Vec<Slot> = slots.into_iter().map(|slot| slot.expect("a call is decided or run")).collect();
+        if cancelled {
+            close_pending(&calls, &mut slots, "the run was cancelled before this call was decided", events);
+            drop(calls);
+            self.push_returns(slots);
+            return Some(End::Cancelled);
+        }
+        let exhausted = self.exhausted_budget(&slots, registry);
+        if exhausted.is_none() && slots.iter().any(|s| !matches!(s, Slot::Done(_))) {
+            drop(calls);
+            return Some(End::Waiting(response, slots));
+        }
+        close_pending(&calls, &mut slots, "the run failed before this call was decided", events);
+        drop(calls);
+        self.push_returns(slots);
+        exhausted.map(End::Failed)
+    }
+
+    /// A call's outcome as its slot; a call waiting for a human gets an id no decision was
+    /// ever made for, so a decision made for one call cannot approve a later call that
+    /// reuses its model id.
+    fn slot(
+        &self,
+        outcome: CallOutcome,
+        call: &ToolCallPart,
+        approval: Option<&ApprovalDecision>,
+        issued: &mut Vec<String>,
+        events: &EventLog,
+    ) -> Slot {
+        let mut pending = |reason, metadata| {
+            let id = fresh_id(&self.run_id, &call.id, |id| {
+                self.state.decided.contains(id) || issued.iter().any(|i| i == id)
+            });
+            issued.push(id.clone());
+            let overridden = approval.and_then(|a| a.override_arguments.as_ref());
+            PendingCall {
+                id,
+                run_id: self.run_id.to_string(),
+                tool_call_id: call.id.to_string(),
+                tool_name: call.name.to_string(),
+                arguments: overridden.unwrap_or(&call.arguments).clone(),
+                reason,
+                metadata,
+            }
+        };
+        match outcome {
+            CallOutcome::Returned(ret) => Slot::Done(ret),
+            CallOutcome::NeedsApproval { reason, metadata } => {
+                let pending = Box::new(PendingApproval(pending(reason, metadata)));
+                events.emit(EventKind::ApprovalRequested(pending.clone()));
+                Slot::Approval(pending)
+            }
+            CallOutcome::Deferred { reason, metadata } => {
+                let pending = Box::new(PendingDeferred(pending(reason, metadata)));
+                events.emit(EventKind::DeferredRequested(pending.clone()));
+                Slot::Deferred(pending)
+            }
+        }
+    }
+
+    /// The first tool (in model order) whose model retries now exceed its budget.
+    fn exhausted_budget(&self, slots: &[Slot], registry: &ToolRegistry) -> Option<RunError> {
+        let retries = self.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slots.iter().find_map(|slot| {
+            let Slot::Done(ret) = slot else { return None };
+            ret.error.filter(|k| k.counts_model_retry())?;
+            let tool = registry.get(&ret.part.name)?;
+            let spent = retries.get(&*ret.part.name).copied().unwrap_or(0);
+            (spent > tool.max_retries).then(|| RunError::RetriesExhausted {
+                tool: ret.part.name.to_string(),
+                max_retries: tool.max_retries,
+                message: ret.part.content["message"].as_str().unwrap_or_default().to_owned(),
+            })
+        })
+    }
+
+    fn push_returns(&mut self, slots: Vec<Slot>) {
+        self.state.history.push_request(slots.into_iter().map(|slot| match slot {
+            Slot::Done(ret) => {
+                let ToolReturn { part, host, .. } = ret;
+                (RequestPart::ToolReturn(part), host)
+            }
+            Slot::Approval(_) | Slot::Deferred(_) => unreachable!("pending calls are closed before returns are pushed"),
+        }));
+    }
+
+    /// Records the end in the session (a waiting run's slots) and the events; the run's
+    /// status, output and error.
+    pub fn conclude(
+        self,
+        end: End,
+        events: &EventLog,
+    ) -> (RunStatus, Option<String>, Option<RunError>, &'s mut SessionState) {
+        let state = self.state;
+        let (status, output, error) = match end {
+            End::Completed(output) => {
+                events.emit(EventKind::RunComplete { output: output.clone() });
+                (RunStatus::Completed, Some(output), None)
+            }
+            End::Waiting(response, slots) => {
+                let retries = self.retries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let suspended =
+                    Suspended { run_id: self.run_id, step: self.step, retries, next_seq: 0, response, slots };
+                let hitl = suspended.hitl();
+                events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
+                state.waiting = Some(suspended);
+                (RunStatus::Waiting, None, None)
+            }
+            End::Failed(error) => {
+                events.emit(EventKind::RunFailed { error: error.to_string() });
+                (RunStatus::Failed, None, Some(error))
+            }
+            End::Cancelled => {
+                events.emit(EventKind::RunCancelled);
+                (RunStatus::Cancelled, None, None)
+            }
+        };
+        (status, output, error, state)
+    }
+}
+
+/// Gives every still-pending call a `cancelled` return, so the history never holds a
+/// call without a return.
+fn close_pending(calls: &[&ToolCallPart], slots: &mut [Slot], message: &str, events: &EventLog) {
+    for (slot, call) in slots.iter_mut().zip(calls) {
+        if !matches!(slot, Slot::Done(_)) {
+            let ret = ToolReturn::failure(call, ToolError::cancelled(message), Map::new());
+            events.emit(ret.event());
+            *slot = Slot::Done(ret);
+        }
+    }
+}
