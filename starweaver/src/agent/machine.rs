@@ -7,7 +7,7 @@
 //! model request, the tool calls, listing tools, timing spans.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -109,13 +109,30 @@ impl End {
 pub(crate) enum Next {
     /// Request the model with the history and the step's tools.
     RequestModel { step: u32 },
-    /// Start these calls of the current response (by index), each with the decision
-    /// that approved it, if any.
-    StartCalls(Vec<(usize, Option<Arc<ApprovalDecision>>)>),
+    /// Start these calls of the current response.
+    StartCalls(Vec<ReadyCall>),
     /// Nothing new may start: report the next running call that finishes.
     AwaitCalls,
     /// The run is over; hand the end to [`Machine::conclude`].
     End(End),
+}
+
+/// A call that may start now.
+#[derive(Clone)]
+pub(crate) struct ReadyCall {
+    /// Its position among the response's tool calls.
+    pub index: usize,
+    /// The decision that approved it, if any.
+    pub approval: Option<Arc<ApprovalDecision>>,
+    /// The model retries its tool has spent in the run so far.
+    pub retry: u32,
+}
+
+/// A call of a batch that runs, in model order.
+struct Planned {
+    index: usize,
+    name: Arc<str>,
+    approval: Option<Arc<ApprovalDecision>>,
 }
 
 /// The calls of one response on their way.
@@ -124,8 +141,8 @@ struct Batch {
     /// One per call in model order: what was decided without running it (`None` for the
     /// calls in `runs`).
     slots: Vec<Option<Slot>>,
-    /// The calls to run (indices into `slots`) and the decisions approving them.
-    runs: Vec<(usize, Option<Arc<ApprovalDecision>>)>,
+    /// The calls to run, in model order.
+    runs: Vec<Planned>,
     /// How each of `runs` ended, as they end.
     outcomes: Vec<Option<CallOutcome>>,
     /// Releases `runs` under the §6 rules (its indices are into `runs`).
@@ -133,6 +150,7 @@ struct Batch {
 }
 
 impl Batch {
+    /// `runs` (indices of the response's calls, in model order) with their approvals.
     fn new(
         response: Arc<Message>,
         slots: Vec<Option<Slot>>,
@@ -140,13 +158,31 @@ impl Batch {
         registry: &ToolRegistry,
     ) -> Self {
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
-        let plan = CallPlan::new(runs.iter().map(|(slot, _)| PlannedCall {
-            name: calls[*slot].name.to_string(),
-            sequential: registry.get(&calls[*slot].name).is_some_and(|t| t.sequential),
-        }));
+        let runs: Vec<Planned> = runs
+            .into_iter()
+            .map(|(index, approval)| Planned { index, name: calls[index].name.clone(), approval })
+            .collect();
         drop(calls);
+        let plan = CallPlan::new(runs.iter().map(|run| PlannedCall {
+            name: run.name.to_string(),
+            sequential: registry.get(&run.name).is_some_and(|t| t.sequential),
+        }));
         let outcomes = runs.iter().map(|_| None).collect();
         Self { response, slots, runs, outcomes, plan }
+    }
+
+    /// The calls the plan releases now.
+    fn release(&mut self, retries: &HashMap<Arc<str>, u32>) -> Vec<ReadyCall> {
+        let runs = &self.runs;
+        self.plan
+            .start_ready()
+            .into_iter()
+            .map(|i| ReadyCall {
+                index: runs[i].index,
+                approval: runs[i].approval.clone(),
+                retry: retries.get(&runs[i].name).copied().unwrap_or(0),
+            })
+            .collect()
     }
 }
 
@@ -165,8 +201,8 @@ pub(crate) struct Machine<'s> {
     pub run_id: Arc<str>,
     pub step: u32,
     max_steps: u32,
-    /// Model retries spent per tool; the calls read and count them.
-    pub retries: Mutex<HashMap<Arc<str>, u32>>,
+    /// Model retries spent per tool.
+    retries: HashMap<Arc<str>, u32>,
     /// Tokens the run's model requests used.
     pub usage: Usage,
     phase: Phase,
@@ -197,7 +233,7 @@ impl<'s> Machine<'s> {
             run_id,
             step: 0,
             max_steps,
-            retries: Mutex::default(),
+            retries: HashMap::new(),
             usage: Usage::default(),
             phase: Phase::Model,
         }
@@ -251,7 +287,6 @@ impl<'s> Machine<'s> {
             slots[*slot] = None;
         }
         let batch = Batch::new(response, slots, runs, registry);
-        let retries = Mutex::new(retries);
         Self { state, run_id, step, max_steps, retries, usage: Usage::default(), phase: Phase::Calls(batch) }
     }
 
@@ -268,7 +303,7 @@ impl<'s> Machine<'s> {
                     return Next::RequestModel { step: self.step };
                 }
                 Phase::Calls(mut batch) => {
-                    let start: Vec<_> = batch.plan.start_ready().into_iter().map(|i| batch.runs[i].clone()).collect();
+                    let start = batch.release(&self.retries);
                     let done = batch.plan.is_done();
                     if !done {
                         self.phase = Phase::Calls(batch);
@@ -324,18 +359,27 @@ impl<'s> Machine<'s> {
 
     /// The calls that may start now that one ended (possibly none), or `None` once every
     /// call of the batch has ended.
-    pub fn next_calls(&mut self) -> Option<Vec<(usize, Option<Arc<ApprovalDecision>>)>> {
+    pub fn next_calls(&mut self) -> Option<Vec<ReadyCall>> {
         let Phase::Calls(batch) = &mut self.phase else { return None };
         if batch.plan.is_done() {
             return None;
         }
-        Some(batch.plan.start_ready().into_iter().map(|i| batch.runs[i].clone()).collect())
+        Some(batch.release(&self.retries))
     }
 
-    /// Call `index` (of the response) ended with `outcome`.
+    /// Call `index` (of the response) ended with `outcome`; an error the model is to
+    /// correct counts against its tool's retry budget.
     pub fn call_finished(&mut self, index: usize, outcome: CallOutcome) {
         let Phase::Calls(batch) = &mut self.phase else { return };
-        let Some(run) = batch.runs.iter().position(|(slot, _)| *slot == index) else { return };
+        let Ok(run) = batch.runs.binary_search_by_key(&index, |run| run.index) else { return };
+        if batch.outcomes[run].is_some() {
+            return;
+        }
+        if let CallOutcome::Returned(ret) = &outcome
+            && ret.error.is_some_and(ToolErrorKind::counts_model_retry)
+        {
+            *self.retries.entry(batch.runs[run].name.clone()).or_default() += 1;
+        }
         batch.outcomes[run] = Some(outcome);
         batch.plan.finish(run);
     }
@@ -360,18 +404,19 @@ impl<'s> Machine<'s> {
         let outcomes: Vec<CallOutcome> = outcomes
             .into_iter()
             .zip(&runs)
-            .map(|(outcome, (slot, _))| {
+            .map(|(outcome, run)| {
                 outcome.unwrap_or_else(|| {
                     let error = ToolError::cancelled("the run was cancelled before this call finished");
-                    let ret = ToolReturn::failure(calls[*slot], error, Map::new());
+                    let ret = ToolReturn::failure(calls[run.index], error, Map::new());
                     events.emit(ret.event());
                     ret.into()
                 })
             })
             .collect();
         let mut issued = Vec::new();
-        for (outcome, (slot, approval)) in outcomes.into_iter().zip(runs) {
-            slots[slot] = Some(self.slot(outcome, calls[slot], approval.as_deref(), &mut issued, events));
+        for (outcome, run) in outcomes.into_iter().zip(runs) {
+            let slot = self.slot(outcome, calls[run.index], run.approval.as_deref(), &mut issued, events);
+            slots[run.index] = Some(slot);
         }
         let mut slots: Vec<Slot> = slots.into_iter().map(|slot| slot.expect("a call is decided or run")).collect();
         if cancelled {
@@ -435,7 +480,7 @@ impl<'s> Machine<'s> {
 
     /// The first tool (in model order) whose model retries now exceed its budget.
     fn exhausted_budget(&self, slots: &[Slot], registry: &ToolRegistry) -> Option<RunError> {
-        let retries = self.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let retries = &self.retries;
         slots.iter().find_map(|slot| {
             let Slot::Done(ret) = slot else { return None };
             ret.error.filter(|k| k.counts_model_retry())?;
@@ -473,9 +518,14 @@ impl<'s> Machine<'s> {
                 (RunStatus::Completed, Some(output), None)
             }
             End::Waiting(response, slots) => {
-                let retries = self.retries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let suspended =
-                    Suspended { run_id: self.run_id, step: self.step, retries, next_seq: 0, response, slots };
+                let suspended = Suspended {
+                    run_id: self.run_id,
+                    step: self.step,
+                    retries: self.retries,
+                    next_seq: 0,
+                    response,
+                    slots,
+                };
                 let hitl = suspended.hitl();
                 events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
                 state.waiting = Some(suspended);

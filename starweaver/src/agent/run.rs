@@ -10,11 +10,11 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::machine::{End, Machine, Next, SessionState, Slot, Suspended};
+use super::machine::{End, Machine, Next, ReadyCall, SessionState, Slot, Suspended};
 use super::{AgentInner, RunOptions, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
-use crate::hitl::{ApprovalDecision, Hitl, HitlDecisions, Resolution, resolve};
+use crate::hitl::{Hitl, HitlDecisions, Resolution, resolve};
 use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::ToolRegistry;
@@ -243,16 +243,9 @@ impl Run<'_> {
 
     /// Runs a response's calls side by side on this task as the machine releases them,
     /// until every one has ended or the run is cancelled.
-    async fn run_calls(
-        &self,
-        machine: &mut Machine<'_>,
-        first: Vec<(usize, Option<Arc<ApprovalDecision>>)>,
-        parent: SpanId,
-    ) {
+    async fn run_calls(&self, machine: &mut Machine<'_>, first: Vec<ReadyCall>, parent: SpanId) {
         let Some(response) = machine.response() else { return };
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
-        let retries = std::mem::take(&mut *machine.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        let retries = std::sync::Mutex::new(retries);
         let env = CallEnv {
             trace: &self.tracer,
             parent,
@@ -261,16 +254,15 @@ impl Run<'_> {
             cancellation: &self.cancellation,
             dependencies: &self.dependencies,
             events: &self.events,
-            retries: &retries,
             limit: self.limit.as_ref(),
         };
         let mut running = FuturesUnordered::new();
         let mut start = first;
         let cancelled = loop {
-            for (i, approval) in start.drain(..) {
+            for ReadyCall { index, approval, retry } in start.drain(..) {
                 let env = &env;
-                let part = calls[i];
-                running.push(async move { (i, invoke(env, &CallRequest { part, approval }).await) });
+                let part = calls[index];
+                running.push(async move { (index, invoke(env, &CallRequest { part, approval, retry }).await) });
             }
             let finished = tokio::select! {
                 biased;
@@ -285,8 +277,6 @@ impl Run<'_> {
             }
         };
         drop(running);
-        *machine.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            retries.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         if cancelled {
             machine.calls_cancelled(&self.events, &self.registry);
         }

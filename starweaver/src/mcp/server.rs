@@ -264,7 +264,6 @@ impl McpService {
         let tracer = Tracer::new(run_id.clone());
         let (parent, _span) = tracer.open(SpanOf::Run, None);
         let events = EventLog::new(run_id.clone(), 0, None);
-        let retries = std::sync::Mutex::new(HashMap::new());
         let dependencies = Dependencies::new();
         let env = CallEnv {
             trace: &tracer,
@@ -274,14 +273,15 @@ impl McpService {
             cancellation: &job.cancellation,
             dependencies: &dependencies,
             events: &events,
-            retries: &retries,
             limit: None,
         };
         let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
-        let mut outcome = invoke(&env, &CallRequest { part: &part, approval: None }).await;
+        let mut outcome = invoke(&env, &CallRequest { part: &part, approval: None, retry: 0 }).await;
         if let CallOutcome::NeedsApproval { reason, .. } = &outcome {
             outcome = match ask_approval(&job.peer, &part, reason).await {
-                Ok(approval) => invoke(&env, &CallRequest { part: &part, approval: Some(Arc::new(approval)) }).await,
+                Ok(approval) => {
+                    invoke(&env, &CallRequest { part: &part, approval: Some(Arc::new(approval)), retry: 0 }).await
+                }
                 Err(refusal) => {
                     drop(job.reply.send(CallToolResult::error(vec![Content::text(refusal)])));
                     return;

@@ -2,9 +2,8 @@
 //! timeouts and panic capture, and the return the model will see.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
@@ -29,15 +28,15 @@ pub(crate) struct CallEnv<'a> {
     pub cancellation: &'a CancellationToken,
     pub dependencies: &'a Dependencies,
     pub events: &'a EventLog,
-    /// Model retries spent per tool in this run.
-    pub retries: &'a Mutex<HashMap<Arc<str>, u32>>,
     pub limit: Option<&'a Semaphore>,
 }
 
-/// A call to make, with the decision it was approved by, if any.
+/// A call to make, with the decision it was approved by, if any, and the model retries
+/// its tool has spent in the run so far (what `ToolContext::retry` tells the tool).
 pub(crate) struct CallRequest<'a> {
     pub part: &'a ToolCallPart,
     pub approval: Option<Arc<ApprovalDecision>>,
+    pub retry: u32,
 }
 
 /// How a call ended.
@@ -159,13 +158,6 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
         },
     );
     if let CallOutcome::Returned(ret) = &outcome {
-        if ret.error.is_some_and(ToolErrorKind::counts_model_retry) {
-            *env.retries
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(call.name.clone())
-                .or_default() += 1;
-        }
         env.events.emit(ret.event());
     }
     outcome
@@ -178,8 +170,7 @@ async fn attempts(
     arguments: &Value,
 ) -> CallOutcome {
     let call = request.part;
-    let retry =
-        env.retries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&*call.name).copied().unwrap_or(0);
+    let retry = request.retry;
     let mut attempt = 1;
     loop {
         let cancellation = match tool.timeout {
