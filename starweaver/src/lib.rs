@@ -9,6 +9,7 @@
 #[doc(hidden)]
 pub mod __private;
 mod agent;
+pub mod durable;
 pub mod error;
 pub mod event;
 pub mod hitl;

@@ -139,6 +139,11 @@ impl Session {
         &self.state.history
     }
 
+    /// The session's state, for a run driven elsewhere.
+    pub(crate) fn into_state(self) -> SessionState {
+        self.state
+    }
+
     /// The session as canonical JSON: the history (host-only fields included), the
     /// decisions already applied, and a waiting run's state (its pending approvals and
     /// deferred calls, the results of its other calls, its retry counts). Restore it with

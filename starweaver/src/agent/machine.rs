@@ -6,14 +6,17 @@
 //! history and the run's events live here; the driver (`run.rs`) only does the I/O: the
 //! model request, the tool calls, listing tools, timing spans.
 
+use std::borrow::BorrowMut;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::error::{Error, Result};
 use crate::event::{EventKind, EventLog};
 use crate::hitl::{
-    ApprovalDecision, DeferredOutcome, Hitl, PendingApproval, PendingCall, PendingDeferred, Resolution, fresh_id,
+    ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, Pending, PendingApproval, PendingCall, PendingDeferred,
+    Resolution, fresh_id, resolve,
 };
 use crate::message::{History, Message, RequestPart, ToolCallPart};
 use crate::model::{ModelResponse, Usage};
@@ -54,6 +57,37 @@ impl Suspended {
         }
         hitl
     }
+}
+
+/// Decisions matched to the slots they decide, and the ids they decide.
+pub(crate) type Resolved = (Vec<(usize, Resolution)>, Vec<String>);
+
+/// Matches `decisions` to a waiting run's pending calls (refusing forged, replayed and
+/// stale ones, by name); the resolutions and the ids they decide, which the caller marks
+/// as applied.
+pub(crate) fn resolve_decisions(state: &SessionState, decisions: HitlDecisions) -> Result<Resolved> {
+    let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
+    let pending: Vec<Pending<'_>> = waiting
+        .slots
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, s)| {
+            let (call, is_approval) = match s {
+                Slot::Done(_) => return None,
+                Slot::Approval(a) => (&a.0, true),
+                Slot::Deferred(d) => (&d.0, false),
+            };
+            Some(Pending {
+                slot,
+                id: &call.id,
+                tool_call_id: &call.tool_call_id,
+                arguments: &call.arguments,
+                is_approval,
+            })
+        })
+        .collect();
+    let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
+    Ok((resolved, pending.iter().map(|p| p.id.to_owned()).collect()))
 }
 
 /// Where one call of a batch stands. Serialised in exported session state.
@@ -196,8 +230,10 @@ enum Phase {
 }
 
 /// One run of a session, from its start (or resume) to its end.
-pub(crate) struct Machine<'s> {
-    pub state: &'s mut SessionState,
+pub(crate) struct Machine<S> {
+    /// The session: a borrowed one (a run in this process) or an owned one (a run driven
+    /// from elsewhere).
+    pub state: S,
     pub run_id: Arc<str>,
     pub step: u32,
     max_steps: u32,
@@ -208,11 +244,11 @@ pub(crate) struct Machine<'s> {
     phase: Phase,
 }
 
-impl<'s> Machine<'s> {
+impl<S: BorrowMut<SessionState>> Machine<S> {
     /// A run of `prompt`: the request (with the instructions, on a session's first run)
     /// enters the history.
     pub fn start(
-        state: &'s mut SessionState,
+        mut state: S,
         run_id: Arc<str>,
         max_steps: u32,
         instructions: Option<&str>,
@@ -221,13 +257,13 @@ impl<'s> Machine<'s> {
     ) -> Self {
         events.emit(EventKind::RunStart { prompt: prompt.clone() });
         let mut parts = Vec::with_capacity(2);
-        if state.history.messages().is_empty()
+        if state.borrow().history.messages().is_empty()
             && let Some(instructions) = instructions
         {
             parts.push(RequestPart::SystemPrompt { text: instructions.to_owned() });
         }
         parts.push(RequestPart::UserPrompt { text: prompt });
-        state.history.push(Message::Request { parts });
+        state.borrow_mut().history.push(Message::Request { parts });
         Self {
             state,
             run_id,
@@ -243,7 +279,7 @@ impl<'s> Machine<'s> {
     /// results become returns now; approved calls run again, with their decision, under
     /// the usual scheduling.
     pub fn resume(
-        state: &'s mut SessionState,
+        state: S,
         waiting: Suspended,
         max_steps: u32,
         resolved: Vec<(usize, Resolution)>,
@@ -335,7 +371,7 @@ impl<'s> Machine<'s> {
             self.usage += usage;
         }
         let empty = response.parts.is_empty();
-        let message = self.state.history.push(Message::Response { parts: response.parts }).clone();
+        let message = self.state.borrow_mut().history.push(Message::Response { parts: response.parts }).clone();
         events.emit(EventKind::ModelResponse { step: self.step, message: message.clone(), usage: response.usage });
         self.phase = if message.tool_calls().next().is_some() {
             let count = message.tool_calls().count();
@@ -449,7 +485,7 @@ impl<'s> Machine<'s> {
     ) -> Slot {
         let mut pending = |reason, metadata| {
             let id = fresh_id(&self.run_id, &call.id, |id| {
-                self.state.decided.contains(id) || issued.iter().any(|i| i == id)
+                self.state.borrow().decided.contains(id) || issued.iter().any(|i| i == id)
             });
             issued.push(id.clone());
             let overridden = approval.and_then(|a| a.override_arguments.as_ref());
@@ -495,7 +531,7 @@ impl<'s> Machine<'s> {
     }
 
     fn push_returns(&mut self, slots: Vec<Slot>) {
-        self.state.history.push_request(slots.into_iter().map(|slot| match slot {
+        self.state.borrow_mut().history.push_request(slots.into_iter().map(|slot| match slot {
             Slot::Done(ret) => {
                 let ToolReturn { part, host, .. } = ret;
                 (RequestPart::ToolReturn(part), host)
@@ -506,12 +542,8 @@ impl<'s> Machine<'s> {
 
     /// Records the end in the session (a waiting run's slots) and the events; the run's
     /// status, output and error.
-    pub fn conclude(
-        self,
-        end: End,
-        events: &EventLog,
-    ) -> (RunStatus, Option<String>, Option<RunError>, &'s mut SessionState) {
-        let state = self.state;
+    pub fn conclude(self, end: End, events: &EventLog) -> (RunStatus, Option<String>, Option<RunError>, S) {
+        let mut state = self.state;
         let (status, output, error) = match end {
             End::Completed(output) => {
                 events.emit(EventKind::RunComplete { output: output.clone() });
@@ -528,7 +560,7 @@ impl<'s> Machine<'s> {
                 };
                 let hitl = suspended.hitl();
                 events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
-                state.waiting = Some(suspended);
+                state.borrow_mut().waiting = Some(suspended);
                 (RunStatus::Waiting, None, None)
             }
             End::Failed(error) => {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use machine::{SessionState, Slot, Suspended};
+pub(crate) use machine::{End, Machine, Next, SessionState, Slot, Suspended, resolve_decisions};
 pub(crate) use run::{Claim, Start, drive};
 
 use crate::error::{Error, Result};

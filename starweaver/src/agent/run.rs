@@ -10,11 +10,11 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::machine::{End, Machine, Next, ReadyCall, SessionState, Slot, Suspended};
+use super::machine::{End, Machine, Next, ReadyCall, SessionState, Slot, Suspended, resolve_decisions};
 use super::{AgentInner, RunOptions, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
-use crate::hitl::{Hitl, HitlDecisions, Resolution, resolve};
+use crate::hitl::{Hitl, HitlDecisions, Resolution};
 use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::ToolRegistry;
@@ -64,10 +64,8 @@ pub(crate) async fn drive(
             (run_id, 0, First::Prompt(prompt), registry)
         }
         Start::Resume(decisions) => {
+            let (resolved, claimed) = resolve_decisions(state, decisions)?;
             let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
-            let pending = pending_items(waiting);
-            let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
-            let claimed: Vec<String> = pending.iter().map(|p| p.id.to_owned()).collect();
             // The tools of the step the run resumes at, before anything is claimed.
             let registry = agent.tools_for(&extra, &tools_at(&waiting.run_id, waiting.step)).await?;
             state.decided.extend(claimed.iter().cloned());
@@ -108,28 +106,6 @@ pub(crate) async fn drive(
 enum First {
     Prompt(String),
     Resume(Suspended, Vec<(usize, Resolution)>),
-}
-
-fn pending_items(waiting: &Suspended) -> Vec<crate::hitl::Pending<'_>> {
-    waiting
-        .slots
-        .iter()
-        .enumerate()
-        .filter_map(|(slot, s)| {
-            let (call, is_approval) = match s {
-                Slot::Done(_) => return None,
-                Slot::Approval(a) => (&a.0, true),
-                Slot::Deferred(d) => (&d.0, false),
-            };
-            Some(crate::hitl::Pending {
-                slot,
-                id: &call.id,
-                tool_call_id: &call.tool_call_id,
-                arguments: &call.arguments,
-                is_approval,
-            })
-        })
-        .collect()
 }
 
 /// The I/O around the machine: the model, the tools, listing tools, spans.
@@ -209,7 +185,7 @@ impl Run<'_> {
     }
 
     /// One model request, its outcome handed to the machine.
-    async fn request_model(&self, machine: &mut Machine<'_>, step: u32, step_span: SpanId) {
+    async fn request_model(&self, machine: &mut Machine<&mut SessionState>, step: u32, step_span: SpanId) {
         let events = &self.events;
         events.emit(EventKind::ModelRequest { step, messages: machine.state.history.messages().len() });
         let deltas = move |delta| events.delta(step, delta);
@@ -243,7 +219,7 @@ impl Run<'_> {
 
     /// Runs a response's calls side by side on this task as the machine releases them,
     /// until every one has ended or the run is cancelled.
-    async fn run_calls(&self, machine: &mut Machine<'_>, first: Vec<ReadyCall>, parent: SpanId) {
+    async fn run_calls(&self, machine: &mut Machine<&mut SessionState>, first: Vec<ReadyCall>, parent: SpanId) {
         let Some(response) = machine.response() else { return };
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
         let env = CallEnv {
@@ -282,7 +258,7 @@ impl Run<'_> {
         }
     }
 
-    fn finish(self, machine: Machine<'_>, end: End) -> RunResult {
+    fn finish(self, machine: Machine<&mut SessionState>, end: End) -> RunResult {
         let Run { events, tracer, run_span, run_id, .. } = self;
         let usage = machine.usage;
         let (status, output, error, state) = machine.conclude(end, &events);

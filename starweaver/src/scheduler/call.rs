@@ -40,6 +40,8 @@ pub(crate) struct CallRequest<'a> {
 }
 
 /// How a call ended.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum CallOutcome {
     Returned(ToolReturn),
     NeedsApproval { reason: String, metadata: Map<String, Value> },

@@ -1,0 +1,396 @@
+//! Runs driven from outside, one step at a time (DESIGN.md §15): the run's state machine
+//! without the in-process driver, for a durable-execution engine (a Temporal workflow)
+//! that makes each model request and each tool call elsewhere, as an activity, and feeds
+//! the outcomes back.
+//!
+//! [`DurableRun`] does no I/O: it says what to do next ([`Step`]) and takes the outcome
+//! back. [`Agent::request_model`] and [`Agent::run_call`] do the I/O it asks for, wherever
+//! the agent's tools are (another process or machine sharing the agent's definition).
+//! Everything that crosses between them serialises, so an engine can record it.
+//!
+//! ```
+//! use serde_json::json;
+//! use starweaver::durable::{DurableRun, Step};
+//! use starweaver::testing::TestModel;
+//! use starweaver::{Agent, ModelResponse, RunStatus, ToolBuilder, ToolCallPart, ToolContext};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Double { n: i64 }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let double = ToolBuilder::new("double")
+//!     .handler(|_: ToolContext, args: Double| async move { Ok(json!(args.n * 2)) })
+//!     .unwrap();
+//! let model = TestModel::new([
+//!     TestModel::tool_call_response([ToolCallPart::new("c1", "double", json!({"n": 21}))]),
+//!     ModelResponse::text("42"),
+//! ]);
+//! let agent = Agent::builder(model).tool(double).build().unwrap();
+//! let mut run = DurableRun::start(&agent, "double 21", "run_1").unwrap();
+//! let result = loop {
+//!     match run.next_step() {
+//!         Step::RequestModel(task) => match agent.request_model(&task).await {
+//!             Ok(response) => run.model_responded(response),
+//!             Err(error) => run.model_failed(error),
+//!         },
+//!         Step::StartCalls(tasks) => {
+//!             for task in tasks {
+//!                 let result = agent.run_call("run_1", &task, Default::default()).await;
+//!                 run.call_finished(task.index, result);
+//!             }
+//!         }
+//!         Step::AwaitCalls => unreachable!("every started call was reported"),
+//!         Step::Done(result) => break result,
+//!     }
+//! };
+//! assert_eq!((result.status, result.output.as_deref()), (RunStatus::Completed, Some("42")));
+//! # });
+//! ```
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{End, Machine, Next, SessionState, resolve_decisions};
+use crate::error::{Error, Result};
+use crate::event::{EventKind, EventLog};
+use crate::hitl::{ApprovalDecision, Hitl, HitlDecisions};
+use crate::message::{History, ToolCallPart};
+use crate::model::{ModelError, ModelRequest, ModelResponse};
+use crate::result::{RunError, RunResult};
+use crate::scheduler::{CallEnv, CallOutcome, CallRequest, invoke};
+use crate::trace::{SpanOf, Tracer};
+use crate::{Agent, Session};
+
+/// What the driver of a [`DurableRun`] does next.
+#[derive(Debug)]
+pub enum Step {
+    /// Request the model ([`Agent::request_model`]) and report with
+    /// [`DurableRun::model_responded`] or [`DurableRun::model_failed`].
+    RequestModel(ModelTask),
+    /// Start these calls ([`Agent::run_call`], side by side), reporting each with
+    /// [`DurableRun::call_finished`].
+    StartCalls(Vec<CallTask>),
+    /// Nothing new may start until a running call is reported.
+    AwaitCalls,
+    /// The run ended: completed, failed, cancelled, or waiting for decisions
+    /// ([`DurableRun::resume`]).
+    Done(RunResult),
+}
+
+/// One model request of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelTask {
+    pub run_id: String,
+    pub step: u32,
+    /// The history so far, as canonical JSON.
+    pub messages: Value,
+}
+
+/// One tool call of a run, with what it runs under.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallTask {
+    /// Its position among the response's tool calls (report it back with this).
+    pub index: usize,
+    pub call: ToolCallPart,
+    /// The decision that approved it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalDecision>,
+    /// The model retries its tool has spent in the run so far.
+    pub retry: u32,
+}
+
+/// How a call ended, with the events it emitted; opaque, but it serialises.
+#[derive(Serialize, Deserialize)]
+pub struct CallResult {
+    outcome: CallOutcome,
+    events: Vec<EventKind>,
+}
+
+impl std::fmt::Debug for CallResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallResult").field("events", &self.events).finish_non_exhaustive()
+    }
+}
+
+/// A run driven one step at a time; see the [module](self) documentation.
+pub struct DurableRun {
+    agent: Agent,
+    run_id: Arc<str>,
+    stage: Stage,
+}
+
+enum Stage {
+    Running {
+        machine: Box<Machine<SessionState>>,
+        events: EventLog,
+    },
+    /// Ended (waiting, perhaps); `next_seq` numbers the events of a resume.
+    Ended {
+        state: SessionState,
+        result: Box<RunResult>,
+        next_seq: u64,
+    },
+    /// A resume was refused after the state was taken; never observed outside.
+    Poisoned,
+}
+
+impl DurableRun {
+    /// A run of `prompt` in a new session, under `run_id` (the engine's, so that a replay
+    /// gets the same one).
+    ///
+    /// # Errors
+    /// The agent has dynamic toolsets: their tools are listed at each step, which is I/O a
+    /// durable run does not do yet.
+    pub fn start(agent: &Agent, prompt: impl Into<String>, run_id: impl Into<String>) -> Result<Self> {
+        Self::start_in(agent, SessionState::default(), prompt.into(), run_id.into())
+    }
+
+    /// A run of `prompt` continuing `session`'s history (it must not be waiting).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start), and a waiting session.
+    pub fn start_in_session(
+        agent: &Agent,
+        session: Session,
+        prompt: impl Into<String>,
+        run_id: impl Into<String>,
+    ) -> Result<Self> {
+        Self::start_in(agent, session.into_state(), prompt.into(), run_id.into())
+    }
+
+    fn start_in(agent: &Agent, state: SessionState, prompt: String, run_id: String) -> Result<Self> {
+        if let Some(toolset) = agent.inner.dynamic.first() {
+            return Err(Error::Toolset {
+                toolset: toolset.name().to_owned(),
+                message: "it is dynamic; a durable run needs its tools known up front".into(),
+            });
+        }
+        if let Some(waiting) = &state.waiting {
+            let pending = waiting.slots.len();
+            return Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending });
+        }
+        let run_id: Arc<str> = run_id.into();
+        let events = EventLog::new(run_id.clone(), 0, None);
+        let inner = &agent.inner;
+        let machine =
+            Machine::start(state, run_id.clone(), inner.max_steps, inner.instructions.as_deref(), prompt, &events);
+        Ok(Self { agent: agent.clone(), run_id, stage: Stage::Running { machine: Box::new(machine), events } })
+    }
+
+    /// What to do next.
+    pub fn next_step(&mut self) -> Step {
+        let registry = self.agent.inner.registry.clone();
+        let Stage::Running { machine, events } = &mut self.stage else {
+            return match &self.stage {
+                Stage::Ended { result, .. } => Step::Done((**result).clone()),
+                Stage::Running { .. } | Stage::Poisoned => unreachable!("a poisoned run is never observed"),
+            };
+        };
+        match machine.next(events, &registry) {
+            Next::RequestModel { step } => {
+                let messages = machine.state.history.to_json();
+                events.emit(EventKind::ModelRequest { step, messages: machine.state.history.messages().len() });
+                Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages })
+            }
+            Next::StartCalls(ready) => {
+                let response = machine.response().expect("calls start while a response's calls run");
+                let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
+                Step::StartCalls(
+                    ready
+                        .into_iter()
+                        .map(|r| CallTask {
+                            index: r.index,
+                            call: calls[r.index].clone(),
+                            approval: r.approval.map(|a| (*a).clone()),
+                            retry: r.retry,
+                        })
+                        .collect(),
+                )
+            }
+            Next::AwaitCalls => Step::AwaitCalls,
+            Next::End(end) => {
+                let Stage::Running { machine, events } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
+                    unreachable!("matched above")
+                };
+                let usage = machine.usage;
+                let (status, output, error, mut state) = machine.conclude(end, &events);
+                let (events, next_seq) = events.finish();
+                let hitl = state.waiting.as_mut().map_or_else(Hitl::default, |waiting| {
+                    waiting.next_seq = next_seq;
+                    waiting.hitl()
+                });
+                let trace = Tracer::new(self.run_id.clone()).finish();
+                let result = RunResult {
+                    run_id: self.run_id.to_string(),
+                    status,
+                    output,
+                    error,
+                    hitl,
+                    messages: state.history.clone(),
+                    events,
+                    trace,
+                    usage,
+                };
+                self.stage = Stage::Ended { state, result: Box::new(result.clone()), next_seq };
+                Step::Done(result)
+            }
+        }
+    }
+
+    /// The model answered the request of [`Step::RequestModel`].
+    pub fn model_responded(&mut self, response: ModelResponse) {
+        let registry = self.agent.inner.registry.clone();
+        if let Stage::Running { machine, events } = &mut self.stage {
+            machine.model_responded(response, events, &registry);
+        }
+    }
+
+    /// The model request failed (after its own retries).
+    pub fn model_failed(&mut self, error: ModelError) {
+        if let Stage::Running { machine, .. } = &mut self.stage {
+            machine.model_failed(End::Failed(RunError::model(error)));
+        }
+    }
+
+    /// A call of [`Step::StartCalls`] ended.
+    pub fn call_finished(&mut self, index: usize, result: CallResult) {
+        if let Stage::Running { machine, events } = &mut self.stage {
+            for kind in result.events {
+                events.emit(kind);
+            }
+            machine.call_finished(index, result.outcome);
+        }
+    }
+
+    /// The run was cancelled: running calls end as `cancelled` returns, and the run ends.
+    pub fn cancel(&mut self) {
+        let registry = self.agent.inner.registry.clone();
+        if let Stage::Running { machine, events } = &mut self.stage {
+            if machine.response().is_some() {
+                machine.calls_cancelled(events, &registry);
+            } else {
+                machine.model_failed(End::Cancelled);
+            }
+        }
+    }
+
+    /// The pending approvals and deferred calls of a waiting run.
+    pub fn pending(&self) -> Option<Hitl> {
+        match &self.stage {
+            Stage::Ended { state, .. } => state.waiting.as_ref().map(|w| w.hitl()),
+            _ => None,
+        }
+    }
+
+    /// Checks `decisions` for a waiting run as a resume would, changing nothing.
+    ///
+    /// # Errors
+    /// As [`resume`](Self::resume).
+    pub fn check(&self, decisions: HitlDecisions) -> Result<()> {
+        match &self.stage {
+            Stage::Ended { state, .. } => resolve_decisions(state, decisions).map(drop),
+            _ => Err(Error::NotWaiting),
+        }
+    }
+
+    /// Takes a waiting run up again with `decisions`; [`next_step`](Self::next_step) goes on.
+    ///
+    /// # Errors
+    /// The run is not waiting, or a decision is forged, replayed, stale or incomplete (a
+    /// `DecisionError`-kind error naming it); the run keeps waiting.
+    pub fn resume(&mut self, decisions: HitlDecisions) -> Result<()> {
+        let Stage::Ended { state, .. } = &self.stage else { return Err(Error::NotWaiting) };
+        let (resolved, claimed) = resolve_decisions(state, decisions)?;
+        let Stage::Ended { mut state, next_seq, .. } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
+            unreachable!("matched above")
+        };
+        state.decided.extend(claimed);
+        let waiting = state.waiting.take().expect("resolve_decisions found the run waiting");
+        let events = EventLog::new(self.run_id.clone(), next_seq, None);
+        let registry = self.agent.inner.registry.clone();
+        let machine = Machine::resume(state, waiting, self.agent.inner.max_steps, resolved, &registry, &events);
+        self.stage = Stage::Running { machine: Box::new(machine), events };
+        Ok(())
+    }
+
+    /// The session as [`Session::export_state`] gives it, once the run ended (or waits);
+    /// `None` while it runs.
+    pub fn export_state(&self) -> Option<Value> {
+        match &self.stage {
+            Stage::Ended { state, .. } => Some(state.export()),
+            _ => None,
+        }
+    }
+
+    /// A run that ended or waits, from [`export_state`](Self::export_state) (to carry it
+    /// across a workflow's continue-as-new).
+    ///
+    /// # Errors
+    /// As [`Agent::restore_session`].
+    pub fn restore(agent: &Agent, state: &Value, run_id: impl Into<String>) -> Result<Self> {
+        let state = agent.restore_session(state)?.into_state();
+        let run_id: Arc<str> = run_id.into().into();
+        let next_seq = state.waiting.as_ref().map_or(0, |w| w.next_seq);
+        let hitl = state.waiting.as_ref().map(|w| w.hitl()).unwrap_or_default();
+        let status = if state.waiting.is_some() { crate::RunStatus::Waiting } else { crate::RunStatus::Completed };
+        let result = RunResult {
+            run_id: run_id.to_string(),
+            status,
+            output: None,
+            error: None,
+            hitl,
+            messages: state.history.clone(),
+            events: Vec::new(),
+            trace: Tracer::new(run_id.clone()).finish(),
+            usage: crate::Usage::default(),
+        };
+        Ok(Self { agent: agent.clone(), run_id, stage: Stage::Ended { state, result: Box::new(result), next_seq } })
+    }
+}
+
+impl Agent {
+    /// Makes the model request a [`DurableRun`] asked for, with this agent's model and
+    /// tools.
+    ///
+    /// # Errors
+    /// The model's error, or an `invalid_response` one if the task's messages do not parse.
+    pub async fn request_model(&self, task: &ModelTask) -> std::result::Result<ModelResponse, ModelError> {
+        let history = History::from_json(&task.messages)
+            .map_err(|e| ModelError::of(crate::ModelErrorKind::InvalidResponse, format!("the task's messages: {e}")))?;
+        let request = ModelRequest {
+            messages: history.messages(),
+            tools: self.inner.registry.definitions(),
+            run_id: &task.run_id,
+            step: task.step,
+            deltas: None,
+        };
+        self.inner.model.request(request).await
+    }
+
+    /// Runs a call a [`DurableRun`] asked for through the scheduler's call path (argument
+    /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
+    /// stops it as a run's cancellation would.
+    pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
+        let run_id: Arc<str> = run_id.into();
+        let tracer = Tracer::new(run_id.clone());
+        let (parent, _span) = tracer.open(SpanOf::Run, None);
+        let events = EventLog::new(run_id.clone(), 0, None);
+        let env = CallEnv {
+            trace: &tracer,
+            parent,
+            registry: &self.inner.registry,
+            run_id: &run_id,
+            cancellation: &cancellation,
+            dependencies: &self.inner.dependencies,
+            events: &events,
+            limit: None,
+        };
+        let approval = task.approval.clone().map(Arc::new);
+        let outcome = invoke(&env, &CallRequest { part: &task.call, approval, retry: task.retry }).await;
+        let (events, _) = events.finish();
+        CallResult { outcome, events: events.into_iter().map(|e| e.kind).collect() }
+    }
+}
