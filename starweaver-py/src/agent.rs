@@ -33,9 +33,29 @@ pub struct PyAgent {
     store: Py<PySessionStore>,
 }
 
+impl PyAgent {
+    pub(crate) fn agent(&self) -> &Agent {
+        &self.agent
+    }
+}
+
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyAgent {
+    /// Makes a durable run's model request (a `request_model` step's task): `{"response":
+    /// ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
+    fn request_model(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
+        crate::durable::request_model(py, &self.agent, task)
+    }
+
+    /// Runs one of a durable run's call tasks through the scheduler's call path; the
+    /// result goes to `NativeDurableRun.call_finished`.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
+    fn run_call(&self, py: Python<'_>, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
+        crate::durable::run_call(py, &self.agent, run_id, task)
+    }
+
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
     #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false))]
@@ -309,7 +329,7 @@ pub struct PyRunResult {
 }
 
 impl PyRunResult {
-    fn new(py: Python<'_>, result: RunResult) -> PyResult<Self> {
+    pub(crate) fn new(py: Python<'_>, result: RunResult) -> PyResult<Self> {
         Ok(Self {
             run_id: result.run_id,
             status: result.status.as_str(),

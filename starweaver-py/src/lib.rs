@@ -5,6 +5,7 @@
 mod agent;
 mod awaitable;
 mod convert;
+mod durable;
 mod errors;
 mod hitl;
 mod model;
@@ -24,6 +25,8 @@ use pyo3::prelude::*;
 mod _native {
     #[pymodule_export]
     use crate::agent::{PyAgent, PyRunResult, PySession, PyUsage};
+    #[pymodule_export]
+    use crate::durable::PyDurableRun;
     #[pymodule_export]
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
     #[pymodule_export]

@@ -60,7 +60,8 @@ use crate::hitl::{ApprovalDecision, Hitl, HitlDecisions};
 use crate::message::{History, ToolCallPart};
 use crate::model::{ModelError, ModelRequest, ModelResponse};
 use crate::result::{RunError, RunResult};
-use crate::scheduler::{CallEnv, CallOutcome, CallRequest, invoke};
+use crate::scheduler::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke};
+use crate::tool::ToolError;
 use crate::trace::{SpanOf, Tracer};
 use crate::{Agent, Session};
 
@@ -100,6 +101,12 @@ pub struct CallTask {
     pub approval: Option<ApprovalDecision>,
     /// The model retries its tool has spent in the run so far.
     pub retry: u32,
+    /// The tool's timeout, for the engine's own timeout on the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The tool's retry budget, for how often the engine may start the call again after
+    /// its worker was lost.
+    pub max_retries: u32,
 }
 
 /// How a call ended, with the events it emitted; opaque, but it serialises.
@@ -201,11 +208,17 @@ impl DurableRun {
                 Step::StartCalls(
                     ready
                         .into_iter()
-                        .map(|r| CallTask {
-                            index: r.index,
-                            call: calls[r.index].clone(),
-                            approval: r.approval.map(|a| (*a).clone()),
-                            retry: r.retry,
+                        .map(|r| {
+                            let call = calls[r.index].clone();
+                            let tool = registry.get(&call.name);
+                            CallTask {
+                                index: r.index,
+                                approval: r.approval.map(|a| (*a).clone()),
+                                retry: r.retry,
+                                timeout_ms: tool.and_then(|t| t.tool.definition().timeout_ms),
+                                max_retries: tool.map_or(0, |t| t.max_retries),
+                                call,
+                            }
                         })
                         .collect(),
                 )
@@ -263,6 +276,16 @@ impl DurableRun {
             }
             machine.call_finished(index, result.outcome);
         }
+    }
+
+    /// A call of [`Step::StartCalls`] could not be run to its end (the engine gave up on
+    /// it: its workers were lost too often): an `execution` error return the model sees.
+    pub fn call_lost(&mut self, index: usize, message: &str) {
+        let Stage::Running { machine, events } = &mut self.stage else { return };
+        let Some(call) = machine.response().and_then(|r| r.tool_calls().nth(index).cloned()) else { return };
+        let ret = ToolReturn::failure(&call, ToolError::execution(message).not_retryable(), serde_json::Map::new());
+        events.emit(ret.event());
+        machine.call_finished(index, ret.into());
     }
 
     /// The run was cancelled: running calls end as `cancelled` returns, and the run ends.

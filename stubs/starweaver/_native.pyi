@@ -13,6 +13,7 @@ __all__ = [
     "MemorySessionStore",
     "Messages",
     "NativeAgent",
+    "NativeDurableRun",
     "NativeFunctionModel",
     "NativeMcpServer",
     "NativeMcpService",
@@ -150,6 +151,16 @@ class NativeAgent:
         r"""
         The tool definitions models are sent.
         """
+    def request_model(self, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
+        r"""
+        Makes a durable run's model request (a `request_model` step's task): `{"response":
+        ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
+        """
+    def run_call(self, run_id: builtins.str, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
+        r"""
+        Runs one of a durable run's call tasks through the scheduler's call path; the
+        result goes to `NativeDurableRun.call_finished`.
+        """
     def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
@@ -168,6 +179,67 @@ class NativeAgent:
         A new conversation; one restored from `NativeSession.export_state()` (a dict); or,
         with `session_id`, the one kept under that id in the agent's session store (new if
         none is), written back each time a run or resume returns.
+        """
+
+@typing.final
+class NativeDurableRun:
+    r"""
+    A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
+    says what to do (`request_model`, `start_calls`, `await_calls`, or `done`), and the
+    outcomes come back through `model_responded`, `model_failed` and `call_finished`.
+    """
+    @property
+    def pending(self) -> typing.Optional[Hitl]:
+        r"""
+        What a waiting run needs, or `None`.
+        """
+    @staticmethod
+    def start(agent: NativeAgent, prompt: builtins.str, run_id: builtins.str) -> NativeDurableRun:
+        r"""
+        A run of `prompt` in a new session under `run_id`; raises `ToolsetError` for an
+        agent with dynamic toolsets.
+        """
+    @staticmethod
+    def restore(agent: NativeAgent, state: typing.Any, run_id: builtins.str) -> NativeDurableRun:
+        r"""
+        A run that ended or waits, from `export_state()`.
+        """
+    def next_step(self) -> dict[str, typing.Any]:
+        r"""
+        What to do next: `{"kind": "request_model", "task": {...}}`, `{"kind":
+        "start_calls", "tasks": [...]}`, `{"kind": "await_calls"}` or `{"kind": "done",
+        "result": RunResult}`.
+        """
+    def model_answered(self, answer: typing.Any) -> None:
+        r"""
+        The model answered (`{"response": ...}` from `NativeAgent.request_model`) or failed
+        (`{"error": ...}`).
+        """
+    def call_finished(self, index: builtins.int, result: typing.Any) -> None:
+        r"""
+        A call of a `start_calls` step ended, with its result from `NativeAgent.run_call`.
+        """
+    def call_lost(self, index: builtins.int, message: builtins.str) -> None:
+        r"""
+        A call could not be run to its end (its activity failed for good): an `execution`
+        error return carrying `message`.
+        """
+    def model_lost(self, message: builtins.str) -> None:
+        r"""
+        The model request could not be made (its activity failed for good).
+        """
+    def cancel(self) -> None:
+        r"""
+        The run was cancelled: running calls end as `cancelled` returns, and the run ends.
+        """
+    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, check_only: builtins.bool = False) -> None:
+        r"""
+        Takes a waiting run up again; raises `DecisionError` for a forged, replayed, stale
+        or incomplete decision (the run keeps waiting). With `check_only`, only checks.
+        """
+    def export_state(self) -> dict[str, typing.Any] | None:
+        r"""
+        The session as `export_state()` gives it once the run ended or waits, else `None`.
         """
 
 @typing.final

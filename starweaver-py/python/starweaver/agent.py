@@ -119,12 +119,12 @@ class HitlControls:
         """Continues the waiting run with one decision per pending item (decision objects,
         or canonical JSON dicts)."""
         return await self._native.resume(
-            approvals=_decision_list(approvals, "approvals"),
-            deferred_results=_decision_list(deferred_results, "deferred_results"),
+            approvals=decision_list(approvals, "approvals"),
+            deferred_results=decision_list(deferred_results, "deferred_results"),
         )
 
 
-def _decision_list(items: object, what: str) -> list[object]:
+def decision_list(items: object, what: str) -> list[object]:
     """A resume's decisions as a list; anything but a sequence of them is a ``DecisionError``."""
     kind = type(items).__name__
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):

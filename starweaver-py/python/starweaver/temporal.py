@@ -1,0 +1,275 @@
+"""Durable agent runs on Temporal (``pip install 'starweaver[temporal]'``).
+
+A run is a workflow that drives the run's state machine (``NativeDurableRun``, no I/O of
+its own); each model request and each tool call is an activity, so tool code runs on any
+worker sharing the task queue, and a worker killed mid-call loses nothing: the call is
+started again elsewhere, and no finished model request is repeated. Approvals and deferred
+results arrive as the workflow update ``decide``, checked like any decision (a forged,
+replayed or stale one is rejected and the run keeps waiting); ``pending`` is a query.
+
+    temporal_agent = TemporalAgent(agent, name="support")
+    worker = temporal_agent.worker(client, task_queue="agents")        # on every worker
+    handle = await temporal_agent.start(client, "Deploy it", id="ticket-42", task_queue="agents")
+    await decide(handle, approvals=[...])                              # from any process
+    result = await handle.result()                                     # a dict: status, output, messages
+
+The workflow code is deterministic without the sandbox: the state machine does no I/O and
+reads no clock or randomness; the run id comes from the workflow. Model-facing outcomes
+(``ModelRetry``, ``InvalidArguments``, timeouts, tool errors) are activity results, never
+Temporal retries; Temporal starts a call again only when its worker was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, cast
+
+from temporalio import activity, workflow
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+from temporalio.worker import Worker
+
+from ._native import NativeDurableRun, RunResult
+from .agent import Agent, decision_list
+
+__all__ = ["TemporalAgent", "decide"]
+
+#: Started calls are reported as they end; this bounds how long a lost worker goes unnoticed.
+DEFAULT_HEARTBEAT = timedelta(seconds=10)
+
+
+class TemporalAgent:
+    """``agent``'s runs as Temporal workflows named ``name`` (the workflow type; its
+    activities are ``{name}.request_model`` and ``{name}.run_call``).
+
+    ``model_timeout`` bounds one model request; ``call_timeout`` bounds a call of a tool
+    without ``timeout_ms`` (a tool's own ``timeout_ms`` sets its activity's timeout);
+    ``heartbeat`` is how soon a lost worker is noticed."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        name: str = "starweaver_agent",
+        model_timeout: timedelta = timedelta(minutes=5),
+        call_timeout: timedelta = timedelta(minutes=10),
+        heartbeat: timedelta = DEFAULT_HEARTBEAT,
+    ) -> None:
+        self.agent = agent
+        self.name = name
+        native = agent._native  # pyright: ignore[reportPrivateUsage]
+
+        @activity.defn(name=f"{name}.request_model")
+        async def request_model(task: dict[str, Any]) -> dict[str, Any]:
+            return await native.request_model(task)
+
+        @activity.defn(name=f"{name}.run_call")
+        async def run_call(run_id: str, task: dict[str, Any]) -> dict[str, Any]:
+            beating = asyncio.ensure_future(_heartbeat(heartbeat / 3))
+            try:
+                return await native.run_call(run_id, task)
+            finally:
+                beating.cancel()
+
+        self.activities: list[Callable[..., Any]] = [request_model, run_call]
+        self.workflow = _workflow_class(_Config(name, native, model_timeout, call_timeout, heartbeat))
+
+    def worker(self, client: Client, *, task_queue: str, **options: Any) -> Worker:
+        """A worker that runs this agent's workflows and activities on ``task_queue``."""
+        return Worker(client, task_queue=task_queue, workflows=[self.workflow], activities=self.activities, **options)
+
+    async def start(
+        self, client: Client, prompt: str, *, id: str, task_queue: str, **options: Any
+    ) -> WorkflowHandle[Any, dict[str, Any]]:
+        """Starts a run of ``prompt`` as workflow ``id``; ``await handle.result()`` gives its
+        result dict (``status``, ``output``, ``error``, ``messages``, ``usage``)."""
+        return await client.start_workflow(
+            self.name, {"prompt": prompt}, id=id, task_queue=task_queue, result_type=dict, **options
+        )
+
+
+async def decide(
+    handle: WorkflowHandle[Any, Any],
+    *,
+    approvals: Sequence[object] = (),
+    deferred_results: Sequence[object] = (),
+) -> None:
+    """Sends decisions to a waiting run (decision objects or canonical JSON dicts). Raises
+    ``temporalio.client.WorkflowUpdateFailedError`` when they are refused (forged,
+    replayed, stale or incomplete); the run keeps waiting."""
+    # By name: the update is the workflow's, whose class the caller need not import.
+    await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+        "decide",
+        {
+            "approvals": [_as_json(d) for d in decision_list(approvals, "approvals")],
+            "deferred_results": [_as_json(d) for d in decision_list(deferred_results, "deferred_results")],
+        },
+    )
+
+
+def _as_json(decision: object) -> object:
+    to_dict = getattr(decision, "to_dict", None)
+    return to_dict() if callable(to_dict) else decision
+
+
+async def _heartbeat(every: timedelta) -> None:
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(every.total_seconds())
+
+
+def _result(result: RunResult) -> dict[str, Any]:
+    usage = result.usage
+    return {
+        "run_id": result.run_id,
+        "status": result.status,
+        "output": result.output,
+        "error": result.error,
+        "messages": result.messages,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests},
+    }
+
+
+def _cause(error: ActivityError) -> str:
+    """What ended an activity for good, for the model or the run's error."""
+    cause = error.cause
+    return f"the activity failed: {cause if cause is not None else error}"
+
+
+class _Config:
+    """What a workflow class needs of its ``TemporalAgent``."""
+
+    def __init__(
+        self, name: str, native: Any, model_timeout: timedelta, call_timeout: timedelta, heartbeat: timedelta
+    ) -> None:
+        self.name, self.native = name, native
+        self.model_timeout, self.call_timeout, self.heartbeat = model_timeout, call_timeout, heartbeat
+
+
+class _AgentRun:
+    """The workflow: drives a ``NativeDurableRun``; every I/O is an activity. Each
+    ``TemporalAgent`` gets a subclass carrying its ``_config`` (see ``_workflow_class``)."""
+
+    _config: _Config
+
+    def __init__(self) -> None:
+        self.durable: NativeDurableRun | None = None
+        self.resumed = False
+
+    async def drive(self, start: dict[str, Any]) -> dict[str, Any]:
+        config = self._config
+        run_id = start.get("run_id") or f"run_{workflow.uuid4().hex}"
+        state = start.get("state")
+        if state is not None:
+            self.durable = NativeDurableRun.restore(config.native, state, run_id)
+        else:
+            self.durable = NativeDurableRun.start(config.native, start["prompt"], run_id)
+        run = self.durable
+        running: dict[asyncio.Task[dict[str, Any]], int] = {}
+        while True:
+            step = run.next_step()
+            kind = step["kind"]
+            if kind == "request_model":
+                try:
+                    answer = await workflow.execute_activity(
+                        f"{config.name}.request_model",
+                        step["task"],
+                        start_to_close_timeout=config.model_timeout,
+                        retry_policy=RetryPolicy(maximum_attempts=3),
+                        result_type=dict,
+                    )
+                except ActivityError as error:
+                    run.model_lost(_cause(error))
+                else:
+                    run.model_answered(answer)
+            elif kind == "start_calls":
+                for task in step["tasks"]:
+                    running[self._start_call(run_id, task)] = task["index"]
+            elif kind == "await_calls":
+                done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+                # In model order, so a replay reports them as the first run did.
+                for finished in sorted(done, key=lambda t: running[t]):
+                    index = running.pop(finished)
+                    try:
+                        run.call_finished(index, finished.result())
+                    except ActivityError as error:
+                        run.call_lost(index, _cause(error))
+            else:
+                result = cast(RunResult, step["result"])
+                if result.status != "waiting":
+                    return _result(result)
+                self.resumed = False
+                await workflow.wait_condition(lambda: self.resumed or workflow.info().is_continue_as_new_suggested())
+                if not self.resumed:
+                    workflow.continue_as_new({"state": run.export_state(), "run_id": run_id})
+
+    def _start_call(self, run_id: str, task: dict[str, Any]) -> asyncio.Task[dict[str, Any]]:
+        config = self._config
+        timeout_ms = task.get("timeout_ms")
+        attempts = int(task["max_retries"]) + 1
+        # The tool's own timeout bounds each of its internal attempts.
+        timeout = timedelta(milliseconds=timeout_ms * attempts) + config.heartbeat if timeout_ms else config.call_timeout
+        return workflow.start_activity(
+            f"{config.name}.run_call",
+            args=[run_id, task],
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=config.heartbeat,
+            retry_policy=RetryPolicy(maximum_attempts=attempts),
+            result_type=dict,
+        )
+
+    def apply(self, decisions: dict[str, Any]) -> None:
+        assert self.durable is not None, "the validator let no decision through before the run started"
+        self.durable.resume(approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"))
+        self.resumed = True
+
+    def validate(self, decisions: dict[str, Any]) -> None:
+        if self.durable is None:
+            raise ValueError("the run has not started")
+        self.durable.resume(
+            approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"), check_only=True
+        )
+
+    def pending_items(self) -> dict[str, Any] | None:
+        hitl = self.durable.pending if self.durable is not None else None
+        if hitl is None:
+            return None
+        return {"approvals": [a.to_dict() for a in hitl.approvals], "deferred": [d.to_dict() for d in hitl.deferred]}
+
+
+def _workflow_class(config: _Config) -> type[_AgentRun]:
+    """A workflow class named ``config.name``. Temporal wants its handlers defined on the
+    class itself, under the class's own qualified name."""
+    cls_name = "AgentRun_" + "".join(c if c.isalnum() else "_" for c in config.name)
+
+    async def run(self: _AgentRun, start: dict[str, Any]) -> dict[str, Any]:
+        return await self.drive(start)
+
+    async def decide(self: _AgentRun, decisions: dict[str, Any]) -> None:
+        self.apply(decisions)
+
+    def check(self: _AgentRun, decisions: dict[str, Any]) -> None:
+        self.validate(decisions)
+
+    def pending(self: _AgentRun) -> dict[str, Any] | None:
+        return self.pending_items()
+
+    handlers: dict[str, Any] = {"run": run, "decide": decide, "check": check, "pending": pending}
+    for attribute, handler in handlers.items():
+        handler.__qualname__ = f"{cls_name}.{attribute}"
+        handler.__module__ = __name__
+    update = workflow.update(name="decide")(decide)
+    update.validator(check)
+    namespace = {
+        "_config": config,
+        "run": workflow.run(run),
+        "decide": update,
+        "check": check,
+        "pending": workflow.query(name="pending")(pending),
+        "__module__": __name__,
+        "__qualname__": cls_name,
+    }
+    return workflow.defn(name=config.name, sandboxed=False)(type(cls_name, (_AgentRun,), namespace))

