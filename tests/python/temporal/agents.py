@@ -119,3 +119,6 @@ agent = create_agent(
 )
 # A lost worker is noticed within two seconds.
 temporal_agent = TemporalAgent(agent, name="starweaver_tests", heartbeat=timedelta(seconds=2))
+# The same agent with model requests as ordinary activities.
+temporal_agent_remote_model = TemporalAgent(agent, name="starweaver_tests_remote_model", model_requests="activity")
+TEMPORAL_AGENTS = [temporal_agent, temporal_agent_remote_model]

@@ -8,12 +8,15 @@ import sys
 
 from temporalio.client import Client
 
-from agents import TASK_QUEUE, temporal_agent
+from agents import TASK_QUEUE, TEMPORAL_AGENTS
+from temporalio.worker import Worker
 
 
 async def main(address: str) -> None:
     client = await Client.connect(address)
-    async with temporal_agent.worker(client, task_queue=TASK_QUEUE):
+    workflows = [agent.workflow for agent in TEMPORAL_AGENTS]
+    activities = [activity for agent in TEMPORAL_AGENTS for activity in agent.activities]
+    async with Worker(client, task_queue=TASK_QUEUE, workflows=workflows, activities=activities):
         print("worker ready", flush=True)
         await asyncio.Event().wait()
 
