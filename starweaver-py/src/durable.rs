@@ -126,6 +126,12 @@ impl PyDurableRun {
         self.run().cancel();
     }
 
+    /// The events since the run started or was last resumed, as dicts.
+    #[gen_stub(override_return_type(type_repr = "list[dict[str, typing.Any]]", imports = ("typing",)))]
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.run().events())
+    }
+
     /// What a waiting run needs, or `None`.
     #[getter]
     fn pending(&self) -> Option<PyHitl> {

@@ -55,7 +55,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{End, Machine, Next, SessionState, resolve_decisions};
 use crate::error::{Error, Result};
-use crate::event::{EventKind, EventLog};
+use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{ApprovalDecision, Hitl, HitlDecisions};
 use crate::message::{History, ToolCallPart};
 use crate::model::{ModelError, ModelRequest, ModelResponse};
@@ -297,6 +297,15 @@ impl DurableRun {
             } else {
                 machine.model_failed(End::Cancelled);
             }
+        }
+    }
+
+    /// The events of the run since it started or was last resumed, in order.
+    pub fn events(&self) -> Vec<Event> {
+        match &self.stage {
+            Stage::Running { events, .. } => events.snapshot(),
+            Stage::Ended { result, .. } => result.events.clone(),
+            Stage::Poisoned => Vec::new(),
         }
     }
 

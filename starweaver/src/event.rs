@@ -175,6 +175,11 @@ impl EventLog {
     }
 
     /// The events so far and the next sequence number.
+    /// The events so far.
+    pub(crate) fn snapshot(&self) -> Vec<Event> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1.clone()
+    }
+
     pub(crate) fn finish(self) -> (Vec<Event>, u64) {
         let (next, events) = self.inner.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         (events, next)

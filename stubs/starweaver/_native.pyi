@@ -232,6 +232,10 @@ class NativeDurableRun:
         r"""
         The run was cancelled: running calls end as `cancelled` returns, and the run ends.
         """
+    def events(self) -> list[dict[str, typing.Any]]:
+        r"""
+        The events since the run started or was last resumed, as dicts.
+        """
     def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, check_only: builtins.bool = False) -> None:
         r"""
         Takes a waiting run up again; raises `DecisionError` for a forged, replayed, stale

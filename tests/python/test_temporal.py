@@ -210,7 +210,12 @@ def test_a_run_waits_for_approval_across_workers_and_refuses_a_replay(server: st
             await decide(handle, approvals=[decision])  # the first decision, replayed
         assert (await handle.query("pending"))["approvals"][0]["id"] == second["id"], "still waiting"
         await decide(handle, approvals=[{"id": second["id"], "approved": True, "arguments": second["arguments"]}])
-        return await handle.result()
+        result = await handle.result()
+        events = await handle.query("events")
+        assert [e["seq"] for e in events] == list(range(len(events))), "one numbering across resumes"
+        kinds = [e["type"] for e in events]
+        assert (kinds[0], kinds.count("waiting"), kinds.count("run_resumed"), kinds[-1]) == ("run_start", 2, 2, "run_complete")
+        return result
 
     result = run(finish())
     assert (result["status"], result["output"]) == ("completed", "deployed twice")

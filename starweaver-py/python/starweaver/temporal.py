@@ -5,7 +5,8 @@ its own); each model request and each tool call is an activity (model requests l
 by default), so tool code runs on any worker sharing the task queue, and a worker killed mid-call loses nothing: the call is
 started again elsewhere, and no finished model request is repeated. Approvals and deferred
 results arrive as the workflow update ``decide``, checked like any decision (a forged,
-replayed or stale one is rejected and the run keeps waiting); ``pending`` is a query.
+replayed or stale one is rejected and the run keeps waiting); ``pending`` and ``events``
+are queries.
 
     temporal_agent = TemporalAgent(agent, name="support")
     worker = temporal_agent.worker(client, task_queue="agents")        # on every worker
@@ -176,6 +177,8 @@ class _AgentRun:
     def __init__(self) -> None:
         self.durable: NativeDurableRun | None = None
         self.resumed = False
+        # The events of the run's earlier legs (before each resume).
+        self.past_events: list[dict[str, Any]] = []
 
     async def drive(self, start: dict[str, Any]) -> dict[str, Any]:
         config = self._config
@@ -244,6 +247,7 @@ class _AgentRun:
 
     def apply(self, decisions: dict[str, Any]) -> None:
         assert self.durable is not None, "the validator let no decision through before the run started"
+        self.past_events.extend(self.durable.events())
         self.durable.resume(approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"))
         self.resumed = True
 
@@ -253,6 +257,9 @@ class _AgentRun:
         self.durable.resume(
             approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"), check_only=True
         )
+
+    def all_events(self) -> list[dict[str, Any]]:
+        return self.past_events + (self.durable.events() if self.durable is not None else [])
 
     def pending_items(self) -> dict[str, Any] | None:
         hitl = self.durable.pending if self.durable is not None else None
@@ -278,7 +285,10 @@ def _workflow_class(config: _Config) -> type[_AgentRun]:
     def pending(self: _AgentRun) -> dict[str, Any] | None:
         return self.pending_items()
 
-    handlers: dict[str, Any] = {"run": run, "decide": decide, "check": check, "pending": pending}
+    def events(self: _AgentRun) -> list[dict[str, Any]]:
+        return self.all_events()
+
+    handlers: dict[str, Any] = {"run": run, "decide": decide, "check": check, "pending": pending, "events": events}
     for attribute, handler in handlers.items():
         handler.__qualname__ = f"{cls_name}.{attribute}"
         handler.__module__ = __name__
@@ -290,6 +300,7 @@ def _workflow_class(config: _Config) -> type[_AgentRun]:
         "decide": update,
         "check": check,
         "pending": workflow.query(name="pending")(pending),
+        "events": workflow.query(name="events")(events),
         "__module__": __name__,
         "__qualname__": cls_name,
     }
