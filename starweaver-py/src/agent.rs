@@ -11,12 +11,12 @@ use starweaver::{
     Session,
 };
 
+use crate::bridge::LoopFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::provider::PyProviderModel;
-use crate::runtime::LoopFuture;
 use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};

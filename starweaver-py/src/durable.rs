@@ -14,10 +14,10 @@ use starweaver::{Agent, ModelError, ModelErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{PyAgent, PyRunResult};
+use crate::bridge::LoopFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
-use crate::runtime::LoopFuture;
 
 /// A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
 /// says what to do (`request_model`, `start_calls`, `await_calls`, or `done`), and the

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use serde_json::{Value, json};
-use starweaver::{Error, ToolError, ToolErrorKind};
+use starweaver::{Error, ErrorCategory, ToolError, ToolErrorKind};
 
 use crate::convert;
 
@@ -153,35 +153,21 @@ fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {
     error.with_private_metadata(json!({"exception": exception, "traceback": traceback}))
 }
 
-/// A core error as the Python exception named for it. `Error` is `#[non_exhaustive]`, so a
-/// variant added later falls back to `RuntimeError` until it gets a class here.
+/// A core error as the Python exception named for its category. The match names every
+/// category, so a new one does not compile until it has a class here.
 pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
-    let message = error.to_string();
-    let class = match error {
-        Error::Definition(_)
-        | Error::DuplicateTool { .. }
-        | Error::ToolCollision { .. }
-        | Error::InvalidApprovalRule { .. }
-        | Error::InvalidOption { .. } => registration_error(py),
-        Error::SessionWaiting { .. } | Error::NotWaiting => session_state_error(py),
-        Error::UnknownDecision { .. }
-        | Error::ForeignDecision { .. }
-        | Error::ReplayedDecision { .. }
-        | Error::StaleDecision { .. }
-        | Error::DuplicateDecision { .. }
-        | Error::MissingDecisions { .. }
-        | Error::WrongDecisionKind { .. }
-        | Error::InvalidDecision { .. }
-        | Error::InvalidJson { what: "decisions", .. } => decision_error(py),
-        Error::InvalidJson { .. } => format_error(py),
-        Error::SessionConflict { .. } => session_conflict_error(py),
-        Error::Store { .. } => session_store_error(py),
-        Error::Render { .. } => render_error(py),
-        Error::Toolset { .. } => toolset_error(py),
-        _ => return pyo3::exceptions::PyRuntimeError::new_err(message),
+    let class = match error.category() {
+        ErrorCategory::Registration => registration_error(py),
+        ErrorCategory::SessionState => session_state_error(py),
+        ErrorCategory::Decision => decision_error(py),
+        ErrorCategory::Format => format_error(py),
+        ErrorCategory::SessionConflict => session_conflict_error(py),
+        ErrorCategory::Store => session_store_error(py),
+        ErrorCategory::Render => render_error(py),
+        ErrorCategory::Toolset => toolset_error(py),
     };
     match class {
-        Ok(class) => PyErr::from_type(class.clone(), message),
+        Ok(class) => PyErr::from_type(class.clone(), error.to_string()),
         Err(err) => err,
     }
 }

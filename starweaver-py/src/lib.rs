@@ -3,7 +3,7 @@
 //! caller's event loop.
 
 mod agent;
-mod awaitable;
+mod bridge;
 mod convert;
 mod durable;
 mod errors;
@@ -11,7 +11,6 @@ mod hitl;
 mod model;
 mod provider;
 mod render;
-mod runtime;
 mod store;
 mod stream;
 mod tool;
@@ -26,6 +25,8 @@ mod _native {
     #[pymodule_export]
     use crate::agent::{PyAgent, PyRunResult, PySession, PyUsage};
     #[pymodule_export]
+    use crate::bridge::LoopFuture;
+    #[pymodule_export]
     use crate::durable::PyDurableRun;
     #[pymodule_export]
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
@@ -35,8 +36,6 @@ mod _native {
     use crate::provider::PyProviderModel;
     #[pymodule_export]
     use crate::render::check_rendered;
-    #[pymodule_export]
-    use crate::runtime::LoopFuture;
     #[pymodule_export]
     use crate::store::{PyMemorySessionStore, PySessionStore, PySqliteSessionStore};
     #[pymodule_export]
@@ -52,9 +51,11 @@ mod _native {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("PROVIDERS", starweaver::render::Provider::ALL.map(starweaver::render::Provider::as_str))
     }
 }
 
 pyo3_stub_gen::module_variable!("starweaver._native", "__version__", &str);
+pyo3_stub_gen::module_variable!("starweaver._native", "PROVIDERS", Vec<String>);
 pyo3_stub_gen::define_stub_info_gatherer!(stub_info);

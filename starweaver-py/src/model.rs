@@ -10,7 +10,7 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::testing::TestModel;
 use starweaver::{Model, ModelError, ModelRequest, ModelResponse};
 
-use crate::awaitable::PyAwait;
+use crate::bridge::PyAwait;
 use crate::convert;
 use crate::errors::IntoPyResult;
 

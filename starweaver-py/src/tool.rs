@@ -11,7 +11,7 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
 
-use crate::awaitable::PyAwait;
+use crate::bridge::PyAwait;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::PyApprovalDecision;
@@ -282,26 +282,7 @@ impl PyToolContext {
     /// Completes when the runtime asks this call to stop.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     fn cancelled(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-        let future = event_loop.call_method0("create_future")?;
-        if self.0.is_cancelled() {
-            future.call_method1("set_result", (py.None(),))?;
-            return Ok(future.unbind());
-        }
-        let ctx = self.0.clone();
-        let (event_loop, waiter) = (event_loop.unbind(), future.clone().unbind());
-        crate::runtime::runtime().spawn(async move {
-            ctx.cancelled().await;
-            Python::attach(|py| {
-                let set = waiter.getattr(py, "set_result");
-                if let Ok(set) = set
-                    && !waiter.call_method0(py, "done").and_then(|d| d.extract::<bool>(py)).unwrap_or(true)
-                {
-                    drop(event_loop.call_method1(py, "call_soon_threadsafe", (set, py.None())));
-                }
-            });
-        });
-        Ok(future.unbind())
+        crate::bridge::cancelled(py, self.0.clone())
     }
 
     fn __repr__(&self) -> String {

@@ -10,10 +10,10 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::mcp::{McpServer, McpService};
 use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
 
-use crate::awaitable::PyAwait;
+use crate::bridge::LoopFuture;
+use crate::bridge::PyAwait;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
-use crate::runtime::LoopFuture;
 use crate::tool::{PyNativeTool, PyToolDefinition};
 
 /// A named group of tools with an id. Use `starweaver.toolsets`.

@@ -1,10 +1,14 @@
-//! The crate's one error type: everything a caller can get wrong, each naming what is wrong.
+//! The crate's errors: [`Error`], everything a caller can get wrong, each naming what is
+//! wrong; and [`RunError`], why a run failed.
 //!
 //! Failures that happen *inside* a run (a tool error, a model error, an exhausted budget)
-//! are not `Error`s: they end up in the history or in [`crate::RunResult::error`].
+//! are not `Error`s: they end up in the history, or as a [`RunError`] in
+//! [`crate::RunResult::error`].
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::model::ModelError;
 use crate::schema::SchemaError;
 
 /// A tool definition broke a registration rule (DESIGN.md §3–§4).
@@ -216,6 +220,113 @@ pub enum Error {
         /// What is wrong, with its location.
         message: String,
     },
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunError {
+    /// The model could not answer.
+    #[error("model request failed: {message}")]
+    Model {
+        /// The model's error, as a sentence.
+        message: String,
+        /// What went wrong, with the provider, status and request id when there were any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<Box<ModelError>>,
+    },
+    /// A tool spent its model-retry budget.
+    #[error("tool `{tool}` exceeded its retry budget of {max_retries}; last error: {message}")]
+    RetriesExhausted {
+        /// The tool.
+        tool: String,
+        /// Its budget.
+        max_retries: u32,
+        /// The last error the model was shown.
+        message: String,
+    },
+    /// The run made more model requests than the agent allows.
+    #[error("the run reached its limit of {max_steps} model requests without a final answer")]
+    StepLimit {
+        /// The limit.
+        max_steps: u32,
+    },
+    /// A step's tools could not be put together: a dynamic toolset failed to list them, or
+    /// gave a name another source has.
+    #[error("{message}")]
+    Tools {
+        /// What went wrong, naming the toolsets.
+        message: String,
+    },
+    /// The model answered with neither text nor tool calls.
+    #[error("the model returned an empty response (no text and no tool calls)")]
+    EmptyResponse,
+}
+
+impl RunError {
+    /// A failed model request.
+    pub fn model(error: ModelError) -> Self {
+        Self::Model { message: error.to_string(), error: Some(Box::new(error)) }
+    }
+}
+
+/// The kind of mistake an [`Error`] reports: what a binding maps to its own error classes.
+/// Not `non_exhaustive`, so a binding's match names every kind and a new one cannot fall
+/// through unnoticed.
+///
+/// ```
+/// use starweaver::{Error, ErrorCategory};
+///
+/// assert_eq!(Error::NotWaiting.category(), ErrorCategory::SessionState);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCategory {
+    /// A tool, toolset or option refused at registration.
+    Registration,
+    /// A session asked for something its state does not allow.
+    SessionState,
+    /// A human decision that does not fit what is pending.
+    Decision,
+    /// Canonical JSON that does not parse.
+    Format,
+    /// Another handle or process changed a stored session first.
+    SessionConflict,
+    /// A session store failed.
+    Store,
+    /// A definition cannot be rendered in a provider's format.
+    Render,
+    /// A toolset (an MCP server, a dynamic toolset) failed.
+    Toolset,
+}
+
+impl Error {
+    /// What kind of mistake this is.
+    #[must_use]
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            Self::Definition(_)
+            | Self::DuplicateTool { .. }
+            | Self::ToolCollision { .. }
+            | Self::InvalidApprovalRule { .. }
+            | Self::InvalidOption { .. } => ErrorCategory::Registration,
+            Self::SessionWaiting { .. } | Self::NotWaiting => ErrorCategory::SessionState,
+            Self::UnknownDecision { .. }
+            | Self::ForeignDecision { .. }
+            | Self::ReplayedDecision { .. }
+            | Self::StaleDecision { .. }
+            | Self::DuplicateDecision { .. }
+            | Self::MissingDecisions { .. }
+            | Self::WrongDecisionKind { .. }
+            | Self::InvalidDecision { .. }
+            | Self::InvalidJson { what: "decisions", .. } => ErrorCategory::Decision,
+            Self::InvalidJson { .. } => ErrorCategory::Format,
+            Self::SessionConflict { .. } => ErrorCategory::SessionConflict,
+            Self::Store { .. } => ErrorCategory::Store,
+            Self::Render { .. } => ErrorCategory::Render,
+            Self::Toolset { .. } => ErrorCategory::Toolset,
+        }
+    }
 }
 
 /// `Result` with the crate's [`Error`].

@@ -55,6 +55,9 @@ async fn tool_result_shows_the_model_model_content_and_keeps_host_fields_on_the_
     assert_eq!(host["user_content"], json!({"markdown": "**Ready**"}));
     assert_eq!(host["private_metadata"], json!({"trace_id": "host-only"}));
     assert_eq!(host["value"], json!({"raw": "application record"}));
+    let fields = result.messages.host_fields(2, 0).expect("the return keeps its host fields");
+    assert_eq!(fields.app_value, Some(json!({"release_id": 42})));
+    assert!(result.messages.host_fields(2, 1).is_none() && result.messages.host_fields(1, 0).is_none());
     let sent = serde_json::to_string(&model.requests()[1]).unwrap();
     for host_only in ["app_value", "user_content", "private_metadata", "host-only", "application record"] {
         assert!(!sent.contains(host_only), "`{host_only}` reached the model: {sent}");

@@ -22,11 +22,12 @@ __all__ = [
     "NativeTestModel",
     "NativeTool",
     "NativeToolset",
-    "Pending",
+    "PROVIDERS",
     "PendingApproval",
     "PendingDeferred",
     "RunResult",
     "RunStream",
+    "RustFuture",
     "SessionStore",
     "SqliteSessionStore",
     "ToolContext",
@@ -38,6 +39,7 @@ __all__ = [
     "check_rendered",
 ]
 
+PROVIDERS: builtins.list[builtins.str]
 __version__: builtins.str
 @typing.final
 class ApprovalDecision:
@@ -460,18 +462,6 @@ class NativeToolset:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
-class Pending:
-    r"""
-    An awaitable Rust future. `await` it from asyncio; cancelling the awaiting Task
-    cancels the run (running tools see `CancelledError`) and re-raises in the awaiter.
-    """
-    def __await__(self) -> Pending: ...
-    def __next__(self) -> typing.Any: ...
-    def send(self, _value: typing.Any) -> typing.Any: ...
-    def throw(self, exc: typing.Any) -> typing.Any: ...
-    def close(self) -> None: ...
-
-@typing.final
 class PendingApproval:
     r"""
     A call waiting for a human to approve or deny it.
@@ -661,6 +651,18 @@ class RunStream:
         run cancelled. Dropping a stream mid-run (for instance by leaving
         `async for event in session.run_stream(...)` early) does the same at once.
         """
+
+@typing.final
+class RustFuture:
+    r"""
+    An awaitable Rust future. `await` it from asyncio; cancelling the awaiting Task
+    cancels the run (running tools see `CancelledError`) and re-raises in the awaiter.
+    """
+    def __await__(self) -> RustFuture: ...
+    def __next__(self) -> typing.Any: ...
+    def send(self, _value: typing.Any) -> typing.Any: ...
+    def throw(self, exc: typing.Any) -> typing.Any: ...
+    def close(self) -> None: ...
 
 class SessionStore:
     r"""

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from conftest import call, calls_then_text, returns
@@ -142,3 +142,7 @@ def test_inspect_names_what_is_wrong_with_a_bad_target(tmp_path: Path) -> None:
     unrenderable = inspect("corpus_tools.py", "--provider", "openai-chat", "--strict")
     assert unrenderable.returncode == 1 and "cannot be strict" in unrenderable.stderr, unrenderable.stderr
     assert unrenderable.stdout == ""
+
+
+def test_the_provider_literal_names_exactly_the_runtimes_providers() -> None:
+    assert get_args(Provider) == PROVIDERS

@@ -12,15 +12,18 @@ with the same signature render identically::
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
+from ._native import PROVIDERS as _PROVIDERS
 from ._native import ToolDefinition, check_rendered
 from .tools import BaseTool, Tool
 
 __all__ = ["PROVIDERS", "Provider", "check", "definition_of", "render", "render_tools"]
 
 Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
-PROVIDERS: tuple[Provider, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+# The runtime's list (Rust's `Provider::ALL`); the Literal above spells it out for type
+# checkers, and tests/python/test_providers.py keeps the two equal.
+PROVIDERS: tuple[Provider, ...] = tuple(cast("list[Provider]", _PROVIDERS))
 
 ToolLike: TypeAlias = "Tool[..., Any] | BaseTool | ToolDefinition"
 

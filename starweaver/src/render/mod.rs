@@ -6,16 +6,16 @@
 //! when the schema can be made strict-compatible.
 
 mod anthropic;
+mod checker;
 mod gemini;
 mod openai;
-mod rules;
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::Value;
 
-pub use rules::check;
+pub use checker::check;
 
 use crate::error::{Error, Result};
 use crate::schema;

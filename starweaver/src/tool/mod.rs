@@ -1,20 +1,20 @@
 //! What a tool is: the [`Tool`] trait, its definition, context, result and errors.
 
 mod args;
+mod builder;
 mod context;
 mod definition;
 mod error;
-mod function;
 mod result;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 
 pub use args::decode_args;
+pub use builder::{FnTool, ToolBuilder};
 pub use context::{Dependencies, ToolContext};
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
 pub use error::{ToolError, ToolErrorKind};
-pub use function::{FnTool, ToolBuilder};
 pub use result::{IntoToolResult, ToolResult};
 
 /// An async tool. Rust `#[tool]` functions, closure-built [`FnTool`]s and Python tools

@@ -2,7 +2,7 @@
 //!
 //! [`LoopFuture`] is the awaitable every native `async` method returns: the awaiting asyncio
 //! Task polls the Rust future on the loop thread, so Python tool coroutines are stepped in
-//! place (see [`crate::awaitable`]). A wake from the loop thread (a done-callback) resolves
+//! place (see [`super::awaitable`]). A wake from the loop thread (a done-callback) resolves
 //! the Task's waiter directly; only wakes from other threads (timers on the background
 //! tokio runtime) go through `call_soon_threadsafe`.
 
@@ -92,7 +92,7 @@ fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
 /// An awaitable Rust future. `await` it from asyncio; cancelling the awaiting Task
 /// cancels the run (running tools see `CancelledError`) and re-raises in the awaiter.
 #[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "Pending", frozen)]
+#[pyclass(module = "starweaver._native", name = "RustFuture", frozen)]
 pub struct LoopFuture {
     /// Behind a lock only because pyclasses must be `Sync`; the awaiting Task is the one
     /// user, so it is never contended.

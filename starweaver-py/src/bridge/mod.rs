@@ -1,0 +1,17 @@
+//! The Python↔Rust bridge: how a call crosses between asyncio and Rust futures.
+//!
+//! A native `async` method returns a [`LoopFuture`] (`future.rs`, the Python class
+//! `RustFuture`). The asyncio Task awaiting it polls the Rust future on the loop thread. When
+//! that future reaches a Python tool, the tool's coroutine is stepped in place as a
+//! [`PyAwait`] (`awaitable.rs`), on the same thread and under the same Task. Timers and
+//! cancellation waiters run on one background tokio runtime ([`runtime`]); their wakes come
+//! back through `call_soon_threadsafe`. `ToolContext.cancelled()` is an asyncio future
+//! that the runtime resolves (`cancel.rs`).
+
+mod awaitable;
+mod cancel;
+mod future;
+
+pub(crate) use awaitable::PyAwait;
+pub(crate) use cancel::cancelled;
+pub(crate) use future::{LoopFuture, runtime};
