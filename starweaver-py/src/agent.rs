@@ -263,6 +263,7 @@ impl PySession {
 
     /// The conversation so far as canonical message dicts, host-only fields included.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let session = self.0.try_lock().map_err(|_| busy(py))?;
         convert::to_py(py, &session.history().to_json())
@@ -277,6 +278,7 @@ impl PySession {
 
     /// The session as canonical JSON (a dict): history, applied decisions, and a waiting
     /// run's state. `agent.session(state=...)` restores it, in this process or another.
+    #[gen_stub(override_return_type(type_repr = "types.SessionState", imports = ("starweaver.types",)))]
     fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let session = self.0.try_lock().map_err(|_| busy(py))?;
         convert::to_py(py, &session.export_state())
@@ -350,12 +352,14 @@ impl PyRunResult {
 impl PyRunResult {
     /// The session's full history as canonical message dicts, host-only fields included.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &self.history.to_json())
     }
 
     /// This run's events, in order, as dicts with `seq`, `run_id` and `type`.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.Event]", imports = ("starweaver.types",)))]
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::serialize_to_py(py, &self.events)
     }

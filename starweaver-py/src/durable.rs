@@ -127,7 +127,7 @@ impl PyDurableRun {
     }
 
     /// The events since the run started or was last resumed, as dicts.
-    #[gen_stub(override_return_type(type_repr = "list[dict[str, typing.Any]]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "list[types.Event]", imports = ("starweaver.types",)))]
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.run().events())
     }
@@ -154,7 +154,7 @@ impl PyDurableRun {
     }
 
     /// The session as `export_state()` gives it once the run ended or waits, else `None`.
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any] | None", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "types.SessionState | None", imports = ("starweaver.types",)))]
     fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.run().export_state().map(|state| convert::to_py(py, &state)).transpose()
     }

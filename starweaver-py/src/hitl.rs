@@ -65,6 +65,7 @@ macro_rules! pending_methods {
                 convert::to_py(py, &Value::Object(self.0.metadata.clone()))
             }
             /// As canonical JSON (a dict).
+            #[gen_stub(override_return_type(type_repr = "types.PendingItem", imports = ("starweaver.types",)))]
             fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
                 convert::serialize_to_py(py, &self.0)
             }

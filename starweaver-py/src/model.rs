@@ -31,6 +31,7 @@ impl PyTestModel {
 
     /// Every request so far: `{"messages": [...], "tools": [...]}`, as a provider got it.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.ModelRequestRecord]", imports = ("starweaver.types",)))]
     fn requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::serialize_to_py(py, &self.0.requests())
     }

@@ -48,7 +48,7 @@ impl PyRunStream {
         slf
     }
 
-    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[types.Event]", imports = ("typing", "starweaver.types")))]
     fn __anext__(&self) -> LoopFuture {
         let stream = self.stream.clone();
         let next = async move {

@@ -117,6 +117,7 @@ impl PyToolDefinition {
     }
 
     /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
+    #[gen_stub(override_return_type(type_repr = "types.ToolDefinitionDict", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut json =
             serde_json::to_value(&self.0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;

@@ -5,6 +5,7 @@ import builtins
 import os
 import pathlib
 from starweaver import exceptions
+from starweaver import types
 import typing
 __all__ = [
     "ApprovalDecision",
@@ -234,7 +235,7 @@ class NativeDurableRun:
         r"""
         The run was cancelled: running calls end as `cancelled` returns, and the run ends.
         """
-    def events(self) -> list[dict[str, typing.Any]]:
+    def events(self) -> list[types.Event]:
         r"""
         The events since the run started or was last resumed, as dicts.
         """
@@ -243,7 +244,7 @@ class NativeDurableRun:
         Takes a waiting run up again; raises `DecisionError` for a forged, replayed, stale
         or incomplete decision (the run keeps waiting). With `check_only`, only checks.
         """
-    def export_state(self) -> dict[str, typing.Any] | None:
+    def export_state(self) -> types.SessionState | None:
         r"""
         The session as `export_state()` gives it once the run ended or waits, else `None`.
         """
@@ -352,7 +353,7 @@ class NativeSession:
         What the waiting run needs, or `None` when no run waits.
         """
     @property
-    def messages(self) -> typing.Any:
+    def messages(self) -> list[types.Message]:
         r"""
         The conversation so far as canonical message dicts, host-only fields included.
         """
@@ -374,7 +375,7 @@ class NativeSession:
         r"""
         Continues the waiting run: one decision (object or canonical dict) per pending item.
         """
-    def export_state(self) -> typing.Any:
+    def export_state(self) -> types.SessionState:
         r"""
         The session as canonical JSON (a dict): history, applied decisions, and a waiting
         run's state. `agent.session(state=...)` restores it, in this process or another.
@@ -386,7 +387,7 @@ class NativeTestModel:
     A model that plays back scripted responses and records every request.
     """
     @property
-    def requests(self) -> typing.Any:
+    def requests(self) -> list[types.ModelRequestRecord]:
         r"""
         Every request so far: `{"messages": [...], "tools": [...]}`, as a provider got it.
         """
@@ -509,7 +510,7 @@ class PendingApproval:
         r"""
         Denies the call; the model is told `reason`.
         """
-    def to_dict(self) -> typing.Any:
+    def to_dict(self) -> types.PendingItem:
         r"""
         As canonical JSON (a dict).
         """
@@ -563,7 +564,7 @@ class PendingDeferred:
         r"""
         Supplies a failure; the model sees a `deferred_failed` error.
         """
-    def to_dict(self) -> typing.Any:
+    def to_dict(self) -> types.PendingItem:
         r"""
         As canonical JSON (a dict).
         """
@@ -610,12 +611,12 @@ class RunResult:
         The run's spans with durations.
         """
     @property
-    def messages(self) -> typing.Any:
+    def messages(self) -> list[types.Message]:
         r"""
         The session's full history as canonical message dicts, host-only fields included.
         """
     @property
-    def events(self) -> typing.Any:
+    def events(self) -> list[types.Event]:
         r"""
         This run's events, in order, as dicts with `seq`, `run_id` and `type`.
         """
@@ -640,7 +641,7 @@ class RunStream:
     the run; nothing runs between iterations.
     """
     def __aiter__(self) -> RunStream: ...
-    def __anext__(self) -> typing.Awaitable[dict[str, typing.Any]]: ...
+    def __anext__(self) -> typing.Awaitable[types.Event]: ...
     def result(self) -> typing.Awaitable[RunResult]:
         r"""
         Finishes the run (events not yet read stay in the result's `events`) and returns it.
@@ -822,7 +823,7 @@ class ToolDefinition:
         strict when the schema can be); `True` forces strict, `False` lax. Raises
         `RenderError` naming what stands in the way.
         """
-    def to_dict(self) -> typing.Any:
+    def to_dict(self) -> types.ToolDefinitionDict:
         r"""
         `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
         """

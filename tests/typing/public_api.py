@@ -59,6 +59,7 @@ from starweaver.mcp import MCPServerStdio
 from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
 from starweaver.testing import FunctionModel, Messages, TestModel
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
+from starweaver.types import Event, Message, ModelRequestRecord, RequestPart, SessionState, ToolDefinitionDict
 
 
 @tool
@@ -102,11 +103,11 @@ async def typed_usage() -> None:
     assert_type(await add(left=1, right=2), dict[str, int])
     assert_type(add.definition, ToolDefinition)
     assert_type(add.definition.name, str)
-    assert_type(add.definition.to_dict(), Any)
+    assert_type(add.definition.to_dict(), ToolDefinitionDict)
     assert_type(DeployTool().definition, ToolDefinition)
 
     model = TestModel.responses([TestModel.tool_call_response([{"id": "c", "name": "add", "arguments": {}}]), {"text": "ok"}])
-    assert_type(model.requests, list[dict[str, Any]])
+    assert_type(model.requests, list[ModelRequestRecord])
     agent = create_agent(model=model, tools=[add, shout, fetch_ticket, DeployTool(), len], approval_required_tools=["deploy", {"risk": "high"}, "*"])
     assert_type(agent, Agent)
     assert_type(create_agent_runtime(model=FunctionModel(scripted)), Agent)
@@ -114,11 +115,19 @@ async def typed_usage() -> None:
     assert_type(result, RunResult)
     stream = agent.run_stream("go")
     events = [event async for event in stream]
-    assert_type(events, list[dict[str, Any]])
+    assert_type(events, list[Event])
     assert_type(await stream.result(), RunResult)
     assert_type(result.status, str)
     assert_type(result.output, str | None)
     assert_type(result.hitl, Hitl)
+    assert_type(result.messages, list[Message])
+    assert_type(result.events, list[Event])
+    first = result.messages[0]
+    if first["kind"] == "request":
+        assert_type(first["parts"], list[RequestPart])
+    for part in result.messages[-1]["parts"]:
+        if part["kind"] == "tool_call":
+            assert_type(part["arguments"], dict[str, Any])
     async with agent as same, same.session() as session:
         assert_type(session, AgentSession)
         waiting = await session.run("deploy")
@@ -134,11 +143,14 @@ async def typed_usage() -> None:
         assert_type(await session.hitl.resume(approvals=[decision]), RunResult)
         assert_type(await session.resume_after_hitl(approvals=[{"id": "x", "approved": True}]), RunResult)
         assert_type(session.hitl.pending, Hitl | None)
-        assert_type(session.export_state(), dict[str, object])
+        assert_type(session.export_state(), SessionState)
+        assert_type(session.messages, list[Message])
         session_stream = session.run_stream("again")
         assert_type(session_stream, RunStream)
         async for event in session_stream:
-            assert_type(event, dict[str, Any])
+            assert_type(event, Event)
+            if event["type"] == "run_complete":
+                assert_type(event["output"], str)
         assert_type(await session_stream.result(), RunResult)
         assert_type(same.session(state=session.export_state()), AgentSession)
 

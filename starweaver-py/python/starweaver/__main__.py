@@ -138,7 +138,7 @@ def inspect(target: str, provider: Provider | None, strict: bool) -> list[dict[s
         return [render(tool, provider, strict=True if strict else None) for tool in tools]
     definitions: list[dict[str, object]] = []
     for tool in tools:
-        definition: dict[str, object] = tool.definition.to_dict()
+        definition: dict[str, object] = dict(tool.definition.to_dict())
         if strict:
             # The strict transform is the renderers'; OpenAI's format carries it unchanged.
             definition["parameters"] = render(tool, "openai-chat", strict=True)["function"]["parameters"]

@@ -26,6 +26,7 @@ from .models import ProviderModel, infer_model
 from .testing import FunctionModel, TestModel
 from .tools import ToolLike, native_tool
 from .toolsets import Toolset
+from .types import Message, SessionState
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -156,17 +157,15 @@ class AgentSession(_AsyncContext):
         """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
         return await self.hitl.resume(approvals=approvals, deferred_results=deferred_results)
 
-    def export_state(self) -> dict[str, object]:
+    def export_state(self) -> SessionState:
         """The session as canonical JSON: history (host-only fields included), decisions
         already applied, and a waiting run's pending approvals, deferred calls and state."""
-        state: dict[str, object] = self._native.export_state()
-        return state
+        return self._native.export_state()
 
     @property
-    def messages(self) -> list[dict[str, object]]:
+    def messages(self) -> list[Message]:
         """The conversation so far as canonical message dicts, host-only fields included."""
-        messages: list[dict[str, object]] = self._native.messages
-        return messages
+        return self._native.messages
 
     @property
     def session_id(self) -> str | None:

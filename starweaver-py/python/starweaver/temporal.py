@@ -35,6 +35,7 @@ from temporalio.worker import Worker
 
 from ._native import NativeDurableRun, RunResult
 from .agent import Agent, decision_list
+from .types import Event
 
 __all__ = ["TemporalAgent", "decide"]
 
@@ -178,7 +179,7 @@ class _AgentRun:
         self.durable: NativeDurableRun | None = None
         self.resumed = False
         # The events of the run's earlier legs (before each resume).
-        self.past_events: list[dict[str, Any]] = []
+        self.past_events: list[Event] = []
 
     async def drive(self, start: dict[str, Any]) -> dict[str, Any]:
         config = self._config
@@ -258,7 +259,7 @@ class _AgentRun:
             approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"), check_only=True
         )
 
-    def all_events(self) -> list[dict[str, Any]]:
+    def all_events(self) -> list[Event]:
         return self.past_events + (self.durable.events() if self.durable is not None else [])
 
     def pending_items(self) -> dict[str, Any] | None:
@@ -285,7 +286,7 @@ def _workflow_class(config: _Config) -> type[_AgentRun]:
     def pending(self: _AgentRun) -> dict[str, Any] | None:
         return self.pending_items()
 
-    def events(self: _AgentRun) -> list[dict[str, Any]]:
+    def events(self: _AgentRun) -> list[Event]:
         return self.all_events()
 
     handlers: dict[str, Any] = {"run": run, "decide": decide, "check": check, "pending": pending, "events": events}

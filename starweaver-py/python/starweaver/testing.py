@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ._native import Messages, NativeFunctionModel, NativeTestModel
+from .types import ModelRequestRecord
 
 __all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel"]
 
@@ -33,10 +34,9 @@ class TestModel:
         return {"tool_calls": [dict(call) for call in calls]}
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self) -> list[ModelRequestRecord]:
         """Every request so far: ``{"messages": [...], "tools": [...]}`` (model-facing view)."""
-        requests: list[dict[str, Any]] = self.native.requests
-        return requests
+        return self.native.requests
 
 
 ModelFunction: TypeAlias = Callable[[Messages, dict[str, Any]], ModelResponse | Awaitable[ModelResponse]]

@@ -1,0 +1,287 @@
+"""The shapes of the runtime's canonical JSON, as ``TypedDict``s: messages and their parts,
+events, model requests, tool definitions and exported session state. They describe the
+dicts the runtime hands out (``result.messages``, ``result.events``, ``session.export_state()``,
+``tool.definition.to_dict()``, ``TestModel.requests``); nothing is validated against them.
+
+    from starweaver.types import Message
+
+    def texts(messages: list[Message]) -> list[str]:
+        return [p["text"] for m in messages if m["kind"] == "response" for p in m["parts"] if p["kind"] == "text"]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict, Union
+
+from typing_extensions import NotRequired, TypeAlias
+
+__all__ = [
+    "ApprovalRequestedEvent",
+    "DeferredRequestedEvent",
+    "Event",
+    "Message",
+    "ModelRequestEvent",
+    "ModelRequestRecord",
+    "ModelResponseEvent",
+    "PendingItem",
+    "RequestMessage",
+    "RequestPart",
+    "ResponseMessage",
+    "ResponsePart",
+    "RunCancelledEvent",
+    "RunCompleteEvent",
+    "RunFailedEvent",
+    "RunResumedEvent",
+    "RunStartEvent",
+    "SessionState",
+    "SystemPromptPart",
+    "TextDeltaEvent",
+    "TextPart",
+    "ToolCallDeltaEvent",
+    "ToolCallEvent",
+    "ToolCallPart",
+    "ToolDefinitionDict",
+    "ToolRetryEvent",
+    "ToolReturnEvent",
+    "ToolReturnPart",
+    "UsageDict",
+    "UserPromptPart",
+    "WaitingEvent",
+]
+
+
+class SystemPromptPart(TypedDict):
+    kind: Literal["system_prompt"]
+    text: str
+
+
+class UserPromptPart(TypedDict):
+    kind: Literal["user_prompt"]
+    text: str
+
+
+class ToolReturnPart(TypedDict):
+    """A tool's return. The host-only fields (``value``, ``app_value``, ``user_content``,
+    ``private_metadata``) appear only in histories and events, never in a model request."""
+
+    kind: Literal["tool_return"]
+    tool_call_id: str
+    name: str
+    #: What the model sees: the tool's value, its ``model_content``, or for an error
+    #: ``{"kind", "message", "success": False, ...}``.
+    content: Any
+    is_error: bool
+    metadata: dict[str, Any]
+    value: NotRequired[Any]
+    app_value: NotRequired[Any]
+    user_content: NotRequired[Any]
+    private_metadata: NotRequired[Any]
+
+
+class TextPart(TypedDict):
+    kind: Literal["text"]
+    text: str
+
+
+class ToolCallPart(TypedDict):
+    kind: Literal["tool_call"]
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+RequestPart: TypeAlias = Union[SystemPromptPart, UserPromptPart, ToolReturnPart]
+ResponsePart: TypeAlias = Union[TextPart, ToolCallPart]
+
+
+class RequestMessage(TypedDict):
+    kind: Literal["request"]
+    parts: list[RequestPart]
+
+
+class ResponseMessage(TypedDict):
+    kind: Literal["response"]
+    parts: list[ResponsePart]
+
+
+Message: TypeAlias = Union[RequestMessage, ResponseMessage]
+
+
+class ToolDefinitionDict(TypedDict):
+    """``ToolDefinition.to_dict()``; model requests carry the first five keys."""
+
+    name: str
+    description: str | None
+    parameters: dict[str, Any]
+    strict: bool | None
+    sequential: bool
+    timeout_ms: NotRequired[int | None]
+    max_retries: NotRequired[int | None]
+    metadata: NotRequired[dict[str, Any]]
+
+
+class ModelRequestRecord(TypedDict):
+    """One request a ``TestModel`` received: exactly what a provider would be sent."""
+
+    messages: list[Message]
+    tools: list[ToolDefinitionDict]
+
+
+class UsageDict(TypedDict):
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+
+class PendingItem(TypedDict):
+    """A call waiting for a human (``to_dict()`` of a pending approval or deferred call)."""
+
+    id: str
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: Any
+    reason: str
+    metadata: dict[str, Any]
+
+
+class _EventHead(TypedDict):
+    seq: int
+    run_id: str
+
+
+class RunStartEvent(_EventHead):
+    type: Literal["run_start"]
+    prompt: str
+
+
+class RunResumedEvent(_EventHead):
+    type: Literal["run_resumed"]
+    approvals: int
+    deferred_results: int
+
+
+class ModelRequestEvent(_EventHead):
+    type: Literal["model_request"]
+    step: int
+    messages: int
+
+
+class TextDeltaEvent(_EventHead):
+    type: Literal["text_delta"]
+    step: int
+    text: str
+
+
+class ToolCallDeltaEvent(_EventHead):
+    type: Literal["tool_call_delta"]
+    step: int
+    index: int
+    tool_call_id: NotRequired[str]
+    name: NotRequired[str]
+    arguments: str
+
+
+class ModelResponseEvent(_EventHead):
+    type: Literal["model_response"]
+    step: int
+    message: ResponseMessage
+    usage: NotRequired[UsageDict]
+
+
+class ToolCallEvent(_EventHead):
+    type: Literal["tool_call"]
+    tool_call_id: str
+    name: str
+    override_arguments: NotRequired[Any]
+
+
+class ToolRetryEvent(_EventHead):
+    type: Literal["tool_retry"]
+    tool_call_id: str
+    name: str
+    attempt: int
+    error: str
+
+
+class ToolReturnEvent(_EventHead):
+    type: Literal["tool_return"]
+    tool_call_id: str
+    name: str
+    content: Any
+    is_error: bool
+    metadata: dict[str, Any]
+    value: NotRequired[Any]
+    app_value: NotRequired[Any]
+    user_content: NotRequired[Any]
+    private_metadata: NotRequired[Any]
+
+
+class ApprovalRequestedEvent(_EventHead):
+    type: Literal["approval_requested"]
+    id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: Any
+    reason: str
+    metadata: dict[str, Any]
+
+
+class DeferredRequestedEvent(_EventHead):
+    type: Literal["deferred_requested"]
+    id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: Any
+    reason: str
+    metadata: dict[str, Any]
+
+
+class WaitingEvent(_EventHead):
+    type: Literal["waiting"]
+    approvals: int
+    deferred: int
+
+
+class RunCompleteEvent(_EventHead):
+    type: Literal["run_complete"]
+    output: str
+
+
+class RunFailedEvent(_EventHead):
+    type: Literal["run_failed"]
+    error: str
+
+
+class RunCancelledEvent(_EventHead):
+    type: Literal["run_cancelled"]
+
+
+Event: TypeAlias = Union[
+    RunStartEvent,
+    RunResumedEvent,
+    ModelRequestEvent,
+    TextDeltaEvent,
+    ToolCallDeltaEvent,
+    ModelResponseEvent,
+    ToolCallEvent,
+    ToolRetryEvent,
+    ToolReturnEvent,
+    ApprovalRequestedEvent,
+    DeferredRequestedEvent,
+    WaitingEvent,
+    RunCompleteEvent,
+    RunFailedEvent,
+    RunCancelledEvent,
+]
+
+
+class SessionState(TypedDict):
+    """``session.export_state()``: the history (host-only fields included), the decisions
+    already applied, and a waiting run's state, or ``None``."""
+
+    version: int
+    history: list[Message]
+    decided: list[str]
+    waiting: dict[str, Any] | None
