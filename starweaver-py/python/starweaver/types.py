@@ -11,9 +11,10 @@ dicts the runtime hands out (``result.messages``, ``result.events``, ``session.e
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, Union
 
-from typing_extensions import NotRequired, TypeAlias
+# typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12.
+from typing_extensions import NotRequired, TypeAlias, TypedDict
 
 __all__ = [
     "ApprovalRequestedEvent",
@@ -60,11 +61,7 @@ class UserPromptPart(TypedDict):
     text: str
 
 
-class ToolReturnPart(TypedDict):
-    """A tool's return. The host-only fields (``value``, ``app_value``, ``user_content``,
-    ``private_metadata``) appear only in histories and events, never in a model request."""
-
-    kind: Literal["tool_return"]
+class _ToolReturnFields(TypedDict):
     tool_call_id: str
     name: str
     #: What the model sees: the tool's value, its ``model_content``, or for an error
@@ -76,6 +73,13 @@ class ToolReturnPart(TypedDict):
     app_value: NotRequired[Any]
     user_content: NotRequired[Any]
     private_metadata: NotRequired[Any]
+
+
+class ToolReturnPart(_ToolReturnFields):
+    """A tool's return. The host-only fields (``value``, ``app_value``, ``user_content``,
+    ``private_metadata``) appear only in histories and events, never in a model request."""
+
+    kind: Literal["tool_return"]
 
 
 class TextPart(TypedDict):
@@ -134,16 +138,19 @@ class UsageDict(TypedDict):
     cached_tokens: int
 
 
-class PendingItem(TypedDict):
-    """A call waiting for a human (``to_dict()`` of a pending approval or deferred call)."""
-
+class _PendingFields(TypedDict):
     id: str
-    run_id: str
     tool_call_id: str
     tool_name: str
     arguments: Any
     reason: str
     metadata: dict[str, Any]
+
+
+class PendingItem(_PendingFields):
+    """A call waiting for a human (``to_dict()`` of a pending approval or deferred call)."""
+
+    run_id: str
 
 
 class _EventHead(TypedDict):
@@ -205,37 +212,16 @@ class ToolRetryEvent(_EventHead):
     error: str
 
 
-class ToolReturnEvent(_EventHead):
+class ToolReturnEvent(_EventHead, _ToolReturnFields):
     type: Literal["tool_return"]
-    tool_call_id: str
-    name: str
-    content: Any
-    is_error: bool
-    metadata: dict[str, Any]
-    value: NotRequired[Any]
-    app_value: NotRequired[Any]
-    user_content: NotRequired[Any]
-    private_metadata: NotRequired[Any]
 
 
-class ApprovalRequestedEvent(_EventHead):
+class ApprovalRequestedEvent(_EventHead, _PendingFields):
     type: Literal["approval_requested"]
-    id: str
-    tool_call_id: str
-    tool_name: str
-    arguments: Any
-    reason: str
-    metadata: dict[str, Any]
 
 
-class DeferredRequestedEvent(_EventHead):
+class DeferredRequestedEvent(_EventHead, _PendingFields):
     type: Literal["deferred_requested"]
-    id: str
-    tool_call_id: str
-    tool_name: str
-    arguments: Any
-    reason: str
-    metadata: dict[str, Any]
 
 
 class WaitingEvent(_EventHead):

@@ -1,0 +1,59 @@
+"""`starweaver.types` describes the dicts the runtime hands out: each validates against its
+TypedDict, and dumping it back loses nothing (so no key is undeclared)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from conftest import call
+from pydantic import TypeAdapter
+
+from starweaver import ApprovalRequired, ModelRetry, ToolContext, ToolResult, create_agent, tool
+from starweaver.testing import TestModel
+from starweaver.types import Event, Message, ModelRequestRecord, PendingItem, SessionState, ToolDefinitionDict
+
+
+@tool
+def report(ctx: ToolContext, n: int) -> ToolResult:
+    """Reports, after one retry."""
+    if ctx.retry == 0:
+        raise ModelRetry("again")
+    return ToolResult(n, model_content={"n": n}, app_value=1, user_content="u", private_metadata={"p": 1})
+
+
+@tool
+def deploy(ctx: ToolContext) -> str:
+    """Deploys once approved."""
+    if ctx.approval is None:
+        raise ApprovalRequired("deploys need a human")
+    return "deployed"
+
+
+def exactly(adapter: TypeAdapter[Any], value: Any) -> None:
+    assert adapter.dump_python(adapter.validate_python(value), exclude_unset=True) == value
+
+
+def test_every_handed_out_shape_matches_its_typed_dict() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [
+                TestModel.tool_call_response([call("c1", "report", {"n": 1})]),
+                TestModel.tool_call_response([call("c2", "report", {"n": 2}), call("c3", "deploy")]),
+                {"text": "done"},
+            ]
+        )
+        session = create_agent(model=model, tools=[report, deploy]).session()
+        waiting = await session.run("go")
+        exactly(TypeAdapter(list[Event]), waiting.events)
+        exactly(TypeAdapter(SessionState), session.export_state())
+        exactly(TypeAdapter(PendingItem), waiting.hitl.approvals[0].to_dict())
+        done = await session.hitl.resume(approvals=[waiting.hitl.approvals[0].approve()])
+        exactly(TypeAdapter(list[Message]), done.messages)
+        exactly(TypeAdapter(list[Event]), done.events)
+        exactly(TypeAdapter(list[ModelRequestRecord]), model.requests)
+        exactly(TypeAdapter(ToolDefinitionDict), report.definition.to_dict())
+        kinds = {e["type"] for e in waiting.events + done.events}
+        assert {"tool_return", "approval_requested", "waiting", "run_resumed", "run_complete"} <= kinds
+
+    asyncio.run(scenario())
