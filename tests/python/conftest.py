@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from starweaver.testing import TestModel
+from starweaver.types import Message, ToolReturnPart
 
 
 def calls_then_text(calls: Sequence[Mapping[str, object]], text: str = "done") -> TestModel:
@@ -20,20 +21,9 @@ def call(call_id: str, name: str, arguments: Mapping[str, object] | None = None)
     return {"id": call_id, "name": name, "arguments": dict(arguments or {})}
 
 
-def returns(messages: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+def returns(messages: Sequence[Message]) -> list[ToolReturnPart]:
     """Every tool return in a history, in order."""
-    out: list[dict[str, object]] = []
-    for message in messages:
-        if message["kind"] == "request":
-            parts = message["parts"]
-            assert isinstance(parts, list)
-            out.extend(part for part in parts if part["kind"] == "tool_return")
-    return out
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+    return [part for m in messages if m["kind"] == "request" for part in m["parts"] if part["kind"] == "tool_return"]
 
 
 _exit_status: list[int] = []
