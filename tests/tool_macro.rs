@@ -191,3 +191,20 @@ fn an_args_type_without_an_object_schema_is_a_registration_error() {
         "invalid tool `echo`: parameters schema at `/type`: the top level must be `\"object\"`, got \"string\""
     );
 }
+
+/// Looks things up.
+#[doc = include_str!("fixtures/docs/lookup.md")]
+#[starweaver::tool]
+async fn lookup(
+    #[doc = include_str!("fixtures/docs/query.md")]
+    query: String,
+) -> String {
+    query
+}
+
+#[test]
+fn doc_attributes_that_are_expressions_are_part_of_the_description() {
+    let definition = lookup_tool().definition().clone();
+    assert_eq!(definition.description.as_deref(), Some("Looks things up.\nReads the whole catalogue.\nNever writes."));
+    assert_eq!(definition.parameters["properties"]["query"]["description"], "What to look up.");
+}

@@ -5,7 +5,7 @@ use proc_macro2::Span;
 use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Path, ReturnType, Type};
 
 use crate::ctxt::Ctxt;
-use crate::doc;
+use crate::doc::{self, Description};
 use crate::parse::{self, ArgDefault, ToolArgs};
 
 /// A `#[tool]` function.
@@ -14,7 +14,7 @@ pub(crate) struct ToolFn<'a> {
     pub krate: Path,
     /// The tool name, and the tokens to blame when it is invalid.
     pub name: (String, Span),
-    pub description: Option<String>,
+    pub description: Option<Description>,
     pub strict: Option<syn::LitBool>,
     pub sequential: bool,
     pub timeout_ms: Option<u64>,
@@ -37,7 +37,7 @@ pub(crate) struct Context {
 pub(crate) struct Param<'a> {
     pub ident: &'a Ident,
     pub ty: &'a Type,
-    pub description: Option<String>,
+    pub description: Option<Description>,
     pub default: Option<ArgDefault>,
 }
 
@@ -72,7 +72,7 @@ impl<'a> ToolFn<'a> {
             original: item,
             krate: krate.get().unwrap_or_else(|| syn::parse_quote!(::starweaver)),
             name,
-            description: description.get().map(|d| d.value()).or_else(|| doc::description(&item.attrs)),
+            description: description.get().map(|d| d.value().into()).or_else(|| doc::description(&item.attrs)),
             strict: strict.get(),
             sequential: sequential.get().is_some_and(|b| b.value),
             timeout_ms: timeout_ms.get().and_then(|lit| int(cx, &lit)),
@@ -108,7 +108,11 @@ impl<'a> ToolFn<'a> {
             params.push(Param {
                 ident: &pat.ident,
                 ty: &pat_type.ty,
-                description: attrs.description.get().map(|d| d.value()).or_else(|| doc::description(&pat_type.attrs)),
+                description: attrs
+                    .description
+                    .get()
+                    .map(|d| d.value().into())
+                    .or_else(|| doc::description(&pat_type.attrs)),
                 default: attrs.default.get(),
             });
         }
