@@ -195,10 +195,7 @@ fn an_args_type_without_an_object_schema_is_a_registration_error() {
 /// Looks things up.
 #[doc = include_str!("fixtures/docs/lookup.md")]
 #[starweaver::tool]
-async fn lookup(
-    #[doc = include_str!("fixtures/docs/query.md")]
-    query: String,
-) -> String {
+async fn lookup(#[doc = include_str!("fixtures/docs/query.md")] query: String) -> String {
     query
 }
 
