@@ -60,9 +60,9 @@ use crate::hitl::{ApprovalDecision, Hitl, HitlDecisions};
 use crate::message::{History, ToolCallPart};
 use crate::model::{ModelError, ModelRequest, ModelResponse};
 use crate::result::{RunError, RunResult};
-use crate::scheduler::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke};
+use crate::scheduler::{CallOutcome, CallRequest, ToolReturn, invoke_alone};
 use crate::tool::ToolError;
-use crate::trace::{SpanOf, Tracer};
+use crate::trace::Tracer;
 use crate::{Agent, Session};
 
 /// What the driver of a [`DurableRun`] does next.
@@ -134,11 +134,10 @@ enum Stage {
         machine: Box<Machine<SessionState>>,
         events: EventLog,
     },
-    /// Ended (waiting, perhaps); `next_seq` numbers the events of a resume.
+    /// Ended, or waiting (a resume's events go on from the waiting run's `next_seq`).
     Ended {
         state: SessionState,
         result: Box<RunResult>,
-        next_seq: u64,
     },
     /// A resume was refused after the state was taken; never observed outside.
     Poisoned,
@@ -228,26 +227,8 @@ impl DurableRun {
                 let Stage::Running { machine, events } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
                     unreachable!("matched above")
                 };
-                let usage = machine.usage;
-                let (status, output, error, mut state) = machine.conclude(end, &events);
-                let (events, next_seq) = events.finish();
-                let hitl = state.waiting.as_mut().map_or_else(Hitl::default, |waiting| {
-                    waiting.next_seq = next_seq;
-                    waiting.hitl()
-                });
-                let trace = Tracer::new(self.run_id.clone()).finish();
-                let result = RunResult {
-                    run_id: self.run_id.to_string(),
-                    status,
-                    output,
-                    error,
-                    hitl,
-                    messages: state.history.clone(),
-                    events,
-                    trace,
-                    usage,
-                };
-                self.stage = Stage::Ended { state, result: Box::new(result.clone()), next_seq };
+                let (result, state) = machine.finish(end, events, |_| Tracer::new(self.run_id.clone()).finish());
+                self.stage = Stage::Ended { state, result: Box::new(result.clone()) };
                 Step::Done(result)
             }
         }
@@ -336,12 +317,12 @@ impl DurableRun {
     pub fn resume(&mut self, decisions: HitlDecisions) -> Result<()> {
         let Stage::Ended { state, .. } = &self.stage else { return Err(Error::NotWaiting) };
         let (resolved, claimed) = resolve_decisions(state, decisions)?;
-        let Stage::Ended { mut state, next_seq, .. } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
+        let Stage::Ended { mut state, .. } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
             unreachable!("matched above")
         };
         state.decided.extend(claimed);
         let waiting = state.waiting.take().expect("resolve_decisions found the run waiting");
-        let events = EventLog::new(self.run_id.clone(), next_seq, None);
+        let events = EventLog::new(self.run_id.clone(), waiting.next_seq, None);
         let registry = self.agent.inner.registry.clone();
         let machine = Machine::resume(state, waiting, self.agent.inner.max_steps, resolved, &registry, &events);
         self.stage = Stage::Running { machine: Box::new(machine), events };
@@ -365,7 +346,6 @@ impl DurableRun {
     pub fn restore(agent: &Agent, state: &Value, run_id: impl Into<String>) -> Result<Self> {
         let state = agent.restore_session(state)?.into_state();
         let run_id: Arc<str> = run_id.into().into();
-        let next_seq = state.waiting.as_ref().map_or(0, |w| w.next_seq);
         let hitl = state.waiting.as_ref().map(|w| w.hitl()).unwrap_or_default();
         let status = if state.waiting.is_some() { crate::RunStatus::Waiting } else { crate::RunStatus::Completed };
         let result = RunResult {
@@ -379,7 +359,7 @@ impl DurableRun {
             trace: Tracer::new(run_id.clone()).finish(),
             usage: crate::Usage::default(),
         };
-        Ok(Self { agent: agent.clone(), run_id, stage: Stage::Ended { state, result: Box::new(result), next_seq } })
+        Ok(Self { agent: agent.clone(), run_id, stage: Stage::Ended { state, result: Box::new(result) } })
     }
 }
 
@@ -406,23 +386,11 @@ impl Agent {
     /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
     /// stops it as a run's cancellation would.
     pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
-        let run_id: Arc<str> = run_id.into();
-        let tracer = Tracer::new(run_id.clone());
-        let (parent, _span) = tracer.open(SpanOf::Run, None);
-        let events = EventLog::new(run_id.clone(), 0, None);
-        let env = CallEnv {
-            trace: &tracer,
-            parent,
-            registry: &self.inner.registry,
-            run_id: &run_id,
-            cancellation: &cancellation,
-            dependencies: &self.inner.dependencies,
-            events: &events,
-            limit: None,
-        };
         let approval = task.approval.clone().map(Arc::new);
-        let outcome = invoke(&env, &CallRequest { part: &task.call, approval, retry: task.retry }).await;
-        let (events, _) = events.finish();
-        CallResult { outcome, events: events.into_iter().map(|e| e.kind).collect() }
+        let request = CallRequest { part: &task.call, approval, retry: task.retry };
+        let inner = &self.inner;
+        let (outcome, events) =
+            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, &request).await;
+        CallResult { outcome, events }
     }
 }

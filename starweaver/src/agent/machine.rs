@@ -21,9 +21,10 @@ use crate::hitl::{
 use crate::message::{History, Message, RequestPart, ToolCallPart};
 use crate::model::{ModelResponse, Usage};
 use crate::registry::ToolRegistry;
-use crate::result::{RunError, RunStatus};
+use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
 use crate::tool::{ToolError, ToolErrorKind, ToolResult};
+use crate::trace::Trace;
 
 /// What a session keeps between runs.
 #[derive(Default)]
@@ -540,24 +541,18 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         }));
     }
 
-    /// Records the end in the session (a waiting run's slots) and the events; the run's
-    /// status, output and error.
-    pub fn conclude(self, end: End, events: &EventLog) -> (RunStatus, Option<String>, Option<RunError>, S) {
-        let mut state = self.state;
+    /// Ends the run: records the end in the session (a waiting run's slots, numbered to
+    /// go on from this run's events) and in the events, closes the events, and gives the
+    /// result and the session. `trace` closes the run's trace once its status is known.
+    pub fn finish(self, end: End, events: EventLog, trace: impl FnOnce(RunStatus) -> Trace) -> (RunResult, S) {
+        let Self { mut state, run_id, step, retries, usage, .. } = self;
         let (status, output, error) = match end {
             End::Completed(output) => {
                 events.emit(EventKind::RunComplete { output: output.clone() });
                 (RunStatus::Completed, Some(output), None)
             }
             End::Waiting(response, slots) => {
-                let suspended = Suspended {
-                    run_id: self.run_id,
-                    step: self.step,
-                    retries: self.retries,
-                    next_seq: 0,
-                    response,
-                    slots,
-                };
+                let suspended = Suspended { run_id: run_id.clone(), step, retries, next_seq: 0, response, slots };
                 let hitl = suspended.hitl();
                 events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
                 state.borrow_mut().waiting = Some(suspended);
@@ -572,7 +567,17 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 (RunStatus::Cancelled, None, None)
             }
         };
-        (status, output, error, state)
+        let trace = trace(status);
+        let (events, next_seq) = events.finish();
+        let session = state.borrow_mut();
+        let hitl = session.waiting.as_mut().map_or_else(Hitl::default, |waiting| {
+            waiting.next_seq = next_seq;
+            waiting.hitl()
+        });
+        let messages = session.history.clone();
+        let result =
+            RunResult { run_id: run_id.to_string(), status, output, error, hitl, messages, events, trace, usage };
+        (result, state)
     }
 }
 

@@ -14,11 +14,11 @@ use super::machine::{End, Machine, Next, ReadyCall, SessionState, Slot, Suspende
 use super::{AgentInner, RunOptions, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
-use crate::hitl::{Hitl, HitlDecisions, Resolution};
+use crate::hitl::{HitlDecisions, Resolution};
 use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::ToolRegistry;
-use crate::result::{RunError, RunResult};
+use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallEnv, CallRequest, invoke};
 use crate::tool::Dependencies;
 use crate::toolset::ToolsetContext;
@@ -259,29 +259,11 @@ impl Run<'_> {
     }
 
     fn finish(self, machine: Machine<&mut SessionState>, end: End) -> RunResult {
-        let Run { events, tracer, run_span, run_id, .. } = self;
-        let usage = machine.usage;
-        let (status, output, error, state) = machine.conclude(end, &events);
-        tracer.close(run_span, status.as_str());
-        let (events, next_seq) = events.finish();
-        let hitl = match &mut state.waiting {
-            Some(waiting) => {
-                waiting.next_seq = next_seq;
-                waiting.hitl()
-            }
-            None => Hitl::default(),
+        let Run { events, tracer, run_span, .. } = self;
+        let trace = |status: RunStatus| {
+            tracer.close(run_span, status.as_str());
+            tracer.finish()
         };
-        let trace = tracer.finish();
-        RunResult {
-            run_id: run_id.to_string(),
-            status,
-            output,
-            error,
-            hitl,
-            messages: state.history.clone(),
-            events,
-            trace,
-            usage,
-        }
+        machine.finish(end, events, trace).0
     }
 }

@@ -22,14 +22,12 @@ use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
-use crate::event::EventLog;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
 use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
-use crate::scheduler::{CallEnv, CallOutcome, CallRequest, invoke};
+use crate::scheduler::{CallOutcome, CallRequest, invoke_alone};
 use crate::tool::{Dependencies, Tool};
 use crate::toolset::Toolset;
-use crate::trace::{SpanOf, Tracer};
 
 /// Tools served to MCP clients.
 ///
@@ -253,7 +251,7 @@ impl McpService {
     }
 
     async fn run_call(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
-        let sequential = self.registry.definitions().iter().any(|d| d.name == job.name && d.sequential);
+        let sequential = self.registry.get(&job.name).is_some_and(|t| t.sequential);
         let _order = match by_name.get(&job.name) {
             Some(lock) => Some(lock.lock().await),
             None => None,
@@ -261,27 +259,18 @@ impl McpService {
         let (_shared, _alone) =
             if sequential { (None, Some(barrier.write().await)) } else { (Some(barrier.read().await), None) };
         let run_id: Arc<str> = Arc::from(format!("mcp_{}", uuid::Uuid::new_v4().simple()));
-        let tracer = Tracer::new(run_id.clone());
-        let (parent, _span) = tracer.open(SpanOf::Run, None);
-        let events = EventLog::new(run_id.clone(), 0, None);
         let dependencies = Dependencies::new();
-        let env = CallEnv {
-            trace: &tracer,
-            parent,
-            registry: &self.registry,
-            run_id: &run_id,
-            cancellation: &job.cancellation,
-            dependencies: &dependencies,
-            events: &events,
-            limit: None,
-        };
         let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
-        let mut outcome = invoke(&env, &CallRequest { part: &part, approval: None, retry: 0 }).await;
+        let call = |approval| {
+            let request = CallRequest { part: &part, approval, retry: 0 };
+            let (registry, dependencies, run_id, cancellation) =
+                (&self.registry, &dependencies, &run_id, &job.cancellation);
+            async move { invoke_alone(registry, dependencies, run_id, cancellation, &request).await.0 }
+        };
+        let mut outcome = call(None).await;
         if let CallOutcome::NeedsApproval { reason, .. } = &outcome {
             outcome = match ask_approval(&job.peer, &part, reason).await {
-                Ok(approval) => {
-                    invoke(&env, &CallRequest { part: &part, approval: Some(Arc::new(approval)), retry: 0 }).await
-                }
+                Ok(approval) => call(Some(Arc::new(approval))).await,
                 Err(refusal) => {
                     drop(job.reply.send(CallToolResult::error(vec![Content::text(refusal)])));
                     return;

@@ -112,6 +112,24 @@ impl ToolReturn {
     }
 }
 
+/// Runs one call outside any agent run (an MCP `tools/call`, a durable run's activity)
+/// under a trace and an event log of its own; the events it emitted come back with it.
+pub(crate) async fn invoke_alone(
+    registry: &ToolRegistry,
+    dependencies: &Dependencies,
+    run_id: &Arc<str>,
+    cancellation: &CancellationToken,
+    request: &CallRequest<'_>,
+) -> (CallOutcome, Vec<EventKind>) {
+    let tracer = Tracer::new(run_id.clone());
+    let (parent, _span) = tracer.open(SpanOf::Run, None);
+    let events = EventLog::new(run_id.clone(), 0, None);
+    let env =
+        CallEnv { trace: &tracer, parent, registry, run_id, cancellation, dependencies, events: &events, limit: None };
+    let outcome = invoke(&env, request).await;
+    (outcome, events.finish().0.into_iter().map(|event| event.kind).collect())
+}
+
 /// Runs one call to its end (value, error, or a suspension for a human).
 pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> CallOutcome {
     let call = request.part;
