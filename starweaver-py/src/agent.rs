@@ -287,10 +287,7 @@ impl PySession {
 
 /// The session is in the middle of a run (only one runs at a time; calls are not queued).
 fn busy(py: Python<'_>) -> PyErr {
-    errors::session_state_error(py).map_or_else(
-        |e| e,
-        |class| PyErr::from_type(class.clone(), "this session is running; await its current run first"),
-    )
+    errors::raise(errors::session_state_error(py), "this session is running; await its current run first")
 }
 
 pub(crate) fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {

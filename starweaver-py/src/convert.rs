@@ -45,11 +45,7 @@ impl ConvertError {
 
     /// The error as `class`, prefixed with what was being converted.
     pub(crate) fn into_py(self, class: PyResult<&Bound<'_, pyo3::types::PyType>>, what: &str) -> PyErr {
-        let message = format!("{what}: {self}");
-        match class {
-            Ok(class) => PyErr::from_type(class.clone(), message),
-            Err(err) => err,
-        }
+        errors::raise(class, format!("{what}: {self}"))
     }
 }
 

@@ -161,7 +161,7 @@ impl PyDurableRun {
 }
 
 fn format_error(py: Python<'_>, what: &str, error: &dyn std::fmt::Display) -> PyErr {
-    errors::format_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), format!("{what}: {error}")))
+    errors::raise(errors::format_error(py), format!("{what}: {error}"))
 }
 
 /// The I/O a durable run asks for, with this agent's model and tools.

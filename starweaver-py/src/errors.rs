@@ -62,10 +62,11 @@ classes! {
     stream_interrupted_error => "StreamInterruptedError",
 }
 
-/// A `ToolsetError` with `message` (an MCP server or toolset that failed).
-pub(crate) fn toolset_failure(py: Python<'_>, message: impl Into<String>) -> PyErr {
+/// An exception of `class` (as one of the functions above looks it up) saying `message`;
+/// the lookup's own error when the class could not be imported.
+pub(crate) fn raise(class: PyResult<&Bound<'_, PyType>>, message: impl Into<String>) -> PyErr {
     let message = message.into();
-    toolset_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
+    class.map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
 }
 
 /// A failed run's error as an exception instance named for it (not raised).
@@ -166,10 +167,7 @@ pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
         ErrorCategory::Render => render_error(py),
         ErrorCategory::Toolset => toolset_error(py),
     };
-    match class {
-        Ok(class) => PyErr::from_type(class.clone(), error.to_string()),
-        Err(err) => err,
-    }
+    raise(class, error.to_string())
 }
 
 /// Raise helper for `Result<T, Error>` at `#[pymethods]` edges.

@@ -134,9 +134,7 @@ impl PyProviderModel {
         parallel_tool_calls: Option<bool>,
         extra_body: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let registration = |message: String| {
-            errors::registration_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
-        };
+        let registration = |message: String| errors::raise(errors::registration_error(py), message);
         let object = |value: Option<&Bound<'_, PyAny>>, what: &str| {
             value
                 .map(|v| convert::to_json_object(v, what).map_err(|e| registration(format!("model option {e}"))))

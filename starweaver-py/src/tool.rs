@@ -41,9 +41,7 @@ impl PyToolDefinition {
         max_retries: Option<u32>,
         metadata: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let registration = |message: String| {
-            errors::registration_error(py).map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
-        };
+        let registration = |message: String| errors::raise(errors::registration_error(py), message);
         let parameters = convert::to_json_with(parameters, convert::Keys::StringsOnly).map_err(|e| {
             registration(format!("invalid tool `{name}`: parameters schema is not JSON-serialisable: {e}"))
         })?;

@@ -204,7 +204,7 @@ impl PyMcpServer {
             let outcome = server.connect().await;
             Python::attach(|py| match outcome {
                 Ok(()) => Ok(py.None()),
-                Err(message) => Err(errors::toolset_failure(py, message)),
+                Err(message) => Err(errors::raise(errors::toolset_error(py), message)),
             })
         };
         LoopFuture::new(connect.boxed(), None)
@@ -230,7 +230,7 @@ impl PyMcpServer {
             let outcome = server.call_tool(&name, arguments).await;
             Python::attach(|py| match outcome {
                 Ok(value) => Ok(convert::to_py(py, &value)?.unbind()),
-                Err(error) => Err(errors::toolset_failure(py, error.message())),
+                Err(error) => Err(errors::raise(errors::toolset_error(py), error.message())),
             })
         };
         Ok(LoopFuture::new(call.boxed(), None))
@@ -322,7 +322,7 @@ impl PyMcpService {
             let outcome = serve.await;
             Python::attach(|py| match outcome {
                 Ok(()) => Ok(py.None()),
-                Err(message) => Err(errors::toolset_failure(py, message)),
+                Err(message) => Err(errors::raise(errors::toolset_error(py), message)),
             })
         };
         LoopFuture::new(serve.boxed(), None)
