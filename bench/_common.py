@@ -31,6 +31,16 @@ def timed(run: Callable[[], Awaitable[object]], *, warm_up: bool = True) -> floa
     return asyncio.run(go())
 
 
+async def mean_ms(run: Callable[[int], Awaitable[object]], runs: int = 20, warm_up: int = 3) -> float:
+    """Mean ms of `run(n)` over `runs` runs, after `warm_up` untimed ones."""
+    for n in range(warm_up):
+        await run(n)
+    started = time.perf_counter()
+    for n in range(warm_up, warm_up + runs):
+        await run(n)
+    return (time.perf_counter() - started) / runs * 1e3
+
+
 def peak_rss_growth(run: Callable[[], Awaitable[object]]) -> float:
     """MiB the process's peak resident set grew by during one run."""
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -93,7 +103,8 @@ def cpu_per_chunk(run: Callable[[], Awaitable[object]], chunks: int) -> None:
 
 
 def report(value: float, **extra: float) -> None:
-    print(json.dumps({"value": value, **extra}))
+    # Flushed: the Temporal scripts leave with os._exit, which skips flushing.
+    print(json.dumps({"value": value, **extra}), flush=True)
 
 
 def main(scenarios: dict[str, Callable[[], None]]) -> None:

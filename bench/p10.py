@@ -16,6 +16,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
@@ -28,33 +29,29 @@ SDK = StdioServerParameters(command=sys.executable, args=[TOOLS, "--sdk"])
 SEQUENTIAL, PARALLEL = 200, 100
 
 
+async def timed(call: Callable[[dict[str, str]], Awaitable[object]]) -> tuple[float, float]:
+    """ms per `echo` call one at a time, and calls per second with PARALLEL in flight."""
+    await call({"text": "warm"})
+    started = time.perf_counter()
+    for i in range(SEQUENTIAL):
+        await call({"text": str(i)})
+    latency_ms = (time.perf_counter() - started) / SEQUENTIAL * 1e3
+    started = time.perf_counter()
+    await asyncio.gather(*(call({"text": str(i)}) for i in range(PARALLEL)))
+    return latency_ms, PARALLEL / (time.perf_counter() - started)
+
+
 async def official_client(params: StdioServerParameters) -> tuple[float, float]:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        await session.call_tool("echo", {"text": "warm"})
-        started = time.perf_counter()
-        for i in range(SEQUENTIAL):
-            await session.call_tool("echo", {"text": str(i)})
-        latency_ms = (time.perf_counter() - started) / SEQUENTIAL * 1e3
-        started = time.perf_counter()
-        await asyncio.gather(*(session.call_tool("echo", {"text": str(i)}) for i in range(PARALLEL)))
-        throughput = PARALLEL / (time.perf_counter() - started)
-    return latency_ms, throughput
+        return await timed(lambda arguments: session.call_tool("echo", arguments))
 
 
 async def our_client() -> tuple[float, float]:
     from starweaver.mcp import MCPServerStdio
 
     async with MCPServerStdio("bench", sys.executable, args=[TOOLS, "--sdk"]) as server:
-        await server.call_tool("echo", {"text": "warm"})
-        started = time.perf_counter()
-        for i in range(SEQUENTIAL):
-            await server.call_tool("echo", {"text": str(i)})
-        latency_ms = (time.perf_counter() - started) / SEQUENTIAL * 1e3
-        started = time.perf_counter()
-        await asyncio.gather(*(server.call_tool("echo", {"text": str(i)}) for i in range(PARALLEL)))
-        throughput = PARALLEL / (time.perf_counter() - started)
-    return latency_ms, throughput
+        return await timed(lambda arguments: server.call_tool("echo", arguments))
 
 
 async def main() -> None:

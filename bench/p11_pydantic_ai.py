@@ -8,11 +8,11 @@ Prints {"value": ms per run}.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 
+from _common import mean_ms, report
 from pydantic_ai import Agent, Tool
 from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, PydanticAIWorkflow, TemporalDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -20,9 +20,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
-
-RUNS, WARMUP = 20, 3
-
 
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(messages) == 1:
@@ -55,16 +52,15 @@ class P11Workflow(PydanticAIWorkflow):
 
 async def main(address: str) -> None:
     client = await Client.connect(address, plugins=[PydanticAIPlugin()])
+
+    async def run(n: int) -> None:
+        output = await client.execute_workflow(
+            P11Workflow.run, "go", id=f"p11-pa-{time.time_ns()}-{n}", task_queue="p11-pydantic-ai"
+        )
+        assert output == "ten"
+
     async with Worker(client, task_queue="p11-pydantic-ai", workflows=[P11Workflow]):
-        elapsed = []
-        for n in range(WARMUP + RUNS):
-            started = time.perf_counter()
-            output = await client.execute_workflow(
-                P11Workflow.run, "go", id=f"p11-pa-{time.time_ns()}-{n}", task_queue="p11-pydantic-ai"
-            )
-            assert output == "ten"
-            elapsed.append(time.perf_counter() - started)
-    print(json.dumps({"value": sum(elapsed[WARMUP:]) / RUNS * 1e3}), flush=True)
+        report(await mean_ms(run))
 
 
 if __name__ == "__main__":

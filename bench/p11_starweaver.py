@@ -8,20 +8,17 @@ request, its 10 calls, and the final answer), mean over the measured runs.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 from typing import Any
 
+from _common import mean_ms, report
 from temporalio.client import Client
 
 from starweaver import create_agent, tool
 from starweaver.temporal import TemporalAgent
 from starweaver.testing import FunctionModel
-
-RUNS, WARMUP = 20, 3
-
 
 async def fetch(i: int) -> int:
     """Fetch one thing."""
@@ -44,14 +41,13 @@ bench = TemporalAgent(create_agent(model=FunctionModel(respond), tools=TOOLS), n
 
 async def main(address: str) -> None:
     client = await Client.connect(address)
+
+    async def run(n: int) -> None:
+        handle = await bench.start(client, "go", id=f"p11-sw-{time.time_ns()}-{n}", task_queue="p11-starweaver")
+        assert (await handle.result())["output"] == "ten"
+
     async with bench.worker(client, task_queue="p11-starweaver"):
-        elapsed = []
-        for n in range(WARMUP + RUNS):
-            started = time.perf_counter()
-            handle = await bench.start(client, "go", id=f"p11-sw-{time.time_ns()}-{n}", task_queue="p11-starweaver")
-            assert (await handle.result())["output"] == "ten"
-            elapsed.append(time.perf_counter() - started)
-    print(json.dumps({"value": sum(elapsed[WARMUP:]) / RUNS * 1e3}), flush=True)
+        report(await mean_ms(run))
 
 
 if __name__ == "__main__":
