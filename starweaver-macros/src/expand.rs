@@ -2,13 +2,14 @@
 //! `fallback` only with the errors to show.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn};
 
 use crate::ctxt::Ctxt;
 use crate::model::{Output, Param, ToolFn};
-use crate::parse::{self, ArgDefault};
+use crate::parse::{self, ArgDefault, Value};
+use crate::symbol::PARAMETERS_SCHEMA;
 use crate::validate;
 
 /// The whole pipeline: parse, model, validate, then emit or fall back.
@@ -48,6 +49,8 @@ fn handle_ident(tool: &ToolFn<'_>) -> syn::Ident {
     format_ident!("{}_tool", ident.trim_start_matches("r#"), span = tool.original.sig.ident.span())
 }
 
+/// The handle: the user's function behind the same `ToolBuilder` and `FnTool` a closure
+/// tool uses, so a `#[tool]` is built and called the way `ToolBuilder::handler` is.
 fn emit(tool: &ToolFn<'_>) -> TokenStream {
     let krate = &tool.krate;
     let private = quote!(#krate::__private);
@@ -57,20 +60,16 @@ fn emit(tool: &ToolFn<'_>) -> TokenStream {
     let handle = handle_ident(tool);
     let name = &tool.name.0;
 
-    let (args_items, args_ty, derived_schema, call_args) = match tool.args_struct() {
-        Some(param) => {
-            let ty = param.ty;
-            (quote!(), quote!(#ty), quote!(#private::schema_for::<#ty>()), quote!(__args))
-        }
+    let (args_items, args_ty, call_args) = match tool.args_struct() {
+        Some(param) => (quote!(), param.ty.to_token_stream(), quote!(__args)),
         None => {
-            let items = args_struct(tool);
             let idents = tool.params.iter().map(|p| p.ident);
-            (items, quote!(__Args), quote!(#private::schema_for::<__Args>()), quote!(#(__args.#idents),*))
+            (args_struct(tool), quote!(__Args), quote!(#(__args.#idents),*))
         }
     };
-    let schema = match &tool.parameters_schema {
-        Some(text) => quote!(#private::explicit_schema(#text)),
-        None => derived_schema,
+    let derive = match tool.option(PARAMETERS_SCHEMA) {
+        Some(_) => quote!(::core::option::Option::None),
+        None => quote!(::core::option::Option::Some(#private::schema_for::<#args_ty>)),
     };
     let context = match &tool.context {
         Some(c) if c.by_ref => quote!(&__ctx,),
@@ -87,7 +86,7 @@ fn emit(tool: &ToolFn<'_>) -> TokenStream {
         Output::Plain(Some(ty)) => quote_spanned!(ty.span()=> #private::plain_output::<#ty>(__ret)),
         Output::Plain(None) => quote!(#private::plain_output(__ret)),
     };
-    let options = options(tool);
+    let builder = builder(tool);
     let doc = format!(
         "The [`{krate}::Tool`] made by `#[tool]` from [`{ident}`]: register it with `.tool({handle}())`.",
         krate = quote!(#krate).to_string().replace(' ', "")
@@ -100,36 +99,10 @@ fn emit(tool: &ToolFn<'_>) -> TokenStream {
         #vis fn #handle() -> impl #krate::Tool {
             #args_items
 
-            #[doc(hidden)]
-            struct __Tool(#private::Definition);
-
-            #[automatically_derived]
-            impl #krate::Tool for __Tool {
-                fn definition(&self) -> &#krate::ToolDefinition {
-                    &self.0.definition
-                }
-
-                fn validate(&self) -> ::core::result::Result<(), #krate::DefinitionError> {
-                    self.0.validate()
-                }
-
-                fn call<'__a>(
-                    &'__a self,
-                    __ctx: #krate::ToolContext,
-                    __json: &'__a #private::serde_json::Value,
-                ) -> #private::BoxFuture<'__a, ::core::result::Result<#krate::ToolResult, #krate::ToolError>> {
-                    let __args = match #private::decode_args::<#args_ty>(__json) {
-                        ::core::result::Result::Ok(__args) => __args,
-                        ::core::result::Result::Err(__err) => return #private::ready(::core::result::Result::Err(__err)),
-                    };
-                    #private::boxed(async move {
-                        let __ret = #invoke;
-                        #output
-                    })
-                }
-            }
-
-            __Tool(#private::Definition::new(#options, #schema))
+            #private::tool(#builder, #derive, |__ctx: #krate::ToolContext, __args: #args_ty| async move {
+                let __ret = #invoke;
+                #output
+            })
         }
     }
 }
@@ -173,33 +146,23 @@ fn args_struct(tool: &ToolFn<'_>) -> TokenStream {
     }
 }
 
-fn options(tool: &ToolFn<'_>) -> TokenStream {
-    let private = {
-        let krate = &tool.krate;
-        quote!(#krate::__private)
-    };
+/// `ToolBuilder::new(name)` and a call of the method named by each option.
+fn builder(tool: &ToolFn<'_>) -> TokenStream {
+    let krate = &tool.krate;
     let name = &tool.name.0;
-    let some = |value: Option<TokenStream>| match value {
-        Some(value) => quote!(::core::option::Option::Some(#value)),
-        None => quote!(::core::option::Option::None),
-    };
-    let description = some(tool.description.as_ref().map(|d| quote!(#d)));
-    let strict = some(tool.strict.as_ref().map(|s| quote!(#s)));
-    let sequential = tool.sequential;
-    let timeout_ms = some(tool.timeout_ms.map(|t| quote!(#t)));
-    let max_retries = some(tool.max_retries.map(|m| quote!(#m)));
-    let metadata = some(tool.metadata.as_ref().map(|m| quote!(#m)));
-    quote! {
-        #private::Options {
-            name: #name,
-            description: #description,
-            strict: #strict,
-            sequential: #sequential,
-            timeout_ms: #timeout_ms,
-            max_retries: #max_retries,
-            metadata: #metadata,
-        }
-    }
+    let description = tool.description.as_ref().map(|d| quote!(.description(#d)));
+    let options = tool.options.iter().map(|(key, value)| {
+        let value = match value {
+            Value::Str(lit) => lit.to_token_stream(),
+            Value::Flag(lit) => lit.to_token_stream(),
+            Value::Int(lit) => lit.to_token_stream(),
+            Value::Json(lit) => quote_spanned!(lit.span()=> #krate::__private::json(#lit)),
+            Value::Path(path) => path.to_token_stream(),
+        };
+        let method = format_ident!("{}", key.0, span = value.span());
+        quote!(.#method(#value))
+    });
+    quote!(#krate::ToolBuilder::new(#name) #description #(#options)*)
 }
 
 /// Errors plus everything callers need to keep compiling: the user's function and a

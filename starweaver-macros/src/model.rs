@@ -2,11 +2,12 @@
 //! go to the [`Ctxt`] and the model holds a usable best guess.
 
 use proc_macro2::Span;
-use syn::{FnArg, Ident, ItemFn, LitStr, Pat, Path, ReturnType, Type};
+use syn::{FnArg, Ident, ItemFn, Pat, Path, ReturnType, Type};
 
 use crate::ctxt::Ctxt;
 use crate::doc::{self, Description};
-use crate::parse::{self, ArgDefault, ToolArgs};
+use crate::parse::{self, ArgDefault, ToolArgs, Value};
+use crate::symbol::{CRATE, DESCRIPTION, NAME, Symbol};
 
 /// A `#[tool]` function.
 pub(crate) struct ToolFn<'a> {
@@ -15,14 +16,8 @@ pub(crate) struct ToolFn<'a> {
     /// The tool name, and the tokens to blame when it is invalid.
     pub name: (String, Span),
     pub description: Option<Description>,
-    pub strict: Option<syn::LitBool>,
-    pub sequential: bool,
-    pub timeout_ms: Option<u64>,
-    pub max_retries: Option<u32>,
-    /// JSON text, checked to be an object.
-    pub metadata: Option<String>,
-    /// JSON text, checked to be JSON.
-    pub parameters_schema: Option<String>,
+    /// The other `#[tool(...)]` options, each forwarded to the `ToolBuilder` method of its name.
+    pub options: Vec<(Symbol, Value)>,
     pub context: Option<Context>,
     pub params: Vec<Param<'a>>,
     pub output: Output<'a>,
@@ -50,35 +45,27 @@ pub(crate) enum Output<'a> {
 }
 
 impl<'a> ToolFn<'a> {
-    pub(crate) fn from_ast(cx: &Ctxt, item: &'a ItemFn, args: ToolArgs) -> Self {
-        let ToolArgs {
-            name,
-            description,
-            strict,
-            sequential,
-            timeout_ms,
-            max_retries,
-            metadata,
-            parameters_schema,
-            krate,
-        } = args;
+    pub(crate) fn from_ast(cx: &Ctxt, item: &'a ItemFn, mut args: ToolArgs) -> Self {
         let ident = &item.sig.ident;
-        let name = match name.get() {
+        let name = match args.take(NAME).as_ref().and_then(Value::as_str) {
             Some(lit) => (lit.value(), lit.span()),
             None => (ident.to_string().trim_start_matches("r#").to_owned(), ident.span()),
+        };
+        let krate = match args.take(CRATE) {
+            Some(Value::Path(path)) => path,
+            _ => syn::parse_quote!(::starweaver),
+        };
+        let description = match args.take(DESCRIPTION).as_ref().and_then(Value::as_str) {
+            Some(lit) => Some(lit.value().into()),
+            None => doc::description(&item.attrs),
         };
         let (context, params) = Self::inputs(cx, item);
         Self {
             original: item,
-            krate: krate.get().unwrap_or_else(|| syn::parse_quote!(::starweaver)),
+            krate,
             name,
-            description: description.get().map(|d| d.value().into()).or_else(|| doc::description(&item.attrs)),
-            strict: strict.get(),
-            sequential: sequential.get().is_some_and(|b| b.value),
-            timeout_ms: timeout_ms.get().and_then(|lit| int(cx, &lit)),
-            max_retries: max_retries.get().and_then(|lit| int(cx, &lit)),
-            metadata: metadata.get().and_then(|lit| json_object(cx, &lit)),
-            parameters_schema: parameters_schema.get().and_then(|lit| json_object(cx, &lit)),
+            description,
+            options: args.into_rest(),
             context,
             params,
             output: match &item.sig.output {
@@ -87,6 +74,11 @@ impl<'a> ToolFn<'a> {
                 ReturnType::Type(_, ty) => Output::Plain(Some(ty)),
             },
         }
+    }
+
+    /// The value given for `key`, if any.
+    pub(crate) fn option(&self, key: Symbol) -> Option<&Value> {
+        self.options.iter().find(|(k, _)| *k == key).map(|(_, value)| value)
     }
 
     /// Splits the inputs into the context (if the first parameter is one) and business
@@ -145,27 +137,4 @@ pub(crate) fn context_type(ty: &Type) -> Option<bool> {
 
 fn is_result(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Result"))
-}
-
-fn int<N: std::str::FromStr>(cx: &Ctxt, lit: &syn::LitInt) -> Option<N>
-where
-    N::Err: std::fmt::Display,
-{
-    lit.base10_parse().map_err(|e| cx.error_spanned_by(lit, e)).ok()
-}
-
-/// Checks `lit` holds a JSON object, returning the text.
-fn json_object(cx: &Ctxt, lit: &LitStr) -> Option<String> {
-    let text = lit.value();
-    match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(serde_json::Value::Object(_)) => Some(text),
-        Ok(other) => {
-            cx.error_spanned_by(lit, format!("expected a JSON object (`r#\"{{...}}\"#`), got `{other}`"));
-            None
-        }
-        Err(err) => {
-            cx.error_spanned_by(lit, format!("invalid JSON: {err}"));
-            None
-        }
-    }
 }

@@ -10,8 +10,8 @@ use syn::{Attribute, Expr, LitBool, LitInt, LitStr, Path};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    self, ARG, ARG_KEYS, CRATE, DEFAULT, DESCRIPTION, MAX_RETRIES, METADATA, NAME, PARAMETERS_SCHEMA, SEQUENTIAL,
-    STRICT, Symbol, TIMEOUT_MS, TOOL_KEYS,
+    self, ARG, ARG_KEYS, DEFAULT, DESCRIPTION, Kind, MAX_RETRIES, METADATA, PARAMETERS_SCHEMA, Symbol, TIMEOUT_MS,
+    TOOL_KEYS,
 };
 
 /// One attribute value, remembering the tokens it was given with for later errors.
@@ -28,7 +28,7 @@ impl<T> Attr<T> {
 
     fn set(&mut self, cx: &Ctxt, tokens: impl ToTokens, value: T) {
         if self.value.is_some() {
-            cx.error_spanned_by(tokens, format!("duplicate `{}` argument `{}`", self.scope, self.key));
+            duplicate(cx, tokens, self.scope, self.key);
         } else {
             self.value = Some(value);
         }
@@ -39,17 +39,52 @@ impl<T> Attr<T> {
     }
 }
 
-/// The raw `#[tool(...)]` arguments.
+fn duplicate(cx: &Ctxt, tokens: impl ToTokens, scope: &str, key: Symbol) {
+    cx.error_spanned_by(tokens, format!("duplicate `{scope}` argument `{key}`"));
+}
+
+/// A `#[tool(...)]` value, read as its key's [`Kind`] says.
+pub(crate) enum Value {
+    Str(LitStr),
+    Flag(LitBool),
+    Int(LitInt),
+    /// The literal, holding a JSON object.
+    Json(LitStr),
+    Path(Path),
+}
+
+impl Value {
+    pub(crate) fn as_str(&self) -> Option<&LitStr> {
+        match self {
+            Self::Str(lit) => Some(lit),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn as_flag(&self) -> Option<&LitBool> {
+        match self {
+            Self::Flag(lit) => Some(lit),
+            _ => None,
+        }
+    }
+}
+
+/// The raw `#[tool(...)]` arguments, each key at most once, in the order given.
 pub(crate) struct ToolArgs {
-    pub name: Attr<LitStr>,
-    pub description: Attr<LitStr>,
-    pub strict: Attr<LitBool>,
-    pub sequential: Attr<LitBool>,
-    pub timeout_ms: Attr<LitInt>,
-    pub max_retries: Attr<LitInt>,
-    pub metadata: Attr<LitStr>,
-    pub parameters_schema: Attr<LitStr>,
-    pub krate: Attr<Path>,
+    given: Vec<(Symbol, Value)>,
+}
+
+impl ToolArgs {
+    /// Removes and returns the value of `key`.
+    pub(crate) fn take(&mut self, key: Symbol) -> Option<Value> {
+        let index = self.given.iter().position(|(k, _)| *k == key)?;
+        Some(self.given.remove(index).1)
+    }
+
+    /// What is left after the `take`s.
+    pub(crate) fn into_rest(self) -> Vec<(Symbol, Value)> {
+        self.given
+    }
 }
 
 const TOOL: &str = "#[tool]";
@@ -69,40 +104,16 @@ const HINTS: &[(&str, Symbol)] = &[
 ];
 
 pub(crate) fn tool_args(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
-    let mut args = ToolArgs {
-        name: Attr::none(NAME, TOOL),
-        description: Attr::none(DESCRIPTION, TOOL),
-        strict: Attr::none(STRICT, TOOL),
-        sequential: Attr::none(SEQUENTIAL, TOOL),
-        timeout_ms: Attr::none(TIMEOUT_MS, TOOL),
-        max_retries: Attr::none(MAX_RETRIES, TOOL),
-        metadata: Attr::none(METADATA, TOOL),
-        parameters_schema: Attr::none(PARAMETERS_SCHEMA, TOOL),
-        krate: Attr::none(CRATE, TOOL),
-    };
+    let mut args = ToolArgs { given: Vec::new() };
     let parser = syn::meta::parser(|meta| {
-        let path = meta.path.clone();
-        if path == NAME {
-            args.name.set(cx, &path, meta.value()?.parse()?);
-        } else if path == DESCRIPTION {
-            args.description.set(cx, &path, meta.value()?.parse()?);
-        } else if path == STRICT {
-            args.strict.set(cx, &path, flag(&meta)?);
-        } else if path == SEQUENTIAL {
-            args.sequential.set(cx, &path, flag(&meta)?);
-        } else if path == TIMEOUT_MS {
-            args.timeout_ms.set(cx, &path, meta.value()?.parse()?);
-        } else if path == MAX_RETRIES {
-            args.max_retries.set(cx, &path, meta.value()?.parse()?);
-        } else if path == METADATA {
-            args.metadata.set(cx, &path, meta.value()?.parse()?);
-        } else if path == PARAMETERS_SCHEMA {
-            args.parameters_schema.set(cx, &path, meta.value()?.parse()?);
-        } else if path == CRATE {
-            let lit: LitStr = meta.value()?.parse()?;
-            args.krate.set(cx, &path, lit.parse()?);
-        } else {
-            unknown(cx, &meta, TOOL, TOOL_KEYS)?;
+        let Some(&(key, kind)) = TOOL_KEYS.iter().find(|(key, _)| meta.path == *key) else {
+            return unknown(cx, &meta, TOOL, TOOL_KEYS.iter().map(|(key, _)| *key));
+        };
+        let value = value(cx, &meta, kind)?;
+        if args.given.iter().any(|(k, _)| *k == key) {
+            duplicate(cx, &meta.path, TOOL, key);
+        } else if let Some(value) = value {
+            args.given.push((key, value));
         }
         Ok(())
     });
@@ -112,12 +123,50 @@ pub(crate) fn tool_args(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
     args
 }
 
+/// Reads the value `kind` says; `None` (with the error recorded) when it is the right
+/// token but not a usable value.
+fn value(cx: &Ctxt, meta: &ParseNestedMeta<'_>, kind: Kind) -> syn::Result<Option<Value>> {
+    Ok(Some(match kind {
+        Kind::Str => Value::Str(meta.value()?.parse()?),
+        Kind::Flag => Value::Flag(flag(meta)?),
+        Kind::Int => Value::Int(meta.value()?.parse()?),
+        Kind::Json => {
+            let lit: LitStr = meta.value()?.parse()?;
+            if !is_json_object(cx, &lit) {
+                return Ok(None);
+            }
+            Value::Json(lit)
+        }
+        Kind::Path => Value::Path(meta.value()?.parse::<LitStr>()?.parse()?),
+    }))
+}
+
+/// Whether `lit` holds a JSON object; if not, the error says what it holds.
+fn is_json_object(cx: &Ctxt, lit: &LitStr) -> bool {
+    match serde_json::from_str::<serde_json::Value>(&lit.value()) {
+        Ok(serde_json::Value::Object(_)) => true,
+        Ok(other) => {
+            cx.error_spanned_by(lit, format!("expected a JSON object (`r#\"{{...}}\"#`), got `{other}`"));
+            false
+        }
+        Err(err) => {
+            cx.error_spanned_by(lit, format!("invalid JSON: {err}"));
+            false
+        }
+    }
+}
+
 /// `key` alone means `true`; `key = true|false` says so.
 fn flag(meta: &ParseNestedMeta<'_>) -> syn::Result<LitBool> {
     if meta.input.peek(syn::Token![=]) { meta.value()?.parse() } else { Ok(LitBool::new(true, meta.path.span())) }
 }
 
-fn unknown(cx: &Ctxt, meta: &ParseNestedMeta<'_>, scope: &str, keys: &[Symbol]) -> syn::Result<()> {
+fn unknown(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    scope: &str,
+    keys: impl IntoIterator<Item = Symbol>,
+) -> syn::Result<()> {
     let key = meta.path.to_token_stream().to_string().replace(' ', "");
     let hint = HINTS
         .iter()
@@ -171,7 +220,7 @@ pub(crate) fn arg_attrs(cx: &Ctxt, attrs: &[Attribute]) -> ArgAttrs {
                 };
                 out.default.set(cx, &path, default);
             } else {
-                unknown(cx, &meta, ARG_SCOPE, ARG_KEYS)?;
+                unknown(cx, &meta, ARG_SCOPE, ARG_KEYS.iter().copied())?;
             }
             Ok(())
         });

@@ -1,4 +1,5 @@
-//! Attribute keys, named once. `#[tool]` keys match `ToolDefinition` field names.
+//! Attribute keys, named once. `#[tool]` keys match `ToolDefinition` field names and
+//! `ToolBuilder` methods, which is what lets the expansion forward them by name.
 
 use std::fmt::{self, Display};
 
@@ -10,16 +11,41 @@ pub(crate) struct Symbol(pub &'static str);
 pub(crate) const NAME: Symbol = Symbol("name");
 pub(crate) const DESCRIPTION: Symbol = Symbol("description");
 pub(crate) const STRICT: Symbol = Symbol("strict");
-pub(crate) const SEQUENTIAL: Symbol = Symbol("sequential");
+const SEQUENTIAL: Symbol = Symbol("sequential");
 pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
 pub(crate) const MAX_RETRIES: Symbol = Symbol("max_retries");
 pub(crate) const METADATA: Symbol = Symbol("metadata");
 pub(crate) const PARAMETERS_SCHEMA: Symbol = Symbol("parameters_schema");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 
-/// Every `#[tool(...)]` key, in the order error messages list them.
-pub(crate) const TOOL_KEYS: &[Symbol] =
-    &[NAME, DESCRIPTION, STRICT, SEQUENTIAL, TIMEOUT_MS, MAX_RETRIES, METADATA, PARAMETERS_SCHEMA, CRATE];
+/// What a `#[tool(...)]` key takes.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `key = "text"`.
+    Str,
+    /// `key` alone (true), or `key = true|false`.
+    Flag,
+    /// `key = 123`.
+    Int,
+    /// `key = r#"{...}"#`: JSON text, checked to be an object.
+    Json,
+    /// `key = "some::path"`.
+    Path,
+}
+
+/// Every `#[tool(...)]` key with what it takes, in the order error messages list them.
+/// Every key but `name` and `crate` is a `ToolBuilder` method the expansion calls.
+pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
+    (NAME, Kind::Str),
+    (DESCRIPTION, Kind::Str),
+    (STRICT, Kind::Flag),
+    (SEQUENTIAL, Kind::Flag),
+    (TIMEOUT_MS, Kind::Int),
+    (MAX_RETRIES, Kind::Int),
+    (METADATA, Kind::Json),
+    (PARAMETERS_SCHEMA, Kind::Json),
+    (CRATE, Kind::Path),
+];
 
 /// The parameter attribute and its keys.
 pub(crate) const ARG: Symbol = Symbol("arg");
@@ -39,6 +65,6 @@ impl Display for Symbol {
 }
 
 /// "`a`, `b`, `c`" for error messages.
-pub(crate) fn list(keys: &[Symbol]) -> String {
-    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+pub(crate) fn list(keys: impl IntoIterator<Item = Symbol>) -> String {
+    keys.into_iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
 }

@@ -5,6 +5,8 @@ use syn::{FnArg, Pat, Type};
 
 use crate::ctxt::Ctxt;
 use crate::model::{ToolFn, context_type};
+use crate::parse::Value;
+use crate::symbol::STRICT;
 
 pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
     check_generics(cx, tool);
@@ -86,7 +88,7 @@ fn check_name(cx: &Ctxt, tool: &ToolFn<'_>) {
 
 /// Strict definitions must describe the tool (DESIGN.md §3).
 fn check_strict(cx: &Ctxt, tool: &ToolFn<'_>) {
-    if let Some(strict) = tool.strict.as_ref().filter(|s| s.value)
+    if let Some(strict) = tool.option(STRICT).and_then(Value::as_flag).filter(|s| s.value)
         && tool.description.is_none()
     {
         cx.error_spanned_by(strict, "`strict` tools need a description: add a doc comment or `description = \"...\"`");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
@@ -26,32 +26,49 @@ pub struct PyToolDefinition(pub(crate) ToolDefinition);
 #[pymethods]
 impl PyToolDefinition {
     /// Builds and validates a definition; raises `RegistrationError` naming what is wrong
-    /// (the JSON path, for schemas).
+    /// (the option, or the JSON path in a schema). `options` are the definition's other
+    /// fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
+    /// `metadata`), read by the same serde rules as the definition's JSON form.
     #[new]
-    #[pyo3(signature = (name, parameters, *, description=None, strict=None, sequential=false, timeout_ms=None, max_retries=None, metadata=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (name, parameters, /, **options))]
     fn new(
         py: Python<'_>,
-        name: String,
-        parameters: &Bound<'_, PyAny>,
-        description: Option<String>,
-        strict: Option<bool>,
-        sequential: bool,
-        timeout_ms: Option<u64>,
-        max_retries: Option<u32>,
-        metadata: Option<&Bound<'_, PyAny>>,
+        #[gen_stub(override_type(type_repr = "builtins.str", imports = ("builtins",)))] name: &Bound<'_, PyAny>,
+        #[gen_stub(override_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))] parameters: &Bound<
+            '_,
+            PyAny,
+        >,
+        #[gen_stub(override_type(
+            type_repr = "typing_extensions.Unpack[types.ToolDefinitionOptions]",
+            imports = ("typing_extensions", "starweaver.types")
+        ))]
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        let label = name.extract::<String>().unwrap_or_else(|_| name.to_string());
         let registration = |message: String| errors::raise(errors::registration_error(py), message);
+        let mut fields = Map::new();
+        for (key, value) in options.into_iter().flat_map(|options| options.iter()) {
+            let key: String = key.extract()?;
+            if !starweaver::TOOL_OPTIONS.contains(&key.as_str()) {
+                let expected = starweaver::TOOL_OPTIONS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>();
+                return Err(registration(format!(
+                    "invalid tool `{label}`: unknown tool option `{key}`; expected one of {}",
+                    expected.join(", ")
+                )));
+            }
+            let json = convert::to_json(&value)
+                .map_err(|e| registration(format!("invalid tool `{label}`: option `{key}`: {e}")))?;
+            fields.insert(key, json);
+        }
         let parameters = convert::to_json_with(parameters, convert::Keys::StringsOnly).map_err(|e| {
-            registration(format!("invalid tool `{name}`: parameters schema is not JSON-serialisable: {e}"))
+            registration(format!("invalid tool `{label}`: parameters schema is not JSON-serialisable: {e}"))
         })?;
-        let metadata = match metadata {
-            Some(m) => convert::to_json_object(m, "metadata")
-                .map_err(|e| registration(format!("invalid tool `{name}`: {e}")))?,
-            None => Map::new(),
-        };
-        let definition =
-            ToolDefinition { name, description, parameters, strict, sequential, timeout_ms, max_retries, metadata };
+        fields.insert("parameters".to_owned(), parameters);
+        fields.insert("name".to_owned(), convert::to_json(name).unwrap_or(Value::Null));
+        let definition: ToolDefinition = serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
+            let option = e.path().to_string();
+            registration(format!("invalid tool `{label}`: option `{option}`: {}", e.into_inner()))
+        })?;
         definition.validate().map_err(starweaver::Error::from).into_py_result(py)?;
         Ok(Self(definition))
     }

@@ -7,6 +7,7 @@ import pathlib
 from starweaver import exceptions
 from starweaver import types
 import typing
+import typing_extensions
 __all__ = [
     "ApprovalDecision",
     "DeferredResult",
@@ -811,10 +812,12 @@ class ToolDefinition:
         Model-facing metadata.
         """
     def __eq__(self, other: builtins.object, /) -> builtins.bool: ...
-    def __new__(cls, name: builtins.str, parameters: typing.Any, *, description: typing.Optional[builtins.str] = None, strict: typing.Optional[builtins.bool] = None, sequential: builtins.bool = False, timeout_ms: typing.Optional[builtins.int] = None, max_retries: typing.Optional[builtins.int] = None, metadata: typing.Optional[typing.Any] = None) -> ToolDefinition:
+    def __new__(cls, name: builtins.str, parameters: dict[str, typing.Any], /, **options: typing_extensions.Unpack[types.ToolDefinitionOptions]) -> ToolDefinition:
         r"""
         Builds and validates a definition; raises `RegistrationError` naming what is wrong
-        (the JSON path, for schemas).
+        (the option, or the JSON path in a schema). `options` are the definition's other
+        fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
+        `metadata`), read by the same serde rules as the definition's JSON form.
         """
     def render(self, provider: builtins.str, *, strict: typing.Optional[builtins.bool] = None) -> dict[str, typing.Any]:
         r"""

@@ -207,9 +207,14 @@ def test_resume_and_restore_with_the_wrong_shapes_are_named_errors() -> None:
     asyncio.run(scenario())
 
 
+def _named() -> int:
+    return 1
+
+
 @pytest.mark.parametrize(
     ("options", "named"),
     [
+        ({"timeout": 5}, "unknown tool option `timeout`"),
         ({"timeout_ms": -1}, "timeout_ms"),
         ({"timeout_ms": 0}, "timeout_ms"),
         ({"max_retries": -1}, "max_retries"),
@@ -224,7 +229,7 @@ def test_resume_and_restore_with_the_wrong_shapes_are_named_errors() -> None:
 )
 def test_bad_tool_options_are_registration_errors_naming_the_option(options: dict[str, object], named: str) -> None:
     with pytest.raises(RegistrationError, match=named):
-        tool(**options)(lambda: 1)  # type: ignore[call-overload]
+        tool(**options)(_named)  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize("annotation", ["Callable[[int], int]", "type"])

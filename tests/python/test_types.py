@@ -9,7 +9,7 @@ from typing import Any
 from conftest import call
 from pydantic import TypeAdapter
 
-from starweaver import ApprovalRequired, ModelRetry, ToolContext, ToolResult, create_agent, tool
+from starweaver import ApprovalRequired, ModelRetry, ToolContext, ToolDefinition, ToolResult, create_agent, tool
 from starweaver.testing import TestModel
 from starweaver.types import Event, Message, ModelRequestRecord, PendingItem, SessionState, ToolDefinitionDict
 
@@ -57,3 +57,23 @@ def test_every_handed_out_shape_matches_its_typed_dict() -> None:
         assert {"tool_return", "approval_requested", "waiting", "run_resumed", "run_complete"} <= kinds
 
     asyncio.run(scenario())
+
+
+def test_the_definition_options_are_the_definitions_fields_past_name_and_parameters() -> None:
+    """`ToolDefinitionOptions` lists what `ToolDefinition(...)` takes; the runtime reads them
+    by name, so a field the TypedDict misses would be untyped for users."""
+    from starweaver.types import ToolDefinitionOptions
+
+    full = ToolDefinition(
+        "t",
+        {"type": "object", "properties": {}},
+        description="d",
+        strict=False,
+        sequential=True,
+        timeout_ms=5,
+        max_retries=1,
+        metadata={"k": 1},
+    )
+    assert set(full.to_dict()) - {"name", "parameters"} == set(ToolDefinitionOptions.__annotations__)
+    assert (full.sequential, full.timeout_ms, full.max_retries, full.metadata) == (True, 5, 1, {"k": 1})
+    assert ToolDefinition("t", {"type": "object"}, metadata=None).metadata == {}

@@ -44,9 +44,34 @@ fn an_args_parameter_is_the_whole_argument_object() {
         ),
     );
     let compact: String = out.split_whitespace().collect();
-    assert!(compact.contains("decode_args::<TicketArgs,>"), "{out}");
-    assert!(out.contains("schema_for::<TicketArgs>()"), "{out}");
+    assert!(compact.contains("__args:TicketArgs|"), "{out}");
+    assert!(out.contains("schema_for::<TicketArgs>"), "{out}");
     assert!(!out.contains("struct __Args"), "{out}");
+}
+
+#[test]
+fn options_become_builder_calls_and_an_explicit_schema_derives_none() {
+    let out = expand(
+        quote!(
+            name = "fetch_it",
+            strict,
+            timeout_ms = 5,
+            metadata = r#"{"risk": "low"}"#,
+            parameters_schema = r#"{"type": "object"}"#
+        ),
+        quote!(
+            /// Fetch.
+            async fn fetch(args: serde_json::Value) {}
+        ),
+    );
+    let compact: String = out.split_whitespace().collect();
+    assert!(
+        compact.contains(r#"ToolBuilder::new("fetch_it").description("Fetch.").strict(true).timeout_ms(5).metadata("#),
+        "{out}"
+    );
+    assert!(compact.contains(".parameters_schema(::starweaver::__private::json("), "{out}");
+    assert!(compact.contains("::core::option::Option::None,"), "{out}");
+    assert!(!out.contains("schema_for"), "{out}");
 }
 
 #[test]
@@ -57,7 +82,8 @@ fn the_crate_path_can_be_overridden() {
             async fn f() {}
         ),
     );
-    assert!(out.contains("impl my::reexport::Tool for __Tool"), "{out}");
+    assert!(out.contains("-> impl my::reexport::Tool"), "{out}");
+    assert!(out.contains("my::reexport::ToolBuilder::new"), "{out}");
     assert!(!out.contains("::starweaver"), "{out}");
 }
 

@@ -11,12 +11,13 @@ import functools
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypedDict, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
 
 from typing_extensions import Unpack
 
 from ._native import NativeTool, ToolContext, ToolDefinition
 from .exceptions import RegistrationError
+from .types import ToolDefinitionOptions
 
 if TYPE_CHECKING:
     from . import _schema
@@ -27,44 +28,23 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class ToolOptions(TypedDict, total=False):
-    """The options of ``@tool(...)``, ``Tool(...)`` and ``BaseTool.__init__``."""
+class ToolOptions(ToolDefinitionOptions, total=False):
+    """The options of ``@tool(...)``, ``Tool(...)`` and ``BaseTool.__init__``: the
+    definition's options, which the runtime checks, and two this layer reads itself."""
 
     name: str | None
-    description: str | None
     parameters_schema: Mapping[str, object] | None
-    strict: bool | None
-    sequential: bool
-    timeout_ms: int | None
-    max_retries: int | None
-    metadata: Mapping[str, object] | None
 
 
-# What each option accepts: its types, and a check of the value beyond its type.
-_OPTION_RULES: dict[str, tuple[tuple[type, ...], Callable[[Any], bool], str]] = {
-    "name": ((str,), lambda v: True, "a string"),
-    "description": ((str,), lambda v: True, "a string"),
-    "parameters_schema": ((Mapping,), lambda v: True, "a dict (a JSON Schema)"),
-    "strict": ((bool,), lambda v: True, "True, False or None"),
-    "sequential": ((bool,), lambda v: v is not None, "True or False"),
-    "timeout_ms": ((int,), lambda v: 1 <= v < 2**64, "a whole number of milliseconds, at least 1"),
-    "max_retries": ((int,), lambda v: 0 <= v < 2**32, "a whole number from 0 to 4294967295"),
-    "metadata": ((Mapping,), lambda v: True, "a dict"),
-}
-
-
-def _check_options(options: Mapping[str, object]) -> None:
-    """Raises ``RegistrationError`` naming the first option with a value it cannot take."""
-    for key, value in options.items():
-        rule = _OPTION_RULES.get(key)
-        if rule is None:
-            raise RegistrationError(f"unknown tool option `{key}`; expected one of {', '.join(_OPTION_RULES)}")
-        types, valid, expected = rule
-        if value is None and key != "sequential":
-            continue
-        is_bool = isinstance(value, bool)
-        if not isinstance(value, types) or (is_bool and bool not in types) or not valid(value):
-            raise RegistrationError(f"tool option `{key}` must be {expected}, got {value!r}")
+def _own_options(options: Mapping[str, object]) -> tuple[str | None, Mapping[str, object] | None]:
+    """The two options this layer reads itself (``name`` and ``parameters_schema``),
+    checked: callers the type checker has not seen may pass anything."""
+    name, schema = options.get("name"), options.get("parameters_schema")
+    if name is not None and not isinstance(name, str):
+        raise RegistrationError(f"tool option `name` must be a string, got {name!r}")
+    if schema is not None and not isinstance(schema, Mapping):
+        raise RegistrationError(f"tool option `parameters_schema` must be a dict (a JSON Schema), got {schema!r}")
+    return name, cast("Mapping[str, object] | None", schema)
 
 
 class Tool(Generic[P, R]):
@@ -80,26 +60,19 @@ class Tool(Generic[P, R]):
     ) -> None:
         if not callable(fn):
             raise RegistrationError(f"a tool must be callable, got {fn!r}")
-        _check_options(options)
+        name, schema = _own_options(options)
+        # The rest are the definition's own options, checked by the runtime.
+        rest = {key: value for key, value in options.items() if key not in ("name", "parameters_schema")}
+        definition_options = cast(ToolDefinitionOptions, rest)
         # pydantic loads with the first tool, not with `import starweaver`.
         from . import _schema
 
-        tool_name = options.get("name") or getattr(fn, "__name__", None) or type(fn).__name__
-        schema = options.get("parameters_schema")
+        tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
         spec = _schema.inspect_callable(fn, name=tool_name, parameters_schema=schema, localns=localns)
-        description = options.get("description")
-        metadata = options.get("metadata")
+        if definition_options.get("description") is None:
+            definition_options["description"] = spec.description
         self._fn = fn
-        self.definition = ToolDefinition(
-            tool_name,
-            spec.parameters,
-            description=description if description is not None else spec.description,
-            strict=options.get("strict"),
-            sequential=options.get("sequential", False),
-            timeout_ms=options.get("timeout_ms"),
-            max_retries=options.get("max_retries"),
-            metadata=dict(metadata) if metadata is not None else None,
-        )
+        self.definition = ToolDefinition(tool_name, spec.parameters, **definition_options)
         self.native = NativeTool(self.definition, _invoker(fn, spec))
         functools.update_wrapper(self, fn)
 

@@ -11,6 +11,7 @@ dicts the runtime hands out (``result.messages``, ``result.events``, ``session.e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Union
 
 # typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12.
@@ -42,6 +43,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallPart",
     "ToolDefinitionDict",
+    "ToolDefinitionOptions",
     "ToolRetryEvent",
     "ToolReturnEvent",
     "ToolReturnPart",
@@ -122,6 +124,19 @@ class ToolDefinitionDict(TypedDict):
     timeout_ms: NotRequired[int | None]
     max_retries: NotRequired[int | None]
     metadata: NotRequired[dict[str, Any]]
+
+
+class ToolDefinitionOptions(TypedDict, total=False):
+    """The options of a ``ToolDefinition`` past its name and parameters: the keyword
+    arguments of ``ToolDefinition(...)``, and (with ``name`` and ``parameters_schema``) of
+    ``@tool(...)``. The runtime reads them with the same rules as the definition's JSON."""
+
+    description: str | None
+    strict: bool | None
+    sequential: bool
+    timeout_ms: int | None
+    max_retries: int | None
+    metadata: Mapping[str, object] | None
 
 
 class ModelRequestRecord(TypedDict):

@@ -7,11 +7,11 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{ToolContext, ToolDefinition, ToolError, ToolResult, args::decode_args, result::IntoToolResult};
 use crate::error::{DefinitionError, DefinitionErrorKind};
-use crate::schema::schema_for;
+use crate::schema::{SchemaError, schema_for};
 
 /// Builds a tool from a closure, with every option of `#[tool]` and Python's `@tool`.
 ///
@@ -34,7 +34,7 @@ use crate::schema::schema_for;
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct ToolBuilder {
-    definition: ToolDefinition,
+    pub(super) definition: ToolDefinition,
     explicit_schema: bool,
 }
 
@@ -42,42 +42,6 @@ impl ToolBuilder {
     /// Starts a tool called `name`.
     pub fn new(name: impl Into<String>) -> Self {
         Self { definition: ToolDefinition::new(name, Value::Null), explicit_schema: false }
-    }
-
-    /// What the tool does, for the model.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.definition.description = Some(description.into());
-        self
-    }
-
-    /// Asks providers for a strict definition (`true`) or forbids one (`false`).
-    pub fn strict(mut self, strict: bool) -> Self {
-        self.definition.strict = Some(strict);
-        self
-    }
-
-    /// Makes each call of this tool a barrier.
-    pub fn sequential(mut self, sequential: bool) -> Self {
-        self.definition.sequential = sequential;
-        self
-    }
-
-    /// Cancels each attempt after this many milliseconds.
-    pub fn timeout_ms(mut self, timeout_ms: u64) -> Self {
-        self.definition.timeout_ms = Some(timeout_ms);
-        self
-    }
-
-    /// Retries after the first attempt.
-    pub fn max_retries(mut self, max_retries: u32) -> Self {
-        self.definition.max_retries = Some(max_retries);
-        self
-    }
-
-    /// Model-facing metadata.
-    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
-        self.definition.metadata = metadata;
-        self
     }
 
     /// Uses this schema as is instead of deriving one from the argument type.
@@ -91,25 +55,43 @@ impl ToolBuilder {
     ///
     /// # Errors
     /// Any registration rule the definition breaks (name, strict, schema).
-    pub fn handler<A, F, Fut, O>(mut self, f: F) -> Result<FnTool<A, F>, DefinitionError>
+    pub fn handler<A, F, Fut, O>(self, f: F) -> Result<FnTool<A, F>, DefinitionError>
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: IntoToolResult,
     {
-        if !self.explicit_schema {
-            self.definition.parameters = schema_for::<A>()
-                .map_err(|err| DefinitionError::new(&self.definition.name, DefinitionErrorKind::Schema(err)))?;
+        let tool = self.build(Some(schema_for::<A>), f);
+        match tool.error {
+            Some(err) => Err(err),
+            None => Ok(tool),
         }
-        self.definition.validate()?;
-        Ok(FnTool { definition: self.definition, f, args: PhantomData })
+    }
+
+    /// The tool, keeping any registration error for [`Tool::validate`](super::Tool::validate)
+    /// to report when an agent registers it. `#[tool]` expands to this (through
+    /// `__private::tool`), so a broken definition fails where the tool is registered.
+    ///
+    /// `derive` gives the argument type's schema; `None` when the type has none because an
+    /// explicit [`parameters_schema`](Self::parameters_schema) stands in for it.
+    pub(crate) fn build<A, F>(mut self, derive: Option<fn() -> Result<Value, SchemaError>>, f: F) -> FnTool<A, F> {
+        let derived = match (self.explicit_schema, derive) {
+            (false, Some(derive)) => derive().map(|schema| self.definition.parameters = schema),
+            _ => Ok(()),
+        };
+        let error = match derived {
+            Ok(()) => self.definition.validate().err(),
+            Err(err) => Some(DefinitionError::new(&self.definition.name, DefinitionErrorKind::Schema(err))),
+        };
+        FnTool { definition: self.definition, error, f, args: PhantomData }
     }
 }
 
 /// A tool made by [`ToolBuilder::handler`].
 pub struct FnTool<A, F> {
     definition: ToolDefinition,
+    error: Option<DefinitionError>,
     f: F,
     args: PhantomData<fn() -> A>,
 }
@@ -123,6 +105,10 @@ where
 {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn validate(&self) -> Result<(), DefinitionError> {
+        self.error.clone().map_or(Ok(()), Err)
     }
 
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {

@@ -52,8 +52,8 @@ pub struct ToolDefinition {
     /// Retries after the first attempt; [`DEFAULT_MAX_RETRIES`] when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
-    /// Model-facing metadata; a JSON object.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    /// Model-facing metadata; a JSON object (`null` reads as none).
+    #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
 }
 
@@ -70,48 +70,6 @@ impl ToolDefinition {
             max_retries: None,
             metadata: Map::new(),
         }
-    }
-
-    /// Sets the description the model reads.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Sets the strict-mode preference.
-    #[must_use]
-    pub fn with_strict(mut self, strict: bool) -> Self {
-        self.strict = Some(strict);
-        self
-    }
-
-    /// Makes every call of this tool a barrier.
-    #[must_use]
-    pub fn with_sequential(mut self, sequential: bool) -> Self {
-        self.sequential = sequential;
-        self
-    }
-
-    /// Cancels each attempt after `timeout_ms` milliseconds.
-    #[must_use]
-    pub fn with_timeout_ms(mut self, timeout_ms: u64) -> Self {
-        self.timeout_ms = Some(timeout_ms);
-        self
-    }
-
-    /// Sets the retry budget.
-    #[must_use]
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = Some(max_retries);
-        self
-    }
-
-    /// Sets the model-facing metadata.
-    #[must_use]
-    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
-        self.metadata = metadata;
-        self
     }
 
     /// The retry budget in force: the tool's own, or [`DEFAULT_MAX_RETRIES`].
@@ -157,6 +115,10 @@ impl ToolDefinition {
         };
         properties.iter().filter(|(_, schema)| !described(schema)).map(|(name, _)| name.clone()).collect()
     }
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// `[A-Za-z0-9_-]{1,64}`: the intersection of what OpenAI, Anthropic and Gemini accept.

@@ -5,6 +5,7 @@ mod builder;
 mod context;
 mod definition;
 mod error;
+mod options;
 mod result;
 
 use futures::future::BoxFuture;
@@ -15,6 +16,7 @@ pub use builder::{FnTool, ToolBuilder};
 pub use context::{Dependencies, ToolContext};
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
 pub use error::{ToolError, ToolErrorKind};
+pub use options::TOOL_OPTIONS;
 pub use result::{IntoToolResult, ToolResult};
 
 /// An async tool. Rust `#[tool]` functions, closure-built [`FnTool`]s and Python tools
