@@ -63,12 +63,14 @@ impl PyToolDefinition {
         let parameters = convert::to_json_with(parameters, convert::Keys::StringsOnly).map_err(|e| {
             registration(format!("invalid tool `{label}`: parameters schema is not JSON-serialisable: {e}"))
         })?;
-        fields.insert("parameters".to_owned(), parameters);
+        // The schema is set after, not deserialised: it is already JSON, and the largest field.
+        fields.insert("parameters".to_owned(), Value::Null);
         fields.insert("name".to_owned(), convert::to_json(name).unwrap_or(Value::Null));
-        let definition: ToolDefinition = serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
+        let mut definition: ToolDefinition = serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
             let option = e.path().to_string();
             registration(format!("invalid tool `{label}`: option `{option}`: {}", e.into_inner()))
         })?;
+        definition.parameters = parameters;
         definition.validate().map_err(starweaver::Error::from).into_py_result(py)?;
         Ok(Self(definition))
     }

@@ -145,3 +145,36 @@ def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(tmp_path: obje
     with pytest.raises(AssertionError, match="snapshot `probe` changed"):
         snapshot.assert_snapshot("probe", '{"a": 2}')
     assert (tmp_path / "probe.snap.new").read_text().endswith('{"a": 2}\n')  # type: ignore[operator]
+
+
+class Item(BaseModel):
+    sku: str
+
+
+def nested_forward_reference(items: list["Item"], mode: Annotated[Literal["a", "b"], "metadata, not a name"]) -> None:  # noqa: UP037
+    """Annotations with strings inside them take the exact path."""
+
+
+@pytest.mark.parametrize("label", sorted(CORPUS))
+def test_fast_annotation_resolution_agrees_with_get_type_hints(label: str) -> None:
+    """`@tool` resolves string annotations with cached compiled code; it must see exactly what
+    `typing.get_type_hints` sees, for every function in the corpus."""
+    import typing
+
+    from starweaver import _schema
+
+    fn = CORPUS[label].__wrapped__
+    # Compared by repr: each evaluation builds new (identity-compared) `Field(...)` objects.
+    assert repr(_schema._type_hints(fn, None)) == repr(typing.get_type_hints(fn, include_extras=True))
+
+
+def test_annotations_with_strings_inside_them_are_resolved_like_get_type_hints() -> None:
+    import typing
+
+    from starweaver import _schema
+
+    hints = _schema._type_hints(nested_forward_reference, None)
+    assert hints == typing.get_type_hints(nested_forward_reference, include_extras=True)
+    assert hints["items"] == list[Item]
+    items = tool(nested_forward_reference).definition.parameters["properties"]["items"]
+    assert items["items"] == {"$ref": "#/$defs/Item"}, items

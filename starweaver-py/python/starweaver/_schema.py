@@ -14,6 +14,7 @@ once, in pydantic-core.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import types
@@ -97,12 +98,12 @@ def inspect_callable(
     """
     try:
         signature = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, localns=dict(localns) if localns else None, include_extras=True)
+        hints = _type_hints(fn, localns)
     except (NameError, TypeError) as error:
         raise RegistrationError(f"invalid tool `{name}`: cannot resolve its annotations: {error}") from error
-    # The callable's own docstring: `inspect.getdoc` would inherit a base class's.
-    own_doc = getattr(fn, "__doc__", None)
-    docstring = _parse_docstring(inspect.cleandoc(own_doc) if own_doc else "")
+    # The callable's own docstring: `inspect.getdoc` would inherit a base class's. The
+    # parsers clean its indentation themselves.
+    docstring = _parse_docstring(getattr(fn, "__doc__", None) or "")
     param_docs = {p.arg_name: p.description for p in docstring.params if p.description}
 
     params = list(signature.parameters.values())
@@ -158,6 +159,49 @@ def _call_spec(
     model = _signature_model(name, business, hints, param_docs)
     schema = dict(parameters_schema) if parameters_schema is not None else _schema_of(model)
     return CallSpec(schema, description, takes_context, _decode_fields(model))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(annotation: str) -> types.CodeType:
+    return compile(annotation, "<annotation>", "eval")
+
+
+def _type_hints(fn: Callable[..., object], localns: Mapping[str, object] | None) -> dict[str, Any]:
+    """``typing.get_type_hints(fn, include_extras=True)``, faster for the common case.
+
+    Under ``from __future__ import annotations`` every annotation is a string, and
+    ``get_type_hints`` compiles each one anew: most of the cost of ``@tool``. For a plain
+    function whose strings evaluate to annotations with no string left inside, the strings'
+    compiled code is cached and evaluated as ``get_type_hints`` would (in the function's
+    globals and ``localns``). Anything else (nested forward references, callable objects,
+    a failing name) takes ``get_type_hints`` itself, which also gives the right error."""
+    annotations = fn.__annotations__ if isinstance(fn, types.FunctionType) else None
+    if annotations and not hasattr(fn, "__wrapped__"):
+        try:
+            hints = {
+                name: eval(_compiled(value), fn.__globals__, localns) if isinstance(value, str) else value  # noqa: S307
+                for name, value in annotations.items()
+            }
+        except Exception:  # noqa: BLE001 (the exact path below raises what it should)
+            hints = None
+        if hints is not None and all(_settled(hint) for hint in hints.values()):
+            return hints
+    return typing.get_type_hints(fn, localns=dict(localns) if localns else None, include_extras=True)
+
+
+def _settled(annotation: object) -> bool:
+    """Whether an evaluated annotation holds no forward reference for ``get_type_hints``
+    to resolve (``Literal`` strings and ``Annotated`` metadata are values, not references)."""
+    if type(annotation) is type:  # a plain class: the common case, and no generic alias
+        return True
+    if isinstance(annotation, (str, typing.ForwardRef)):
+        return False
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        return True
+    if origin is typing.Annotated:
+        args = args[:1]
+    return all(_settled(arg) for arg in args)
 
 
 def _whole_object_parameter(
@@ -289,9 +333,7 @@ def _fast_fields(
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
         else:
-            try:
-                json.dumps(param.default)
-            except (TypeError, ValueError):
+            if not _is_json(param.default):
                 return None
             field_schema["default"] = param.default
         fields[param.name] = (core, param.default)
@@ -303,6 +345,17 @@ def _fast_fields(
         schema["required"] = required
     schema["type"] = "object"
     return schema, fields
+
+
+def _is_json(value: object) -> bool:
+    """Whether a default can stand in the schema as it is."""
+    if value is None or type(value) in (bool, int, str):
+        return True
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _typed_dict_validator(fields: _FastFields) -> SchemaValidator:
