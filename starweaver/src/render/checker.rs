@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::Provider;
 use super::gemini::{GEMINI_KEYWORDS, gemini_format_allowed, is_gemini_name};
-use crate::schema::STRICT_STRING_FORMATS;
+use crate::schema::{Holds, STRICT_STRING_FORMATS};
 
 /// OpenAI's strict-mode limits: nesting depth, object properties in total, enum values.
 const OPENAI_MAX_DEPTH: usize = 10;
@@ -134,7 +134,7 @@ fn strict_schema(root: &Value, at: &str, problems: &mut Vec<String>) {
             problems.push(format!("{path}/$ref: strict mode allows no siblings beside `$ref`"));
         }
         if let Some(Value::String(reference)) = map.get("$ref")
-            && crate::schema::local_ref(root, reference).is_none()
+            && crate::schema::resolve_ref(root, reference).is_none()
         {
             problems.push(format!("{path}/$ref: `{reference}` names nothing in the schema"));
         }
@@ -219,29 +219,18 @@ fn gemini_node(node: &Value, path: &str, problems: &mut Vec<String>) {
     }
 }
 
-/// Calls `visit` on `node` and every schema below it, with its pointer and nesting depth.
+/// Calls `visit` on `node` and every schema object below it, with its pointer and nesting
+/// depth (a level is a property or an array item, as OpenAI counts).
 fn walk(node: &Value, path: &str, depth: usize, visit: &mut dyn FnMut(&Value, &str, usize)) {
     visit(node, path, depth);
     let Some(map) = node.as_object() else { return };
-    for key in ["properties", "$defs", "definitions"] {
-        if let Some(Value::Object(children)) = map.get(key) {
-            let deeper = if key == "properties" { depth + 1 } else { depth };
-            for (name, child) in children {
-                walk(child, &format!("{path}/{key}/{}", crate::schema::escape(name)), deeper, visit);
-            }
+    for child in crate::schema::children(map) {
+        // `additionalProperties: false` and the like are flags here, not schemas to check.
+        if child.holds == Holds::One && !child.schema.is_object() {
+            continue;
         }
-    }
-    for key in ["items", "additionalProperties", "not", "if", "then", "else", "contains"] {
-        if let Some(child @ Value::Object(_)) = map.get(key) {
-            walk(child, &format!("{path}/{key}"), depth + usize::from(key == "items"), visit);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(children)) = map.get(key) {
-            for (i, child) in children.iter().enumerate() {
-                walk(child, &format!("{path}/{key}/{i}"), depth, visit);
-            }
-        }
+        let deeper = depth + usize::from(matches!(child.keyword, "properties" | "items"));
+        walk(child.schema, &format!("{path}/{}", child.segment), deeper, visit);
     }
 }
 

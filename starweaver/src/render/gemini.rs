@@ -73,62 +73,34 @@ pub(super) fn declaration(definition: &ToolDefinition) -> Result<Value, String> 
     Ok(Value::Object(out))
 }
 
+/// One schema in Gemini's subset: combinators and `null` folded into `anyOf` and
+/// `nullable`, enums kept only for strings, then only Gemini's keywords kept (the rest
+/// become notes in the description).
 fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
     let Value::Object(mut map) = node else { return Err(any_value(path)) };
     if let Some(one_of) = map.remove("oneOf") {
         map.entry("anyOf").or_insert(one_of);
     }
-    if let Some(Value::Array(mut all)) = map.remove("allOf") {
-        if all.len() != 1 {
-            return Err(SchemaError {
-                path: format!("{path}/allOf"),
-                message: "Gemini cannot take `allOf` with several schemas".into(),
-            });
-        }
-        if let Value::Object(sub) = all.remove(0) {
-            for (key, value) in sub {
-                map.entry(key).or_insert(value);
-            }
-        }
+    if !schema::merge_lone_all_of(&mut map) {
+        return Err(SchemaError {
+            path: format!("{path}/allOf"),
+            message: "Gemini cannot take `allOf` with several schemas".into(),
+        });
     }
     if let Some(value) = map.remove("const") {
         map.insert("enum".into(), json!([value]));
     }
-    let mut nullable = false;
-    match map.remove("type") {
-        Some(Value::Array(types)) => {
-            let mut others: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
-            nullable = true;
-            match others.len() {
-                0 => {}
-                1 => {
-                    map.insert("type".into(), others.remove(0));
-                }
-                _ => {
-                    let branches: Vec<Value> = others.into_iter().map(|t| json!({ "type": t })).collect();
-                    map.insert("anyOf".into(), Value::Array(branches));
-                }
-            }
-        }
-        Some(Value::String(t)) if t == "null" => nullable = true,
-        Some(t) => {
-            map.insert("type".into(), t);
-        }
-        None => {}
-    }
+    let mut nullable = take_null_type(&mut map);
     if let Some(Value::Array(branches)) = map.remove("anyOf") {
-        let before = branches.len();
-        let mut rest: Vec<Value> = branches.into_iter().filter(|b| b.get("type").is_none_or(|t| t != "null")).collect();
-        nullable |= rest.len() < before;
-        if rest.len() == 1 {
-            if let Value::Object(only) = rest.remove(0) {
-                for (key, value) in only {
-                    map.entry(key).or_insert(value);
-                }
-            }
-            // The merged branch may itself be nullable or a list of types: convert again.
-            let merged = convert(Value::Object(map), path)?;
-            let Value::Object(mut merged) = merged else { unreachable!("convert keeps objects") };
+        let (rest, had_null) = without_null_branches(branches);
+        nullable |= had_null;
+        if let [_] = rest.as_slice() {
+            // One branch left: it is the schema. It may itself be nullable or a list of
+            // types, so it is converted again, merged.
+            schema::merge_missing(&mut map, rest.into_iter().next().expect("one branch"));
+            let Value::Object(mut merged) = convert(Value::Object(map), path)? else {
+                unreachable!("convert keeps objects")
+            };
             if nullable {
                 merged.insert("nullable".into(), Value::Bool(true));
             }
@@ -136,26 +108,13 @@ fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
         }
         let mut converted = Vec::with_capacity(rest.len());
         for (i, branch) in rest.into_iter().enumerate() {
-            converted.push(crate::schema::with_segment(path, &format!("anyOf/{i}"), |p| convert(branch, p))?);
+            converted.push(schema::with_segment(path, &format!("anyOf/{i}"), |p| convert(branch, p))?);
         }
         if !converted.is_empty() {
             map.insert("anyOf".into(), Value::Array(converted));
         }
     }
-    if let Some(Value::Array(values)) = map.get_mut("enum") {
-        if values.contains(&Value::Null) {
-            values.retain(|v| !v.is_null());
-            nullable = true;
-        }
-        let strings = values.iter().all(Value::is_string);
-        if !strings {
-            let listed = values.iter().map(Value::to_string).collect::<Vec<_>>().join(", ");
-            map.remove("enum");
-            append_notes(&mut map, &[format!("one of: {listed}")]);
-        } else if !map.contains_key("type") {
-            map.insert("type".into(), Value::String("string".into()));
-        }
-    }
+    nullable |= string_enum(&mut map);
     if !["type", "anyOf", "enum", "properties", "items"].iter().any(|k| map.contains_key(*k)) {
         return Err(SchemaError {
             path: path.to_owned(),
@@ -166,6 +125,68 @@ fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
             },
         });
     }
+    let mut out = gemini_keywords(map, path)?;
+    if nullable {
+        out.insert("nullable".into(), Value::Bool(true));
+    }
+    Ok(Value::Object(out))
+}
+
+/// Gemini has one `type` per schema and no `null` type: a list of types becomes the one
+/// type (or `anyOf` over several), and `null` among them becomes `nullable`. Returns
+/// whether it did.
+fn take_null_type(map: &mut Map<String, Value>) -> bool {
+    match map.remove("type") {
+        Some(Value::Array(types)) => {
+            let mut others: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
+            match others.len() {
+                0 => {}
+                1 => {
+                    map.insert("type".into(), others.remove(0));
+                }
+                _ => {
+                    let branches: Vec<Value> = others.into_iter().map(|t| json!({ "type": t })).collect();
+                    map.insert("anyOf".into(), Value::Array(branches));
+                }
+            }
+            true
+        }
+        Some(Value::String(t)) if t == "null" => true,
+        Some(t) => {
+            map.insert("type".into(), t);
+            false
+        }
+        None => false,
+    }
+}
+
+/// The `anyOf` branches that are not `{"type": "null"}`, and whether any was.
+fn without_null_branches(branches: Vec<Value>) -> (Vec<Value>, bool) {
+    let before = branches.len();
+    let rest: Vec<Value> = branches.into_iter().filter(|b| b.get("type").is_none_or(|t| t != "null")).collect();
+    let had_null = rest.len() < before;
+    (rest, had_null)
+}
+
+/// Gemini takes `enum` only over strings: `null` in it becomes `nullable` (returned), other
+/// values turn the enum into a note; a string enum without a type gets `type: string`.
+fn string_enum(map: &mut Map<String, Value>) -> bool {
+    let Some(Value::Array(values)) = map.get_mut("enum") else { return false };
+    let nullable = values.contains(&Value::Null);
+    values.retain(|v| !v.is_null());
+    if !values.iter().all(Value::is_string) {
+        let listed = values.iter().map(Value::to_string).collect::<Vec<_>>().join(", ");
+        map.remove("enum");
+        append_notes(map, &[format!("one of: {listed}")]);
+    } else if !map.contains_key("type") {
+        map.insert("type".into(), Value::String("string".into()));
+    }
+    nullable
+}
+
+/// Gemini's keywords kept (properties and items converted), dropped annotations dropped,
+/// and everything else (a format Gemini refuses included) noted in the description.
+fn gemini_keywords(mut map: Map<String, Value>, path: &mut String) -> Result<Map<String, Value>, SchemaError> {
     let ty = map.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
     if let Some(Value::String(format)) = map.get("format")
         && !gemini_format_allowed(&ty, format)
@@ -182,13 +203,13 @@ fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
                 let Value::Object(props) = value else { continue };
                 let mut converted = Map::with_capacity(props.len());
                 for (name, prop) in props {
-                    let at = format!("properties/{}", crate::schema::escape(&name));
-                    converted.insert(name, crate::schema::with_segment(path, &at, |p| convert(prop, p))?);
+                    let at = format!("properties/{}", schema::escape(&name));
+                    converted.insert(name, schema::with_segment(path, &at, |p| convert(prop, p))?);
                 }
                 out.insert(key, Value::Object(converted));
             }
             "items" => {
-                out.insert(key, crate::schema::with_segment(path, "items", |p| convert(value, p))?);
+                out.insert(key, schema::with_segment(path, "items", |p| convert(value, p))?);
             }
             _ if GEMINI_KEYWORDS.contains(&key.as_str()) => {
                 out.insert(key, value);
@@ -200,10 +221,7 @@ fn convert(node: Value, path: &mut String) -> Result<Value, SchemaError> {
         }
     }
     append_notes(&mut out, &notes);
-    if nullable {
-        out.insert("nullable".into(), Value::Bool(true));
-    }
-    Ok(Value::Object(out))
+    Ok(out)
 }
 
 fn any_value(path: &str) -> SchemaError {

@@ -38,38 +38,40 @@ pub fn fill_null_defaults(schema: &Value, args: &mut Value) -> bool {
 
 fn fill(root: &Value, schema: &Value, value: &mut Value, depth: usize) -> bool {
     let Some(schema) = resolve(root, schema, depth) else { return false };
-    let mut changed = false;
     match value {
-        Value::Object(args) => {
-            if let Some(Value::Object(props)) = schema.get("properties") {
+        Value::Object(args) => match schema.get("properties") {
+            Some(Value::Object(props)) => {
+                let mut changed = false;
                 for (name, arg) in args.iter_mut() {
-                    let Some(prop) = props.get(name) else { continue };
-                    if arg.is_null() {
-                        let prop = resolve(root, prop, depth).unwrap_or(prop);
-                        if let Some(default) = prop.get("default").or_else(|| props[name].get("default"))
-                            && !accepts_null(root, prop, depth)
-                        {
-                            *arg = default.clone();
-                            changed = true;
-                        }
-                    } else {
-                        changed |= fill(root, prop, arg, depth);
+                    if let Some(prop) = props.get(name) {
+                        changed |= fill_argument(root, prop, arg, depth);
                     }
                 }
-            } else {
-                changed |= fill_branches(root, schema, value, depth);
+                changed
             }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for item in items {
-                    changed |= fill(root, item_schema, item, depth);
-                }
-            }
-        }
-        _ => {}
+            _ => fill_branches(root, schema, value, depth),
+        },
+        Value::Array(items) => schema.get("items").is_some_and(|item_schema| {
+            items.iter_mut().fold(false, |changed, item| fill(root, item_schema, item, depth) | changed)
+        }),
+        _ => false,
     }
-    changed
+}
+
+/// One argument under its property's schema: a `null` the property does not allow becomes
+/// the default (the property's own, or its `$ref` target's); anything else is filled inside.
+fn fill_argument(root: &Value, prop: &Value, arg: &mut Value, depth: usize) -> bool {
+    if !arg.is_null() {
+        return fill(root, prop, arg, depth);
+    }
+    let target = resolve(root, prop, depth).unwrap_or(prop);
+    match target.get("default").or_else(|| prop.get("default")) {
+        Some(default) if !accepts_null(root, target, depth) => {
+            *arg = default.clone();
+            true
+        }
+        _ => false,
+    }
 }
 
 /// An object value under `anyOf`/`oneOf`: fill it by the first branch that declares properties.
@@ -89,7 +91,7 @@ fn resolve<'a>(root: &'a Value, schema: &'a Value, depth: usize) -> Option<&'a V
     if depth >= MAX_REF_DEPTH {
         return None;
     }
-    resolve(root, super::local_ref(root, reference)?, depth + 1)
+    resolve(root, super::resolve_ref(root, reference)?, depth + 1)
 }
 
 fn accepts_null(root: &Value, schema: &Value, depth: usize) -> bool {

@@ -2,18 +2,16 @@
 
 use serde_json::{Map, Value};
 
+use super::walk::{self, Holds};
 use super::{SchemaError, err, escape, with_segment};
 
 /// How many schema nodes an inlined schema may hold unless the caller says otherwise: a
 /// shared model referenced from many places multiplies on inlining.
 pub const DEFAULT_INLINE_LIMIT: usize = 10_000;
 
-/// Keywords whose values are data, not schemas: never searched for `$ref`.
-const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "example", "required"];
-
-/// `schema` with every local `$ref` (`#/$defs/...`, `#/definitions/...`) replaced by what it
-/// names, siblings of the `$ref` kept (they win over the definition's own), and `$defs`
-/// removed.
+/// `schema` with every local `$ref` (`#/$defs/...`, `#/definitions/...`, or any other JSON
+/// Pointer into the schema) replaced by what it names, siblings of the `$ref` kept (they
+/// win over the definition's own), and `$defs` removed.
 ///
 /// # Errors
 /// A recursive definition (it has no finite inlining), a `$ref` that is not local or names
@@ -36,10 +34,7 @@ const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "exampl
 /// assert!(starweaver::schema::inline_defs(&recursive, 100).is_err());
 /// ```
 pub fn inline_defs(schema: &Value, limit: usize) -> Result<Value, SchemaError> {
-    let empty = Map::new();
-    let defs = |key| schema.get(key).and_then(Value::as_object).unwrap_or(&empty);
-    let mut inliner =
-        Inliner { defs: defs("$defs"), definitions: defs("definitions"), stack: Vec::new(), left: limit, limit };
+    let mut inliner = Inliner { root: schema, stack: Vec::new(), left: limit, limit };
     let mut out = inliner.node(schema, &mut String::new())?;
     if let Value::Object(root) = &mut out {
         root.remove("$defs");
@@ -49,16 +44,15 @@ pub fn inline_defs(schema: &Value, limit: usize) -> Result<Value, SchemaError> {
 }
 
 struct Inliner<'a> {
-    defs: &'a Map<String, Value>,
-    definitions: &'a Map<String, Value>,
-    /// The definitions being inlined, outermost first, to catch recursion.
-    stack: Vec<String>,
+    root: &'a Value,
+    /// The references being inlined, outermost first, to catch recursion.
+    stack: Vec<&'a str>,
     left: usize,
     limit: usize,
 }
 
-impl Inliner<'_> {
-    fn node(&mut self, node: &Value, path: &mut String) -> Result<Value, SchemaError> {
+impl<'a> Inliner<'a> {
+    fn node(&mut self, node: &'a Value, path: &mut String) -> Result<Value, SchemaError> {
         if self.left == 0 {
             return Err(err(path, format!("inlining `$defs` exceeds the bound of {} schema nodes", self.limit)));
         }
@@ -69,25 +63,26 @@ impl Inliner<'_> {
         }
         let mut out = Map::with_capacity(map.len());
         for (key, value) in map {
-            let inlined = match value {
-                _ if DATA_KEYWORDS.contains(&key.as_str()) || key == "$defs" || key == "definitions" => value.clone(),
-                Value::Object(children) if key == "properties" || key == "patternProperties" => {
-                    let mut props = Map::with_capacity(children.len());
-                    for (name, child) in children {
-                        let at = format!("{key}/{}", escape(name));
-                        props.insert(name.clone(), with_segment(path, &at, |p| self.node(child, p))?);
-                    }
-                    Value::Object(props)
-                }
-                Value::Array(items) => {
+            // Definitions are what gets inlined, not where: the root drops them afterwards.
+            let holds = walk::holds(key).filter(|_| key != "$defs" && key != "definitions");
+            let inlined = match (holds, value) {
+                (Some(Holds::One), _) => with_segment(path, key, |p| self.node(value, p))?,
+                (Some(Holds::List), Value::Array(items)) => {
                     let mut list = Vec::with_capacity(items.len());
                     for (i, item) in items.iter().enumerate() {
                         list.push(with_segment(path, &format!("{key}/{i}"), |p| self.node(item, p))?);
                     }
                     Value::Array(list)
                 }
-                Value::Object(_) => with_segment(path, key, |p| self.node(value, p))?,
-                other => other.clone(),
+                (Some(Holds::Map), Value::Object(named)) => {
+                    let mut inlined = Map::with_capacity(named.len());
+                    for (name, item) in named {
+                        let at = format!("{key}/{}", escape(name));
+                        inlined.insert(name.clone(), with_segment(path, &at, |p| self.node(item, p))?);
+                    }
+                    Value::Object(inlined)
+                }
+                _ => value.clone(),
             };
             out.insert(key.clone(), inlined);
         }
@@ -96,36 +91,34 @@ impl Inliner<'_> {
 
     fn reference(
         &mut self,
-        reference: &Value,
-        map: &Map<String, Value>,
+        reference: &'a Value,
+        map: &'a Map<String, Value>,
         path: &mut String,
     ) -> Result<Value, SchemaError> {
         let at = format!("{path}/$ref");
         let reference = reference.as_str().unwrap_or_default();
-        let (table, name) = if let Some(name) = reference.strip_prefix("#/$defs/") {
-            (self.defs, name)
-        } else if let Some(name) = reference.strip_prefix("#/definitions/") {
-            (self.definitions, name)
-        } else if reference == "#" {
+        if reference == "#" {
             return Err(err(&at, "`$ref: \"#\"` makes the schema recursive, so it cannot be inlined".into()));
-        } else {
+        }
+        let Some(target) = walk::resolve_ref(self.root, reference) else {
             return Err(err(
                 &at,
-                format!("`{reference}` is not a local `#/$defs/...` reference, so it cannot be inlined"),
+                if reference.starts_with('#') {
+                    format!("`{reference}` names no definition")
+                } else {
+                    format!("`{reference}` is not a local `#/...` reference, so it cannot be inlined")
+                },
             ));
         };
-        let name = name.replace("~1", "/").replace("~0", "~");
-        if let Some(start) = self.stack.iter().position(|n| *n == name) {
-            let cycle: Vec<&str> = self.stack[start..].iter().map(String::as_str).chain([name.as_str()]).collect();
+        if let Some(start) = self.stack.iter().position(|r| *r == reference) {
+            let cycle: Vec<String> =
+                self.stack[start..].iter().chain([&reference]).map(|r| walk::last_segment(r)).collect();
             return Err(err(
                 &at,
                 format!("`{reference}` is recursive ({}), so it cannot be inlined", cycle.join(" -> ")),
             ));
         }
-        let Some(target) = table.get(&name) else {
-            return Err(err(&at, format!("`{reference}` names no definition")));
-        };
-        self.stack.push(name);
+        self.stack.push(reference);
         let inlined = self.node(target, path);
         self.stack.pop();
         let mut inlined = inlined?;

@@ -5,12 +5,15 @@
 mod defaults;
 mod inline;
 mod strict;
+mod walk;
 
 use std::fmt;
 
 use crate::json::kind_of;
 use schemars::JsonSchema;
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+pub(crate) use walk::{Holds, children, escape, resolve_ref, with_segment};
 
 pub use defaults::{fill_null_defaults, has_defaults};
 pub use inline::{DEFAULT_INLINE_LIMIT, inline_defs};
@@ -78,6 +81,7 @@ pub fn validate_parameters(schema: &Value) -> Result<(), SchemaError> {
     validate_node(schema, &mut String::new())
 }
 
+/// One schema's own rules, then (through the keyword table) every schema below it.
 fn validate_node(node: &Value, path: &mut String) -> Result<(), SchemaError> {
     let Value::Object(map) = node else {
         // `true`/`false` are valid JSON Schemas everywhere below the root.
@@ -86,97 +90,85 @@ fn validate_node(node: &Value, path: &mut String) -> Result<(), SchemaError> {
             other => Err(err(path, format!("must be a schema (an object or a bool), got {}", kind_of(other)))),
         };
     };
-    let properties = match map.get("properties") {
-        None => None,
-        Some(Value::Object(props)) => {
-            for (name, prop) in props {
-                if !prop.is_object() {
-                    let at = format!("{path}/properties/{}", escape(name));
-                    return Err(err(&at, format!("property `{name}` must be a schema object, got {}", kind_of(prop))));
-                }
-                with_segment(path, &format!("properties/{}", escape(name)), |p| validate_node(prop, p))?;
-            }
-            Some(props)
-        }
-        Some(other) => {
+    check_shapes(map, path)?;
+    check_required(map, path)?;
+    for child in walk::children(map) {
+        if let (Some(name), "properties", false) = (child.name, child.keyword, child.schema.is_object()) {
             return Err(err(
-                &format!("{path}/properties"),
-                format!("must be an object of schemas, got {}", kind_of(other)),
+                &format!("{path}/{}", child.segment),
+                format!("property `{name}` must be a schema object, got {}", kind_of(child.schema)),
             ));
         }
-    };
-    if let Some(required) = map.get("required") {
-        let at = format!("{path}/required");
-        let Value::Array(items) = required else {
-            return Err(err(&at, format!("must be a list of property names, got {}", kind_of(required))));
+        with_segment(path, &child.segment, |p| validate_node(child.schema, p))?;
+    }
+    Ok(())
+}
+
+/// Each subschema keyword holds what the table says: a list, an object of schemas, or a
+/// schema (for `additionalProperties`, a bool or a schema object).
+fn check_shapes(map: &Map<String, Value>, path: &str) -> Result<(), SchemaError> {
+    for (keyword, value) in map {
+        let expected = match walk::holds(keyword) {
+            Some(Holds::List) if !value.is_array() => "a list of schemas",
+            Some(Holds::Map) if !value.is_object() => "an object of schemas",
+            _ => continue,
         };
-        for (i, item) in items.iter().enumerate() {
-            let Value::String(name) = item else {
-                return Err(err(
-                    &format!("{at}/{i}"),
-                    format!("must be a property name (a string), got {}", kind_of(item)),
-                ));
-            };
-            if !properties.is_some_and(|p| p.contains_key(name)) {
-                return Err(err(&format!("{at}/{i}"), format!("names `{name}`, which is not in `properties`")));
-            }
-        }
+        return Err(err(&format!("{path}/{keyword}"), format!("must be {expected}, got {}", kind_of(value))));
     }
-    if let Some(additional) = map.get("additionalProperties") {
-        if !matches!(additional, Value::Bool(_) | Value::Object(_)) {
-            let at = format!("{path}/additionalProperties");
-            return Err(err(&at, format!("must be a bool or a schema object, got {}", kind_of(additional))));
-        }
-        with_segment(path, "additionalProperties", |p| validate_node(additional, p))?;
+    if let Some(additional) = map.get("additionalProperties")
+        && !matches!(additional, Value::Bool(_) | Value::Object(_))
+    {
+        let at = format!("{path}/additionalProperties");
+        return Err(err(&at, format!("must be a bool or a schema object, got {}", kind_of(additional))));
     }
-    for key in ["items", "not", "if", "then", "else", "contains"] {
-        if let Some(sub) = map.get(key) {
-            with_segment(path, key, |p| validate_node(sub, p))?;
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(list) = map.get(key) {
-            let Value::Array(subs) = list else {
-                return Err(err(&format!("{path}/{key}"), format!("must be a list of schemas, got {}", kind_of(list))));
-            };
-            for (i, sub) in subs.iter().enumerate() {
-                with_segment(path, &format!("{key}/{i}"), |p| validate_node(sub, p))?;
-            }
-        }
-    }
-    for key in ["$defs", "definitions"] {
-        if let Some(defs) = map.get(key) {
-            let Value::Object(defs) = defs else {
-                return Err(err(
-                    &format!("{path}/{key}"),
-                    format!("must be an object of schemas, got {}", kind_of(defs)),
-                ));
-            };
-            for (name, sub) in defs {
-                with_segment(path, &format!("{key}/{}", escape(name)), |p| validate_node(sub, p))?;
-            }
+    Ok(())
+}
+
+/// `required` is a list of strings, each naming a declared property.
+fn check_required(map: &Map<String, Value>, path: &str) -> Result<(), SchemaError> {
+    let Some(required) = map.get("required") else { return Ok(()) };
+    let at = format!("{path}/required");
+    let Value::Array(items) = required else {
+        return Err(err(&at, format!("must be a list of property names, got {}", kind_of(required))));
+    };
+    let properties = map.get("properties").and_then(Value::as_object);
+    for (i, item) in items.iter().enumerate() {
+        let Value::String(name) = item else {
+            return Err(err(
+                &format!("{at}/{i}"),
+                format!("must be a property name (a string), got {}", kind_of(item)),
+            ));
+        };
+        if !properties.is_some_and(|p| p.contains_key(name)) {
+            return Err(err(&format!("{at}/{i}"), format!("names `{name}`, which is not in `properties`")));
         }
     }
     Ok(())
 }
 
-pub(crate) fn with_segment<R>(path: &mut String, segment: &str, f: impl FnOnce(&mut String) -> R) -> R {
-    let len = path.len();
-    path.push('/');
-    path.push_str(segment);
-    let out = f(path);
-    path.truncate(len);
-    out
+/// Folds an `allOf` of one schema into `map` (the keys `map` already has win), which is
+/// what it means. `false` when `allOf` holds several schemas, which no merge can express.
+pub(crate) fn merge_lone_all_of(map: &mut Map<String, Value>) -> bool {
+    match map.remove("allOf") {
+        None => true,
+        Some(Value::Array(mut subs)) if subs.len() == 1 => {
+            merge_missing(map, subs.remove(0));
+            true
+        }
+        Some(other) => {
+            map.insert("allOf".into(), other);
+            false
+        }
+    }
 }
 
-/// What a local `$ref` (`#`, or `#` and a JSON Pointer) names inside `root`.
-pub(crate) fn local_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
-    root.pointer(reference.strip_prefix('#')?)
-}
-
-/// RFC 6901 escaping, so a property called `a/b` still yields an unambiguous pointer.
-pub(crate) fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
+/// Adds `from`'s keys that `into` lacks.
+pub(crate) fn merge_missing(into: &mut Map<String, Value>, from: Value) {
+    if let Value::Object(from) = from {
+        for (key, value) in from {
+            into.entry(key).or_insert(value);
+        }
+    }
 }
 
 fn err(path: &str, message: String) -> SchemaError {

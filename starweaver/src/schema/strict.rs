@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{SchemaError, err, escape, with_segment};
+use super::walk::try_for_each_child_mut;
+use super::{SchemaError, err, escape, merge_lone_all_of, with_segment};
 
 /// String formats strict mode accepts; any other format moves into the description.
 pub const STRICT_STRING_FORMATS: &[&str] =
@@ -76,17 +77,8 @@ fn strict_node(node: &mut Value, path: &mut String) -> Result<(), SchemaError> {
         }
         map.insert("anyOf".into(), one_of);
     }
-    if let Some(all_of) = map.remove("allOf") {
-        match all_of {
-            Value::Array(mut subs) if subs.len() == 1 => {
-                if let Value::Object(sub) = subs.remove(0) {
-                    for (key, value) in sub {
-                        map.entry(key).or_insert(value);
-                    }
-                }
-            }
-            _ => return Err(err(&format!("{path}/allOf"), "`allOf` with several schemas cannot be strict".into())),
-        }
+    if !merge_lone_all_of(map) {
+        return Err(err(&format!("{path}/allOf"), "`allOf` with several schemas cannot be strict".into()));
     }
     if map.contains_key("$ref") && map.len() > 1 {
         // Strict mode refuses siblings beside `$ref` but allows them beside `anyOf`.
@@ -109,22 +101,12 @@ fn strict_node(node: &mut Value, path: &mut String) -> Result<(), SchemaError> {
     {
         return Err(err(path, "a schema without a type (any JSON value) cannot be strict".into()));
     }
-    if let Some(items) = map.get_mut("items") {
-        with_segment(path, "items", |p| strict_node(items, p))?;
-    }
-    if let Some(Value::Array(subs)) = map.get_mut("anyOf") {
-        for (i, sub) in subs.iter_mut().enumerate() {
-            with_segment(path, &format!("anyOf/{i}"), |p| strict_node(sub, p))?;
-        }
-    }
-    for key in ["$defs", "definitions"] {
-        if let Some(Value::Object(defs)) = map.get_mut(key) {
-            for (name, sub) in defs.iter_mut() {
-                with_segment(path, &format!("{key}/{}", escape(name)), |p| strict_node(sub, p))?;
-            }
-        }
-    }
-    Ok(())
+    // What is left below: `items`, `anyOf` branches and definitions (the rest were refused
+    // or moved into the description above).
+    try_for_each_child_mut(map, |keyword, segment, child| match keyword {
+        "properties" | "additionalProperties" => Ok(()), // `strict_object` made these
+        _ => with_segment(path, segment, |p| strict_node(child, p)),
+    })
 }
 
 fn strict_object(map: &mut Map<String, Value>, path: &mut String) -> Result<(), SchemaError> {

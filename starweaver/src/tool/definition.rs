@@ -107,7 +107,7 @@ impl ToolDefinition {
         let Some(Value::Object(properties)) = self.parameters.get("properties") else { return Vec::new() };
         let described = |schema: &Value| {
             let target =
-                schema.get("$ref").and_then(Value::as_str).and_then(|r| schema::local_ref(&self.parameters, r));
+                schema.get("$ref").and_then(Value::as_str).and_then(|r| schema::resolve_ref(&self.parameters, r));
             [Some(schema), target]
                 .into_iter()
                 .flatten()
