@@ -48,10 +48,11 @@ lint-rust: install  ## rustfmt check and clippy with warnings denied
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 .PHONY: lint-python
-lint-python: stubs build-dev  ## stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing
+lint-python: stubs build-dev  ## stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing; mypy --strict on the Python tests
 	git diff --exit-code -- stubs/ || (echo "stubs/ is stale: run 'make stubs' and commit" && exit 1)
 	$(BIN)/python -m mypy.stubtest starweaver._native --allowlist stubs/stubtest-allowlist.txt
 	$(BIN)/mypy --strict starweaver-py/python/starweaver tests/typing/public_api.py tests/typing/check_misuse.py
+	$(BIN)/mypy --strict --warn-unused-ignores tests/python
 	$(BIN)/pyright
 	$(BIN)/python tests/typing/check_misuse.py
 

@@ -298,7 +298,7 @@ impl PyToolContext {
     }
 
     /// Completes when the runtime asks this call to stop.
-    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "asyncio.Future[None]", imports = ("asyncio",)))]
     fn cancelled(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         crate::bridge::cancelled(py, self.0.clone())
     }

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from starweaver import BaseTool, ToolContext, tool
+from starweaver import BaseTool, Tool, ToolContext, tool
 
 
 class Address(BaseModel):
@@ -310,7 +310,7 @@ class Deploy(BaseTool):
         return {"service": service, "version": version}
 
 
-CORPUS = [
+CORPUS: list[Tool[..., object] | BaseTool] = [
     optional_params,
     defaults,
     literal_unit,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starweaver import Agent, ApprovalRequired, CallDeferred, ToolContext, create_agent, tool
 from starweaver.testing import TestModel
 
-SCRIPT = [
+SCRIPT: list[Mapping[str, object]] = [
     TestModel.tool_call_response(
         [
             {"id": "c_add", "name": "add", "arguments": {"left": 2, "right": 3}},

@@ -27,7 +27,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, protocol: str, name: str, status: int = 200, **headers: str) -> Reply:
+    def of(cls, protocol: str, name: str, status: int = 200, /, **headers: str) -> Reply:
         kind = "text/event-stream" if name.endswith(".sse") else "application/json"
         return cls(fixture(protocol, name), status, {"content-type": kind, **headers})
 

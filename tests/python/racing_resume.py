@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from starweaver import ApprovalRequired, SessionConflictError, SessionStateError, ToolContext, create_agent, tool
+from starweaver import Agent, ApprovalRequired, SessionConflictError, SessionStateError, ToolContext, create_agent, tool
 from starweaver.testing import TestModel
 
 DB, RUNS, GO = (Path(arg) for arg in sys.argv[1:4])
@@ -27,7 +27,7 @@ async def deploy(ctx: ToolContext, env: str) -> str:
     return "deployed"
 
 
-def agent(starting: bool):  # type: ignore[no-untyped-def]
+def agent(starting: bool) -> Agent:
     # The process that starts the run is asked for the call; a resuming one, after it.
     call = TestModel.tool_call_response([{"id": "c1", "name": "deploy", "arguments": {"env": "prod"}}])
     model = TestModel.responses([call] if starting else [{"text": "done"}])

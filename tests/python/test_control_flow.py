@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 from conftest import call, calls_then_text, returns
@@ -16,7 +18,9 @@ from starweaver import (
     InvalidArguments,
     ModelRetry,
     RegistrationError,
+    RunResult,
     Timeout,
+    Tool,
     ToolContext,
     ToolResult,
     UserError,
@@ -24,13 +28,16 @@ from starweaver import (
     tool,
 )
 from starweaver.testing import TestModel
+from starweaver.types import ToolReturnPart
+
+T = TypeVar("T")
 
 
-def run(coro: object) -> object:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
 
 
-async def one_call(t: object, name: str, arguments: dict[str, object] | None = None) -> dict[str, object]:
+async def one_call(t: Tool[..., object], name: str, arguments: dict[str, object] | None = None) -> ToolReturnPart:
     result = await create_agent(model=calls_then_text([call("c1", name, arguments)]), tools=[t]).run("go")
     return returns(result.messages)[0]
 
@@ -54,8 +61,8 @@ def test_values_pydantic_models_and_dataclasses_are_serialised() -> None:
     def dataclass_out() -> Point:
         return Point(3)
 
-    assert run(one_call(model_out, "model_out"))["content"] == {"when": "2026-01-02"}  # type: ignore[index]
-    assert run(one_call(dataclass_out, "dataclass_out"))["content"] == {"x": 3}  # type: ignore[index]
+    assert run(one_call(model_out, "model_out"))["content"] == {"when": "2026-01-02"}
+    assert run(one_call(dataclass_out, "dataclass_out"))["content"] == {"x": 3}
 
 
 def test_a_value_that_is_not_json_serialisable_is_an_execution_error() -> None:
@@ -64,8 +71,8 @@ def test_a_value_that_is_not_json_serialisable_is_an_execution_error() -> None:
         return object()
 
     ret = run(one_call(opaque, "opaque"))
-    assert ret["content"]["kind"] == "execution"  # type: ignore[index]
-    assert "not JSON-serialisable" in ret["content"]["message"]  # type: ignore[index]
+    assert ret["content"]["kind"] == "execution"
+    assert "not JSON-serialisable" in ret["content"]["message"]
 
 
 def test_invalid_arguments_name_the_field_and_count_a_retry() -> None:
@@ -76,7 +83,7 @@ def test_invalid_arguments_name_the_field_and_count_a_retry() -> None:
         seen.append(ctx.retry)
         return left + right
 
-    async def go() -> list[dict[str, object]]:
+    async def go() -> list[ToolReturnPart]:
         model = TestModel.responses(
             [
                 TestModel.tool_call_response([call("c1", "add", {"left": "two", "right": 1})]),
@@ -91,12 +98,12 @@ def test_invalid_arguments_name_the_field_and_count_a_retry() -> None:
         return returns(result.messages)
 
     rets = run(go())
-    assert [r["content"]["message"] for r in rets[:3]] == [  # type: ignore[index]
+    assert [r["content"]["message"] for r in rets[:3]] == [
         "`left`: Input should be a valid integer, unable to parse string as an integer",
         "`right`: Field required",
         "`extra`: Extra inputs are not permitted",
     ]
-    assert all(r["content"]["kind"] == "invalid_arguments" for r in rets[:3])  # type: ignore[index]
+    assert all(r["content"]["kind"] == "invalid_arguments" for r in rets[:3])
     assert seen == [3], "the valid call saw the three retries spent before it"
 
 
@@ -107,7 +114,7 @@ def test_raised_invalid_arguments_and_model_retry_exhaust_the_budget_and_fail_th
         async def picky(n: int) -> int:
             raise exc
 
-        async def go() -> object:
+        async def go() -> RunResult:
             model = TestModel.responses(
                 [
                     TestModel.tool_call_response([call("c1", "picky", {"n": 1})]),
@@ -118,8 +125,8 @@ def test_raised_invalid_arguments_and_model_retry_exhaust_the_budget_and_fail_th
             return await create_agent(model=model, tools=[picky]).run("go")
 
         result = run(go())
-        assert result.status == "failed"  # type: ignore[attr-defined]
-        assert result.error == f"tool `picky` exceeded its retry budget of 1; last error: {exc.message}"  # type: ignore[attr-defined]
+        assert result.status == "failed"
+        assert result.error == f"tool `picky` exceeded its retry budget of 1; last error: {exc.message}"
 
 
 def test_feedback_is_guidance_not_an_error() -> None:
@@ -142,7 +149,7 @@ def test_user_error_is_never_retried() -> None:
         raise UserError("missing runtime dependency")
 
     ret = run(one_call(needs_wiring, "needs_wiring"))
-    assert (ret["is_error"], ret["content"]["kind"], attempts) == (True, "user_error", [1])  # type: ignore[index]
+    assert (ret["is_error"], ret["content"]["kind"], attempts) == (True, "user_error", [1])
 
 
 def test_unexpected_exceptions_are_retried_then_shown_with_attempts_and_a_private_traceback() -> None:
@@ -153,11 +160,11 @@ def test_unexpected_exceptions_are_retried_then_shown_with_attempts_and_a_privat
         attempts.append(ctx.attempt)
         raise ValueError("backend on fire")
 
-    async def go() -> object:
+    async def go() -> RunResult:
         return await create_agent(model=calls_then_text([call("c1", "flaky")]), tools=[flaky]).run("go")
 
     result = run(go())
-    part = returns(result.messages)[0]  # type: ignore[attr-defined]
+    part = returns(result.messages)[0]
     assert attempts == [1, 2, 3, 4]
     assert part["content"]["kind"] == "execution"
     assert part["content"]["attempts"] == 4
@@ -183,7 +190,7 @@ def test_sync_tools_run_in_worker_threads() -> None:
     def where() -> bool:
         return threading.get_ident() != loop_thread[0]
 
-    async def go() -> dict[str, object]:
+    async def go() -> ToolReturnPart:
         loop_thread.append(threading.get_ident())
         return await one_call(where, "where")
 
@@ -215,7 +222,7 @@ def test_tools_raising_cancelled_or_timeout_map_to_those_kinds() -> None:
             raise exc
 
         ret = run(one_call(gives_up, "gives_up"))
-        assert (ret["content"]["kind"], ret["is_error"]) == (kind, True)  # type: ignore[index]
+        assert (ret["content"]["kind"], ret["is_error"]) == (kind, True)
 
 
 def test_cancelling_the_awaiting_task_cancels_running_tools() -> None:
@@ -252,7 +259,7 @@ def test_ctx_cancelled_completes_when_the_run_is_cancelled() -> None:
 
     @tool
     async def watcher(ctx: ToolContext) -> None:
-        waiters.append(ctx.cancelled())  # type: ignore[arg-type]
+        waiters.append(ctx.cancelled())
         await asyncio.sleep(10)
 
     async def go() -> None:
@@ -274,8 +281,8 @@ def test_an_unknown_tool_is_a_not_found_return() -> None:
     async def known() -> None: ...
 
     ret = run(one_call(known, "unknown"))
-    assert ret["content"]["kind"] == "not_found"  # type: ignore[index]
-    assert ret["content"]["message"] == "unknown tool `unknown`; available tools: `known`"  # type: ignore[index]
+    assert ret["content"]["kind"] == "not_found"
+    assert ret["content"]["message"] == "unknown tool `unknown`; available tools: `known`"
 
 
 def test_tool_results_and_dependencies() -> None:
@@ -286,7 +293,7 @@ def test_tool_results_and_dependencies() -> None:
     async def query(ctx: ToolContext) -> ToolResult:
         return ToolResult(ctx.deps.url, model_content="connected", private_metadata={"pool": 1})
 
-    async def go() -> dict[str, object]:
+    async def go() -> ToolReturnPart:
         agent = create_agent(model=calls_then_text([call("c1", "query")]), tools=[query], dependencies=Db())
         return returns((await agent.run("go")).messages)[0]
 
@@ -314,9 +321,9 @@ def test_bad_registrations_are_clear_errors() -> None:
 
 
 def test_a_script_that_runs_out_fails_the_run_clearly() -> None:
-    async def go() -> object:
+    async def go() -> RunResult:
         return await create_agent(model=TestModel.responses([]), tools=[]).run("go")
 
     result = run(go())
-    assert result.status == "failed"  # type: ignore[attr-defined]
-    assert "TestModel script exhausted" in result.error  # type: ignore[attr-defined]
+    assert result.status == "failed"
+    assert "TestModel script exhausted" in (result.error or "")

@@ -5,6 +5,7 @@ the Rust ones in `snapshots/` and in the same format, so a changed schema shows 
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 import enum
 import uuid
 from typing import Annotated, Literal
@@ -135,7 +136,7 @@ def test_parameter_descriptions_come_from_docstrings_and_fields() -> None:
     assert documented.definition.description == "Read a file."
 
 
-def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import snapshot
 
     monkeypatch.setattr(snapshot, "SNAPSHOTS", tmp_path)
@@ -144,7 +145,7 @@ def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(tmp_path: obje
     snapshot.assert_snapshot("probe", '{"a": 1}')
     with pytest.raises(AssertionError, match="snapshot `probe` changed"):
         snapshot.assert_snapshot("probe", '{"a": 2}')
-    assert (tmp_path / "probe.snap.new").read_text().endswith('{"a": 2}\n')  # type: ignore[operator]
+    assert (tmp_path / "probe.snap.new").read_text().endswith('{"a": 2}\n')
 
 
 class Item(BaseModel):
@@ -159,11 +160,12 @@ def nested_forward_reference(items: list["Item"], mode: Annotated[Literal["a", "
 def test_fast_annotation_resolution_agrees_with_get_type_hints(label: str) -> None:
     """`@tool` resolves string annotations with cached compiled code; it must see exactly what
     `typing.get_type_hints` sees, for every function in the corpus."""
+    import inspect
     import typing
 
     from starweaver import _schema
 
-    fn = CORPUS[label].__wrapped__
+    fn = inspect.unwrap(CORPUS[label])
     # Compared by repr: each evaluation builds new (identity-compared) `Field(...)` objects.
     assert repr(_schema._type_hints(fn, None)) == repr(typing.get_type_hints(fn, include_extras=True))
 

@@ -7,12 +7,15 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 from conftest import call, calls_then_text, returns
 from supervisor import run_isolated
 
 from starweaver import (
+    Agent,
+    Tool,
     DecisionError,
     FormatError,
     RegistrationError,
@@ -59,7 +62,8 @@ content = run.messages[2]["parts"][0]["content"]
 result = [run.status, content["kind"], content["message"], len(calls)]
 """
     )
-    status, kind, message, calls = outcome["result"]  # type: ignore[misc]
+    assert isinstance(outcome["result"], list)
+    status, kind, message, calls = outcome["result"]
     assert (status, kind, calls) == ("completed", "execution", 1)
     assert "levels deep" in message or "contains itself" in message
 
@@ -237,7 +241,7 @@ def test_annotations_without_a_json_schema_are_registration_errors_naming_the_pa
     namespace: dict[str, object] = {"Callable": Callable}
     exec(f"def f(x: {annotation}) -> int:\n    return 1", namespace)
     with pytest.raises(RegistrationError, match="parameter `x`"):
-        tool(namespace["f"])  # type: ignore[call-overload]
+        tool(cast("Callable[..., object]", namespace["f"]))
 
 
 def test_one_typed_parameter_with_an_explicit_schema_receives_its_field() -> None:
@@ -288,7 +292,7 @@ def test_a_return_value_that_cannot_be_serialised_runs_once() -> None:
 running: list[str] = []
 
 
-def slow_tools(seen: list[str]) -> tuple[object, object]:
+def slow_tools(seen: list[str]) -> tuple[Tool[..., object], Tool[..., object]]:
     running.clear()
 
     @tool
@@ -316,12 +320,12 @@ def slow_tools(seen: list[str]) -> tuple[object, object]:
     return waits, blocks
 
 
-def streaming_agent(seen: list[str]):  # type: ignore[no-untyped-def]
+def streaming_agent(seen: list[str]) -> Agent:
     waits, blocks = slow_tools(seen)
     model = TestModel.responses(
         [TestModel.tool_call_response([call("a", "waits"), call("b", "blocks")]), {"text": "x"}, {"text": "y"}]
     )
-    return create_agent(model=model, tools=[waits, blocks])  # type: ignore[list-item]
+    return create_agent(model=model, tools=[waits, blocks])
 
 
 async def wait_for(seen: list[str], count: int) -> None:
@@ -357,7 +361,7 @@ def test_cancelling_a_task_that_reads_a_stream_cancels_the_run_and_its_tools(how
             await task
         await wait_for(seen, 2)
         assert sorted(seen) == ["async saw cancel: True", "sync saw cancel"]
-        kinds = [r["content"]["kind"] for r in returns(session.messages)]  # type: ignore[index]
+        kinds = [r["content"]["kind"] for r in returns(session.messages)]
         assert kinds == ["cancelled", "cancelled"]
         assert (await session.run("again")).status == "completed", "the session is free"
 
@@ -374,7 +378,7 @@ def test_breaking_out_of_a_stream_ends_the_run_cancelled_at_once() -> None:
                 break
         # No garbage collection, no await: the session is free now.
         assert session.hitl.pending is None
-        kinds = [r["content"]["kind"] for r in returns(session.messages)]  # type: ignore[index]
+        kinds = [r["content"]["kind"] for r in returns(session.messages)]
         assert kinds == ["cancelled", "cancelled"]
         await wait_for(seen, 2)
         assert sorted(seen) == ["async saw cancel: True", "sync saw cancel"]
@@ -387,7 +391,7 @@ def test_sync_tools_see_cancellation_when_the_run_task_is_cancelled() -> None:
     _, blocks = slow_tools(seen)
 
     async def scenario() -> None:
-        agent = create_agent(model=calls_then_text([call("b", "blocks")]), tools=[blocks])  # type: ignore[list-item]
+        agent = create_agent(model=calls_then_text([call("b", "blocks")]), tools=[blocks])
         task = asyncio.ensure_future(agent.run("go"))
         await wait_for(running, 1)
         task.cancel()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from conftest import call, calls_then_text, returns
 
 from starweaver import (
+    Agent,
     ApprovalRequired,
     DecisionError,
     RunResult,
@@ -17,6 +19,7 @@ from starweaver import (
     tool,
 )
 from starweaver.testing import TestModel
+from starweaver.tools import ToolOptions
 
 runs: list[str] = []
 
@@ -29,9 +32,9 @@ async def deploy(ctx: ToolContext, env: str) -> dict[str, object]:
     return {"deployed": env}
 
 
-def agent_for(*calls: dict[str, object], **options: object):
+def agent_for(*calls: dict[str, object], **options: Any) -> Agent:  # noqa: ANN401 (create_agent's options)
     model = TestModel.responses([TestModel.tool_call_response(list(calls)), {"text": "done"}] * 3)
-    return create_agent(model=model, tools=[deploy], **options)  # type: ignore[arg-type]
+    return create_agent(model=model, tools=[deploy], **options)
 
 
 def test_waiting_runs_list_pending_approvals_under_canonical_ids() -> None:
@@ -137,8 +140,8 @@ def test_policy_gated_tools_never_run_before_their_decision() -> None:
     async def go() -> None:
         for rule in ("wire", "*", {"kind": "payment"}):
             seen.clear()
-            options = {"metadata": {"kind": "payment"}} if isinstance(rule, dict) else {}
-            gated = tool(**options)(wire._fn) if options else wire  # type: ignore[call-overload]
+            options: ToolOptions = {"metadata": {"kind": "payment"}} if isinstance(rule, dict) else {}
+            gated = tool(**options)(wire.__wrapped__) if options else wire
             model = calls_then_text([call("c1", "wire", {"amount": 5})])
             session = create_agent(model=model, tools=[gated], approval_required_tools=[rule]).session()
             waiting = await session.run("pay")
@@ -199,7 +202,8 @@ def test_a_session_runs_one_run_at_a_time() -> None:
         with pytest.raises(SessionStateError, match="this session is running"):
             _ = session.messages
         assert (await first).status == "completed"
-        assert session.messages[0]["parts"][0]["text"] == "one"
+        prompt = session.messages[0]["parts"][0]
+        assert prompt["kind"] == "user_prompt" and prompt["text"] == "one"
 
     asyncio.run(go())
 

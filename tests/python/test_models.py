@@ -23,6 +23,7 @@ from starweaver import (
     create_agent,
     tool,
 )
+from starweaver.types import Event
 from starweaver.models import (
     PREFIXES,
     AnthropicModel,
@@ -74,7 +75,7 @@ def test_python_tools_run_on_every_protocol(protocol: str) -> None:
 
 @pytest.mark.parametrize("protocol", list(PROTOCOLS))
 def test_a_streamed_run_yields_deltas_then_the_usual_events(protocol: str) -> None:
-    async def scenario(url: str) -> tuple[list[dict[str, object]], str | None]:
+    async def scenario(url: str) -> tuple[list[Event], str | None]:
         agent = create_agent(model=PROTOCOLS[protocol](url), tools=[add, fail])
         stream = agent.run_stream("add 2 and 3")
         events = [event async for event in stream]
@@ -185,7 +186,7 @@ def test_settings_reach_the_request() -> None:
 
 def test_bad_model_options_are_registration_errors() -> None:
     with pytest.raises(RegistrationError, match="tool_choice"):
-        OpenAIChatModel("m", tool_choice="sometimes")  # type: ignore[typeddict-item]
+        OpenAIChatModel("m", tool_choice="sometimes")  # type: ignore[arg-type]
     with pytest.raises(RegistrationError, match="timeout"):
         OpenAIChatModel("m", timeout=-1.0)
     assert "canary" not in repr(OpenAIChatModel("m", api_key=CANARY))

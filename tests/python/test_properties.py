@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from typing import Any, cast
 from collections.abc import Iterator
 
 import pytest
@@ -28,6 +29,7 @@ from starweaver import (
 )
 from starweaver.providers import PROVIDERS, check
 from starweaver.testing import TestModel
+from starweaver.types import SessionState
 
 EXAMPLES = int(os.environ.get("STARWEAVER_FUZZ_EXAMPLES", "40"))
 PROPERTY = settings(
@@ -117,19 +119,18 @@ def test_any_decision_applies_or_is_refused_and_a_refusal_keeps_the_session_wait
 def test_any_restored_state_restores_or_is_refused_by_name(path: int, replacement: object, key: str) -> None:
     count("restored states")
 
-    async def exported() -> dict[str, object]:
+    async def exported() -> SessionState:
         model = TestModel.responses([TestModel.tool_call_response([call("c", "gated", {"n": 1})]), {"text": "ok"}])
         session = create_agent(model=model, tools=[gated]).session()
         await session.run("go")
         return session.export_state()
 
     state = asyncio.run(exported())
-    targets: list[dict[str, object]] = [state]
-    history = state["history"]
-    assert isinstance(history, list)
-    targets.extend(history)
-    for message in history:
-        targets.extend(message["parts"])
+    # Corrupted as plain dicts: the point is to break the shapes the TypedDicts promise.
+    targets: list[dict[str, Any]] = [cast("dict[str, Any]", state)]
+    for message in state["history"]:
+        targets.append(cast("dict[str, Any]", message))
+        targets.extend(cast("list[dict[str, Any]]", message["parts"]))
     target = targets[path % len(targets)]
     target[key if path % 2 else next(iter(target), key)] = replacement
     agent = create_agent(model=TestModel.responses([{"text": "ok"}]), tools=[gated])
@@ -197,4 +198,5 @@ result = tried
 
 def test_any_python_value_crossing_into_rust_converts_or_is_refused_never_crashes() -> None:
     outcome = run_isolated(CROSSING.replace("EXAMPLES", str(EXAMPLES)), timeout=600)
-    tried["values crossing into Rust (supervised)"] = int(outcome["result"])  # type: ignore[call-overload]
+    assert isinstance(outcome["result"], int)
+    tried["values crossing into Rust (supervised)"] = outcome["result"]

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 from conftest import call, calls_then_text, returns
 
-from starweaver import create_agent, tool
+from typing_extensions import Unpack
+
+from starweaver import Tool, create_agent, tool
+from starweaver.tools import ToolOptions
 
 
-def make_sleeper(name: str, log: list[str], in_flight: list[int], peak: list[int], seconds: float = 0.05, **options: object):
-    @tool(name=name, **options)  # type: ignore[call-overload]
-    async def sleeper(tag: str = name) -> str:
+def make_sleeper(
+    tool_name: str,
+    log: list[str],
+    in_flight: list[int],
+    peak: list[int],
+    seconds: float = 0.05,
+    **options: Unpack[ToolOptions],
+) -> Tool[[str], Coroutine[Any, Any, str]]:
+    options["name"] = tool_name
+
+    @tool(**options)
+    async def sleeper(tag: str = tool_name) -> str:
         log.append(f"{tag} start")
         in_flight[0] += 1
         peak[0] = max(peak[0], in_flight[0])

@@ -39,7 +39,9 @@ def plain(
 def test_schemas_match_pydantic() -> None:
     fast, pydantic_schema, _ = both_paths(plain)
     assert fast.parameters == pydantic_schema
-    assert list(fast.parameters["properties"]) == list(pydantic_schema["properties"])  # type: ignore[call-overload]
+    fast_properties, pydantic_properties = fast.parameters["properties"], pydantic_schema["properties"]
+    assert isinstance(fast_properties, dict) and isinstance(pydantic_properties, dict)
+    assert list(fast_properties) == list(pydantic_properties)
 
 
 @pytest.mark.parametrize(

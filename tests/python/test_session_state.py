@@ -14,6 +14,7 @@ import pytest
 from export_agent import make_agent
 
 from starweaver import FormatError
+from starweaver.types import SessionState
 
 HERE = Path(__file__).parent
 
@@ -38,7 +39,7 @@ RESUME_ELSEWHERE = textwrap.dedent(
 
 
 def test_a_waiting_session_resumes_in_another_process_exactly_as_in_process(tmp_path: Path) -> None:
-    async def in_process() -> tuple[dict[str, object], dict[str, object]]:
+    async def in_process() -> tuple[SessionState, dict[str, object]]:
         session = make_agent().session()
         waiting = await session.run("go")
         assert waiting.status == "waiting"
@@ -61,7 +62,7 @@ def test_a_waiting_session_resumes_in_another_process_exactly_as_in_process(tmp_
 
 
 def test_state_is_canonical_json_with_pending_items() -> None:
-    async def go() -> dict[str, object]:
+    async def go() -> SessionState:
         session = make_agent().session()
         await session.run("go")
         return session.export_state()

@@ -1,3 +1,6 @@
+# mypy: disable-error-code="no-redef,no-untyped-def"
+# (The samples are the specification's code, verbatim: one redefines `deploy`, one leaves a
+# parameter unannotated.)
 """Every sample of spec/python-tools.md, as written, run against the package.
 
 Each test holds one sample verbatim (between the ``# --- sample`` markers) and then uses
@@ -112,7 +115,7 @@ def test_argument_styles_samples() -> None:
 def test_explicit_schemas_are_checked_as_the_spec_lists() -> None:
     from starweaver import RegistrationError
 
-    cases = {
+    cases: dict[str, tuple[dict[str, object], str]] = {
         "top level": ({"type": "array"}, "/type"),
         "properties": ({"type": "object", "properties": {"a": 1}}, "/properties/a"),
         "required": ({"type": "object", "properties": {}, "required": ["a"]}, "/required/0"),

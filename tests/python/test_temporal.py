@@ -63,7 +63,8 @@ class Workers:
     """Worker processes for one test, each killed at the end."""
 
     def __init__(self, address: str, env: dict[str, str]) -> None:
-        self.address, self.env, self.processes = address, env, []
+        self.address, self.env = address, env
+        self.processes: list[subprocess.Popen[str]] = []
 
     def start(self) -> subprocess.Popen[str]:
         process = subprocess.Popen(
@@ -168,9 +169,11 @@ def test_a_worker_killed_mid_call_loses_nothing(server: str, workers: Workers, t
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:
     """The run's pending items, once it waits (for something other than `skip`)."""
     handle = (await Client.connect(server)).get_workflow_handle(wid)
-    while (pending := await handle.query("pending")) is None or pending["approvals"][0]["id"] == skip:
+    while True:
+        pending: dict[str, Any] | None = await handle.query("pending")
+        if pending is not None and pending["approvals"][0]["id"] != skip:
+            return pending
         await asyncio.sleep(0.1)
-    return pending
 
 
 def test_a_run_waits_for_approval_across_workers_and_refuses_a_replay(server: str, workers: Workers) -> None:
@@ -210,7 +213,7 @@ def test_a_run_waits_for_approval_across_workers_and_refuses_a_replay(server: st
             await decide(handle, approvals=[decision])  # the first decision, replayed
         assert (await handle.query("pending"))["approvals"][0]["id"] == second["id"], "still waiting"
         await decide(handle, approvals=[{"id": second["id"], "approved": True, "arguments": second["arguments"]}])
-        result = await handle.result()
+        result: dict[str, Any] = await handle.result()
         events = await handle.query("events")
         assert [e["seq"] for e in events] == list(range(len(events))), "one numbering across resumes"
         kinds = [e["type"] for e in events]

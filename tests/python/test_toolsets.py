@@ -9,7 +9,7 @@ import pytest
 from conftest import call, returns
 from snapshot import assert_snapshot
 
-from starweaver import DynamicToolset, RegistrationError, Toolset, create_agent, tool
+from starweaver import DynamicToolset, RegistrationError, Tool, Toolset, create_agent, tool
 from starweaver.testing import TestModel
 from starweaver.toolsets import ToolsetContext
 
@@ -69,7 +69,7 @@ def test_combinators_shape_what_the_model_sees_and_calls_reach_the_tools() -> No
 def test_a_dynamic_toolset_lists_its_tools_at_every_step() -> None:
     asked: list[int] = []
 
-    async def phases(ctx: ToolsetContext) -> list[object]:
+    async def phases(ctx: ToolsetContext) -> list[Tool[..., object]]:
         asked.append(ctx["step"])
         return [status] if ctx["step"] == 1 else [deploy]
 
@@ -87,7 +87,7 @@ def test_a_dynamic_toolset_lists_its_tools_at_every_step() -> None:
 
 
 def test_a_dynamic_toolset_that_raises_fails_the_run_naming_it() -> None:
-    def broken(ctx: ToolsetContext) -> list[object]:
+    def broken(ctx: ToolsetContext) -> list[Tool[..., object]]:
         if ctx["step"] > 1:
             raise ConnectionError("the server is gone")
         return [status]

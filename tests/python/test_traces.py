@@ -4,9 +4,10 @@ durations) and its export to OpenTelemetry."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from conftest import call, calls_then_text
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -24,6 +25,12 @@ async def slow() -> str:
 @tool
 async def flaky() -> str:
     raise ModelRetry("try again")
+
+
+def attributes(span: ReadableSpan) -> Mapping[str, object]:
+    """A finished span's attributes (OpenTelemetry types them optional)."""
+    assert span.attributes is not None
+    return span.attributes
 
 
 def run_two_tools() -> RunResult:
@@ -71,7 +78,7 @@ def test_export_to_opentelemetry_keeps_the_tree_the_times_and_the_errors() -> No
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     export_trace(result.trace, tracer=provider.get_tracer("test"))
 
-    spans = {(s.name, s.attributes.get("starweaver.tool"), s.attributes.get("starweaver.step")): s
+    spans = {(s.name, attributes(s).get("starweaver.tool"), attributes(s).get("starweaver.step")): s
              for s in exporter.get_finished_spans()}  # fmt: skip
     assert len(spans) == len(result.trace.spans) == 7
     run = spans[("starweaver.run", None, None)]
@@ -85,7 +92,7 @@ def test_export_to_opentelemetry_keeps_the_tree_the_times_and_the_errors() -> No
     assert slow_call.start_time is not None and slow_call.end_time is not None
     assert slow_call.end_time - slow_call.start_time == result.trace.spans[3].duration_us * 1000
     assert run.start_time == (result.trace.started_at_unix_us + result.trace.spans[0].start_us) * 1000
-    assert slow_call.attributes["starweaver.run_id"] == result.run_id
+    assert attributes(slow_call)["starweaver.run_id"] == result.run_id
     assert slow_call.status.status_code is StatusCode.UNSET
     assert flaky_call.status.status_code is StatusCode.ERROR and flaky_call.status.description == "model_retry"
 

@@ -59,7 +59,15 @@ from starweaver.mcp import MCPServerStdio
 from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
 from starweaver.testing import FunctionModel, Messages, TestModel
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
-from starweaver.types import Event, Message, ModelRequestRecord, RequestPart, SessionState, ToolDefinitionDict
+from starweaver.types import (
+    Event,
+    Message,
+    ModelRequestRecord,
+    RequestPart,
+    SessionState,
+    ToolDefinitionDict,
+    ToolDefinitionOptions,
+)
 
 
 @tool
@@ -105,6 +113,12 @@ async def typed_usage() -> None:
     assert_type(add.definition.name, str)
     assert_type(add.definition.to_dict(), ToolDefinitionDict)
     assert_type(DeployTool().definition, ToolDefinition)
+    original: Callable[[int, int], Coroutine[Any, Any, dict[str, int]]] = add.__wrapped__
+    # Tools are covariant in what they return, so a list of any tools is a list of tools.
+    any_tools: list[Tool[..., object]] = [add, shout]
+    assert_type(any_tools[0].definition, ToolDefinition)
+    options: ToolDefinitionOptions = {"timeout_ms": 5_000, "metadata": {"risk": "low"}}
+    assert_type(ToolDefinition("t", {"type": "object"}, **options), ToolDefinition)
 
     model = TestModel.responses([TestModel.tool_call_response([{"id": "c", "name": "add", "arguments": {}}]), {"text": "ok"}])
     assert_type(model.requests, list[ModelRequestRecord])
@@ -262,4 +276,4 @@ async def typed_usage() -> None:
         assert_type(create_agent(model=model, toolsets=[connected]), Agent)
     assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
     assert_type(Tool(len).definition, ToolDefinition)
-    del as_function, as_sync_function
+    del as_function, as_sync_function, original

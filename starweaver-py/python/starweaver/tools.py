@@ -26,6 +26,9 @@ __all__ = ["BaseTool", "Tool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+# A tool that returns an `int` is a tool that returns an `object`: `list[Tool[..., object]]`
+# holds any tools.
+R_co = TypeVar("R_co", covariant=True)
 
 
 class ToolOptions(ToolDefinitionOptions, total=False):
@@ -47,16 +50,18 @@ def _own_options(options: Mapping[str, object]) -> tuple[str | None, Mapping[str
     return name, cast("Mapping[str, object] | None", schema)
 
 
-class Tool(Generic[P, R]):
+class Tool(Generic[P, R_co]):
     """A callable turned into a tool. Calling it calls the function, unchanged, so tools
     can be unit-tested directly; ``definition`` is what models are sent."""
 
     definition: ToolDefinition
+    __wrapped__: Callable[P, R_co]
+    """The decorated function, as ``functools.wraps`` leaves it."""
     native: NativeTool
     """The runtime's handle for this tool: what ``create_agent`` registers."""
 
     def __init__(
-        self, fn: Callable[P, R], *, localns: Mapping[str, object] | None = None, **options: Unpack[ToolOptions]
+        self, fn: Callable[P, R_co], *, localns: Mapping[str, object] | None = None, **options: Unpack[ToolOptions]
     ) -> None:
         if not callable(fn):
             raise RegistrationError(f"a tool must be callable, got {fn!r}")
@@ -76,7 +81,7 @@ class Tool(Generic[P, R]):
         self.native = NativeTool(self.definition, _invoker(fn, spec))
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:

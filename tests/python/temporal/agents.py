@@ -52,7 +52,8 @@ def _respond(messages: Any, info: Any) -> dict[str, Any]:
     if log:
         with open(log, "a") as out:
             out.write(f"{prompt} {info['step']}\n")
-    return SCRIPTS[prompt][info["step"] - 1]
+    step: int = info["step"]
+    return SCRIPTS[prompt][step - 1]
 
 
 @tool
