@@ -45,22 +45,30 @@ def measure(python: str, script: str, scenario: str) -> dict[str, float]:
     return result
 
 
-def import_ms(python: str, module: str) -> dict[str, float]:
+def wall_ms(command: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run([python, "-c", f"import {module}"], check=True)
-    return {"value": (time.perf_counter() - started) * 1e3}
+    subprocess.run(command, check=True)
+    return (time.perf_counter() - started) * 1e3
+
+
+def import_ms(python: str, module: str) -> dict[str, float]:
+    """P7: ms `python -c "import <module>"` takes over a bare `python -c pass`, the two
+    started in turn so both see the same machine."""
+    bare = wall_ms([python, "-c", "pass"])
+    loaded = wall_ms([python, "-c", f"import {module}"])
+    return {"value": loaded - bare}
 
 
 # id, scenario, unit, target, check(ours, theirs) -> met
 ROWS = [
-    ("P1", "p1", "µs/call", "≤ 20 µs and ≥ 10× faster", lambda o, t: o["value"] <= 20 and t["value"] / o["value"] >= 10),
-    ("P2", "p2", "µs/step", "≤ 100 µs; growth 100→1000 ≤ 1.5×", lambda o, t: o["value"] <= 100 and o["growth"] <= 1.5),
+    ("P1", "p1", "µs/call", "≤ 2 µs and ≥ 50× faster", lambda o, t: o["value"] <= 2 and t["value"] / o["value"] >= 50),
+    ("P2", "p2", "µs/step", "≤ 5 µs; growth 100→1000 ≤ 1.5×", lambda o, t: o["value"] <= 5 and o["growth"] <= 1.5),
     ("P3", "p3", "µs/call", "≥ 10× faster", lambda o, t: t["value"] / o["value"] >= 10),
-    ("P4", None, "µs/call", "≤ 2 µs (Rust, `cargo bench`)", None),
+    ("P4", None, "µs/call", "≤ 1 µs (Rust, `cargo bench`)", None),
     ("P5", "p5", "µs", "≤ 100 µs and ≥ 10× faster", lambda o, t: o["value"] <= 100 and t["value"] / o["value"] >= 10),
-    ("P6", "p6", "ms wall", "≤ 70 ms", lambda o, t: o["value"] <= 70),
-    ("P7", "import", "ms", "≤ 150 ms", lambda o, t: o["value"] <= 150),
-    ("P8", "p8", "MiB peak", "≤ 0.5× pydantic-ai", lambda o, t: o["value"] <= 0.5 * t["value"]),
+    ("P6", "p6", "ms wall", "≤ 55 ms", lambda o, t: o["value"] <= 55),
+    ("P7", "import", "ms", "≤ 10 ms over `python -c pass`", lambda o, t: o["value"] <= 10),
+    ("P8", "p8", "MiB peak", "≤ 0.3× pydantic-ai", lambda o, t: o["value"] <= 0.3 * t["value"]),
     ("P9", "p9", "µs CPU/chunk", "≥ 10× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 10),
     ("P10", "mcp", "", "≥ 5× (latency and throughput)", None),
     ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
@@ -159,7 +167,7 @@ def main() -> int:
             f"{row_id:<4} {scenario:<8} {ours['value']:>12.1f} {theirs['value']:>12.1f} {ratio:>7.1f}×  "
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
-    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK, P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians")
+    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK, P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians")
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0
 
