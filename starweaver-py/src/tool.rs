@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
-use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
+use starweaver::{ChainedCall, RunAhead, ToolContext, ToolDefinition, ToolError, ToolResult};
 
-use crate::bridge::PyAwait;
+use crate::bridge::{Ahead, PyAwait};
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::PyApprovalDecision;
@@ -319,16 +319,24 @@ pub struct PyNativeTool {
 pub(crate) struct PythonTool {
     definition: ToolDefinition,
     invoke: Py<PyAny>,
+    /// A sync tool's `run_sync(ctx, arguments, context)`, which calls it on the current
+    /// thread; with it, chains of calls to the tool run ahead (`bridge::ahead`).
+    run_sync: Option<Py<PyAny>>,
+    ahead: Arc<Ahead>,
 }
 
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyNativeTool {
     /// `invoke(ctx, arguments: bytes)` returns a coroutine (async tools) or an asyncio
-    /// future (sync tools in the executor), or raises `InvalidArguments`.
+    /// future (sync tools in the executor), or raises `InvalidArguments`. A sync tool also
+    /// gives `run_sync(ctx, arguments: bytes, context)`, which validates and calls it on the
+    /// current thread inside `context` (a `contextvars.Context`).
     #[new]
-    fn new(definition: &PyToolDefinition, invoke: Py<PyAny>) -> Self {
-        Self { tool: Arc::new(PythonTool { definition: definition.0.clone(), invoke }) }
+    #[pyo3(signature = (definition, invoke, *, run_sync=None))]
+    fn new(definition: &PyToolDefinition, invoke: Py<PyAny>, run_sync: Option<Py<PyAny>>) -> Self {
+        let tool = PythonTool { definition: definition.0.clone(), invoke, run_sync, ahead: Arc::default() };
+        Self { tool: Arc::new(tool) }
     }
 
     /// The tool's definition.
@@ -344,6 +352,28 @@ impl starweaver::Tool for PythonTool {
     }
 
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
+        match self.ahead.claim(&ctx) {
+            Some(claimed) => async move {
+                match claimed.await {
+                    Some(outcome) => outcome,
+                    None => self.start(ctx, args).await,
+                }
+            }
+            .boxed(),
+            None => self.start(ctx, args),
+        }
+    }
+
+    fn run_ahead(&self, chain: Vec<ChainedCall>) -> Option<RunAhead> {
+        let run_sync = Python::attach(|py| self.run_sync.as_ref().map(|f| f.clone_ref(py)))?;
+        self.ahead.start(chain, run_sync, finish)
+    }
+}
+
+impl PythonTool {
+    /// One attempt the ordinary way: the layer's `invoke` starts it on the loop (a
+    /// coroutine) or in the executor (a sync tool), and the bridge awaits it.
+    fn start<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
         let started = Python::attach(|py| {
             let arguments = serde_json::to_vec(args).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
             let awaitable = self

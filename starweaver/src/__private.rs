@@ -27,7 +27,7 @@ pub async fn run_blocking<R: Send + 'static>(
     f: impl FnOnce() -> R + Send + 'static,
 ) -> Result<R, ToolError> {
     tokio::task::spawn_blocking(f).await.map_err(|err| match err.try_into_panic() {
-        Ok(panic) => crate::scheduler::panicked(name, &*panic),
+        Ok(panic) => ToolError::panicked(name, &*panic),
         Err(err) => ToolError::cancelled(format!("tool `{name}` was cancelled: {err}")),
     })
 }

@@ -141,8 +141,8 @@ pub use tokio_util::sync::CancellationToken;
 pub struct ReadmeDoctests;
 
 pub use tool::{
-    DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, TOOL_OPTIONS, Tool, ToolBuilder, ToolContext,
-    ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args,
+    ChainedCall, DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunAhead, TOOL_OPTIONS, Tool, ToolBuilder,
+    ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args,
 };
 pub use toolset::{DynamicToolset, StaticToolset, Toolset, ToolsetContext};
 pub use trace::{SpanKind, Trace, TraceSpan};

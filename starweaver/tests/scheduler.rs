@@ -143,3 +143,53 @@ fn a_zero_concurrency_cap_is_rejected() {
     let err = Agent::builder(calls_then_text(vec![], "x")).max_concurrency(0).build().err().unwrap();
     assert_eq!(err.to_string(), "invalid option `max_concurrency`: must be at least 1");
 }
+
+/// A tool that records the chains it is offered to run ahead, and runs none of them.
+struct Offered {
+    definition: starweaver::ToolDefinition,
+    chains: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+}
+
+impl starweaver::Tool for Offered {
+    fn definition(&self) -> &starweaver::ToolDefinition {
+        &self.definition
+    }
+
+    fn call<'a>(
+        &'a self,
+        _: ToolContext,
+        _: &'a serde_json::Value,
+    ) -> futures::future::BoxFuture<'a, Result<starweaver::ToolResult, starweaver::ToolError>> {
+        Box::pin(async { Ok(starweaver::ToolResult::new(json!("ok"))) })
+    }
+
+    fn run_ahead(&self, chain: Vec<starweaver::ChainedCall>) -> Option<starweaver::RunAhead> {
+        assert!(chain.iter().all(|c| c.ctx.attempt() == 1 && c.arguments.is_object()));
+        self.chains.lock().unwrap().push(chain.iter().map(|c| c.ctx.tool_call_id().to_owned()).collect());
+        None
+    }
+}
+
+async fn offered_chains(
+    definition: starweaver::ToolDefinition,
+    configure: fn(starweaver::AgentBuilder) -> starweaver::AgentBuilder,
+) -> Vec<Vec<String>> {
+    let chains = std::sync::Arc::default();
+    let a = Offered { definition, chains: std::sync::Arc::clone(&chains) };
+    let b = sleeper("b", 1, &Log::default(), &InFlight::default());
+    let calls = ["a", "b", "a", "a"].iter().enumerate().map(|(i, n)| call(&format!("c{i}"), n, json!({}))).collect();
+    let agent = configure(Agent::builder(calls_then_text(calls, "done")).tool(a).tool(b)).build().unwrap();
+    // Approval-gated calls leave the run waiting; every other case completes.
+    assert_ne!(agent.run("go").await.unwrap().status, RunStatus::Failed);
+    chains.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_run_of_calls_to_one_tool_is_offered_once_as_a_chain_and_only_when_it_can_run_ahead() {
+    let a = || starweaver::ToolDefinition::new("a", json!({"type": "object"}));
+    assert_eq!(offered_chains(a(), |b| b).await, [["c0", "c2", "c3"]], "`b` is alone; `a` once, at its head");
+    assert!(offered_chains(a().with_timeout_ms(1_000), |b| b).await.is_empty(), "a timed call is never run ahead");
+    assert!(offered_chains(a(), |b| b.max_concurrency(8)).await.is_empty(), "nor under a concurrency cap");
+    let gated = offered_chains(a(), |b| b.approval_required_tools(["a"])).await;
+    assert!(gated.is_empty(), "nor a call that must wait for approval");
+}

@@ -409,10 +409,12 @@ class NativeTool:
         r"""
         The tool's definition.
         """
-    def __new__(cls, definition: ToolDefinition, invoke: typing.Any) -> NativeTool:
+    def __new__(cls, definition: ToolDefinition, invoke: typing.Any, *, run_sync: typing.Optional[typing.Any] = None) -> NativeTool:
         r"""
         `invoke(ctx, arguments: bytes)` returns a coroutine (async tools) or an asyncio
-        future (sync tools in the executor), or raises `InvalidArguments`.
+        future (sync tools in the executor), or raises `InvalidArguments`. A sync tool also
+        gives `run_sync(ctx, arguments: bytes, context)`, which validates and calls it on the
+        current thread inside `context` (a `contextvars.Context`).
         """
 
 @typing.final

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["BaseTool", "Tool", "tool"]
 
 P = ParamSpec("P")
+Invoke = Callable[[ToolContext, bytes], Awaitable[object]]
+RunSync = Callable[[ToolContext, bytes, contextvars.Context], object]
 R = TypeVar("R")
 # A tool that returns an `int` is a tool that returns an `object`: `list[Tool[..., object]]`
 # holds any tools.
@@ -78,7 +80,8 @@ class Tool(Generic[P, R_co]):
             definition_options["description"] = spec.description
         self._fn = fn
         self.definition = ToolDefinition(tool_name, spec.parameters, **definition_options)
-        self.native = NativeTool(self.definition, _invoker(fn, spec))
+        invoke, run_sync = _invoker(fn, spec)
+        self.native = NativeTool(self.definition, invoke, run_sync=run_sync)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
@@ -92,10 +95,12 @@ def _is_async(fn: Callable[..., object]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
-def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> Callable[[ToolContext, bytes], Awaitable[object]]:
+def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> tuple[Invoke, RunSync | None]:
     """What the runtime calls for each attempt: validate, then start the call. Async tools
     return their coroutine (stepped on the event loop); sync tools run in the default
-    executor, with the caller's context variables, so they never block the loop."""
+    executor, with the caller's context variables, so they never block the loop. A sync
+    tool also gets ``run_sync``, which validates and calls it on the current thread inside a
+    given context: the runtime's worker thread, for a chain of calls to it."""
     decode, takes_context = spec.decode, spec.takes_context
     if _is_async(fn):
 
@@ -104,18 +109,24 @@ def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> Callable[[ToolCo
             coroutine: Awaitable[object] = fn(ctx, *args, **kwargs) if takes_context else fn(*args, **kwargs)
             return coroutine
 
-        return invoke_async
+        return invoke_async, None
+
+    def bound(ctx: ToolContext, raw: bytes) -> Callable[[], object]:
+        args, kwargs = decode(raw)
+        if takes_context:
+            args = (ctx, *args)
+        return functools.partial(fn, *args, **kwargs)
 
     def invoke_sync(ctx: ToolContext, raw: bytes) -> Awaitable[object]:
         import asyncio  # already loaded by the running loop; kept out of `import starweaver`
 
-        args, kwargs = decode(raw)
-        if takes_context:
-            args = (ctx, *args)
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        call = functools.partial(contextvars.copy_context().run, bound(ctx, raw))
         return asyncio.get_running_loop().run_in_executor(None, call)
 
-    return invoke_sync
+    def run_sync(ctx: ToolContext, raw: bytes, context: contextvars.Context) -> object:
+        return context.run(bound(ctx, raw))
+
+    return invoke_sync, run_sync
 
 
 @overload

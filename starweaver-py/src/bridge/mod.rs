@@ -6,12 +6,15 @@
 //! [`PyAwait`] (`awaitable.rs`), on the same thread and under the same Task. Timers and
 //! cancellation waiters run on one background tokio runtime ([`runtime`]); their wakes come
 //! back through `call_soon_threadsafe`. `ToolContext.cancelled()` is an asyncio future
-//! that the runtime resolves (`cancel.rs`).
+//! that the runtime resolves (`cancel.rs`). Sync tools run in the loop's executor, except
+//! a chain of calls to one sync tool, which runs ahead on a thread of its own (`ahead.rs`).
 
+mod ahead;
 mod awaitable;
 mod cancel;
 mod future;
 
+pub(crate) use ahead::Ahead;
 pub(crate) use awaitable::PyAwait;
 pub(crate) use cancel::cancelled;
 pub(crate) use future::{LoopFuture, runtime};

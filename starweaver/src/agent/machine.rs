@@ -396,6 +396,23 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
 
     /// The calls that may start now that one ended (possibly none), or `None` once every
     /// call of the batch has ended.
+    /// The calls that will run one after another after `head` (just released): the rest of
+    /// a run of calls to its tool, which the driver may let the tool run ahead.
+    pub fn chain_after(&self, head: &ReadyCall) -> Vec<ReadyCall> {
+        let Phase::Calls(batch) = &self.phase else { return Vec::new() };
+        let Ok(run) = batch.runs.binary_search_by_key(&head.index, |run| run.index) else { return Vec::new() };
+        batch
+            .plan
+            .chain_after(run)
+            .into_iter()
+            .map(|i| ReadyCall {
+                index: batch.runs[i].index,
+                approval: batch.runs[i].approval.clone(),
+                retry: head.retry,
+            })
+            .collect()
+    }
+
     pub fn next_calls(&mut self) -> Option<Vec<ReadyCall>> {
         let Phase::Calls(batch) = &mut self.phase else { return None };
         if batch.plan.is_done() {

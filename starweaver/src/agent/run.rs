@@ -19,7 +19,7 @@ use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::ToolRegistry;
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{CallEnv, CallRequest, invoke};
+use crate::scheduler::{CallEnv, CallRequest, invoke, run_ahead};
 use crate::tool::Dependencies;
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
@@ -233,9 +233,22 @@ impl Run<'_> {
             limit: self.limit.as_ref(),
         };
         let mut running = FuturesUnordered::new();
+        // Chains of calls to one tool that the tool runs ahead; dropped with the batch.
+        let mut ahead = Vec::new();
         let mut start = first;
         let cancelled = loop {
-            for ReadyCall { index, approval, retry } in start.drain(..) {
+            for ready in start.drain(..) {
+                let chain = machine.chain_after(&ready);
+                if !chain.is_empty() {
+                    let request = |r: &ReadyCall| CallRequest {
+                        part: calls[r.index],
+                        approval: r.approval.clone(),
+                        retry: r.retry,
+                    };
+                    let requests: Vec<CallRequest<'_>> = std::iter::once(&ready).chain(&chain).map(request).collect();
+                    ahead.extend(run_ahead(&env, &requests));
+                }
+                let ReadyCall { index, approval, retry } = ready;
                 let env = &env;
                 let part = calls[index];
                 running.push(async move { (index, invoke(env, &CallRequest { part, approval, retry }).await) });
@@ -253,6 +266,7 @@ impl Run<'_> {
             }
         };
         drop(running);
+        drop(ahead);
         if cancelled {
             machine.calls_cancelled(&self.events, &self.registry);
         }

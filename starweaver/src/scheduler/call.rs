@@ -15,7 +15,7 @@ use crate::event::{EventKind, EventLog};
 use crate::hitl::ApprovalDecision;
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::tool::{Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{ChainedCall, Dependencies, RunAhead, ToolContext, ToolError, ToolErrorKind, ToolResult};
 use crate::trace::{SpanId, SpanOf, Tracer};
 
 /// What every call of one batch shares.
@@ -139,7 +139,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
         name: call.name.clone(),
         override_arguments: override_arguments.cloned(),
     });
-    let arguments = override_arguments.unwrap_or(&call.arguments);
+    let arguments = arguments_of(request);
     let (call_span, span) =
         env.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
@@ -148,19 +148,10 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
             let message = format!("unknown tool `{}`; available tools: {available}", call.name);
             return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
         };
-        let mut arguments = match object_arguments(arguments) {
+        let arguments = match prepare(tool, request, arguments) {
             Ok(arguments) => arguments,
-            Err(err) => return ToolReturn::failure(call, err, Map::new()).into(),
+            Err(outcome) => return outcome,
         };
-        if tool.fills_defaults && contains_null(&arguments) {
-            crate::schema::fill_null_defaults(&tool.tool.definition().parameters, arguments.to_mut());
-        }
-        if request.approval.is_none()
-            && let Some(rule) = &tool.approval_rule
-        {
-            let reason = format!("tool `{}` requires approval (approval rule {rule})", call.name);
-            return CallOutcome::NeedsApproval { reason, metadata: Map::new() };
-        }
         let _permit = match env.limit {
             Some(limit) => Some(limit.acquire().await.expect("the run's semaphore is never closed")),
             None => None,
@@ -183,6 +174,75 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
     outcome
 }
 
+/// What a call runs with, or how it ends without running: its arguments as an object with
+/// defaults put back, past the approval gate.
+fn prepare<'v>(
+    tool: &RegisteredTool,
+    request: &CallRequest<'_>,
+    arguments: &'v Value,
+) -> Result<Cow<'v, Value>, CallOutcome> {
+    let call = request.part;
+    let mut arguments = object_arguments(arguments).map_err(|err| ToolReturn::failure(call, err, Map::new()))?;
+    if tool.fills_defaults && contains_null(&arguments) {
+        crate::schema::fill_null_defaults(&tool.tool.definition().parameters, arguments.to_mut());
+    }
+    if request.approval.is_none()
+        && let Some(rule) = &tool.approval_rule
+    {
+        let reason = format!("tool `{}` requires approval (approval rule {rule})", call.name);
+        return Err(CallOutcome::NeedsApproval { reason, metadata: Map::new() });
+    }
+    Ok(arguments)
+}
+
+/// The arguments a request runs with: the approver's override, else the model's.
+fn arguments_of<'r>(request: &'r CallRequest<'_>) -> &'r Value {
+    request.approval.as_ref().and_then(|a| a.override_arguments.as_ref()).unwrap_or(&request.part.arguments)
+}
+
+/// Offers `tool` the chain `requests` (calls to it that will run one after another, the
+/// first starting now) to run ahead, as [`Tool::run_ahead`](crate::Tool::run_ahead) says.
+/// Only untimed calls outside a concurrency cap are offered, and only up to the first that
+/// would not reach the tool (bad arguments, an approval gate).
+pub(crate) fn run_ahead(env: &CallEnv<'_>, requests: &[CallRequest<'_>]) -> Option<RunAhead> {
+    let tool = env.registry.get(&requests.first()?.part.name)?;
+    if tool.timeout.is_some() || env.limit.is_some() {
+        return None;
+    }
+    let chain: Vec<ChainedCall> = requests
+        .iter()
+        .map_while(|request| {
+            let arguments = prepare(tool, request, arguments_of(request)).ok()?.into_owned();
+            Some(ChainedCall { ctx: context(env, tool, request, 1, env.cancellation.clone()), arguments })
+        })
+        .collect();
+    if chain.len() < 2 {
+        return None;
+    }
+    tool.tool.run_ahead(chain)
+}
+
+/// The context of one attempt.
+fn context(
+    env: &CallEnv<'_>,
+    tool: &RegisteredTool,
+    request: &CallRequest<'_>,
+    attempt: u32,
+    cancellation: CancellationToken,
+) -> ToolContext {
+    ToolContext {
+        run_id: env.run_id.clone(),
+        tool_call_id: request.part.id.clone(),
+        tool_name: tool.name.clone(),
+        retry: request.retry,
+        attempt,
+        max_retries: tool.max_retries,
+        cancellation,
+        approval: request.approval.clone(),
+        dependencies: env.dependencies.clone(),
+    }
+}
+
 async fn attempts(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
@@ -190,7 +250,6 @@ async fn attempts(
     arguments: &Value,
 ) -> CallOutcome {
     let call = request.part;
-    let retry = request.retry;
     let mut attempt = 1;
     loop {
         let cancellation = match tool.timeout {
@@ -199,17 +258,7 @@ async fn attempts(
             Some(_) => env.cancellation.child_token(),
             None => env.cancellation.clone(),
         };
-        let ctx = ToolContext {
-            run_id: env.run_id.clone(),
-            tool_call_id: call.id.clone(),
-            tool_name: tool.name.clone(),
-            retry,
-            attempt,
-            max_retries: tool.max_retries,
-            cancellation: cancellation.clone(),
-            approval: request.approval.clone(),
-            dependencies: env.dependencies.clone(),
-        };
+        let ctx = context(env, tool, request, attempt, cancellation.clone());
         let error = match attempt_once(tool, ctx, arguments, &cancellation, &call.name).await {
             Ok(result) => return ToolReturn::success(call, result).into(),
             Err(error) => error,
@@ -258,7 +307,7 @@ async fn attempt_once(
 ) -> Result<ToolResult, ToolError> {
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.call(ctx, arguments))) {
         Ok(future) => AssertUnwindSafe(future).catch_unwind(),
-        Err(panic) => return Err(panicked(name, &*panic)),
+        Err(panic) => return Err(ToolError::panicked(name, &*panic)),
     };
     let outcome = match tool.timeout {
         None => future.await,
@@ -270,16 +319,7 @@ async fn attempt_once(
             }
         },
     };
-    outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic)))
-}
-
-pub(crate) fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolError {
-    let detail = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-string payload".to_owned());
-    ToolError::execution(format!("tool `{name}` panicked: {detail}"))
+    outcome.unwrap_or_else(|panic| Err(ToolError::panicked(name, &*panic)))
 }
 
 /// Arguments must be a JSON object; some providers send one encoded as a string.

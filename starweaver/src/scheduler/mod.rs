@@ -7,5 +7,5 @@
 mod call;
 mod plan;
 
-pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke, invoke_alone, panicked};
+pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke, invoke_alone, run_ahead};
 pub use plan::{CallPlan, PlannedCall};

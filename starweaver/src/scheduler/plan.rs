@@ -39,6 +39,13 @@ pub struct CallPlan {
     waits_for: Vec<usize>,
     /// For each call, the calls waiting for it.
     unblocks: Vec<Vec<usize>>,
+    /// For each call, the call that runs right after it and waits for nothing else: the
+    /// next call to the same tool, when no barrier stands between them.
+    #[serde(default)]
+    next_in_chain: Vec<Option<usize>>,
+    /// Calls some other call is `next_in_chain` of.
+    #[serde(default)]
+    chained: Vec<bool>,
     /// Calls that wait for nothing and have not been given out yet.
     ready: Vec<usize>,
     state: Vec<CallState>,
@@ -57,6 +64,8 @@ impl CallPlan {
         let calls: Vec<PlannedCall> = calls.into_iter().collect();
         let mut unblocks = vec![Vec::new(); calls.len()];
         let mut waits_for = vec![0; calls.len()];
+        let mut next_in_chain = vec![None; calls.len()];
+        let mut chained = vec![false; calls.len()];
         let mut last_of_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         let mut barrier: Option<usize> = None;
         for (i, call) in calls.iter().enumerate() {
@@ -69,6 +78,14 @@ impl CallPlan {
             }
             after.sort_unstable();
             after.dedup();
+            if let [only] = after[..]
+                && !call.sequential
+                && !calls[only].sequential
+                && calls[only].name == call.name
+            {
+                next_in_chain[only] = Some(i);
+                chained[i] = true;
+            }
             waits_for[i] = after.len();
             for j in after {
                 unblocks[j].push(i);
@@ -79,7 +96,8 @@ impl CallPlan {
             }
         }
         let ready = (0..calls.len()).filter(|&i| waits_for[i] == 0).collect();
-        Self { waits_for, unblocks, ready, state: vec![CallState::Waiting; calls.len()] }
+        let state = vec![CallState::Waiting; calls.len()];
+        Self { waits_for, unblocks, next_in_chain, chained, ready, state }
     }
 
     /// The calls that may start now, in model order; each is given once and counts as
@@ -110,6 +128,18 @@ impl CallPlan {
     }
 
     /// Whether every call ended.
+    /// The calls that will run one after another after `index`, each as soon as the one
+    /// before it ends and waiting for nothing else: the rest of a run of calls to one tool.
+    /// Empty when `index` has already started: its chain, if any, was read then.
+    #[must_use]
+    pub fn chain_after(&self, index: usize) -> Vec<usize> {
+        if self.state.get(index) != Some(&CallState::Running) || self.chained.get(index).is_none_or(|&c| c) {
+            return Vec::new();
+        }
+        let first = self.next_in_chain.get(index).copied().flatten();
+        std::iter::successors(first, |&i| self.next_in_chain.get(i).copied().flatten()).collect()
+    }
+
     #[must_use]
     pub fn is_done(&self) -> bool {
         self.state.iter().all(|s| *s == CallState::Finished)
@@ -158,6 +188,18 @@ mod tests {
         let calls = plan(&[("a", false), ("b", false), ("a", false), ("a", false)]);
         // Finishing the newest first shows `a`s never overlap, and `b` never waits for them.
         assert_eq!(waves(calls, |running| *running.last().unwrap()), [vec![0, 1], vec![2], vec![3]]);
+    }
+
+    #[test]
+    fn chains_are_runs_of_one_tool_with_no_barrier_between() {
+        let mut calls = plan(&[("a", false), ("b", false), ("a", false), ("a", false), ("s", true), ("a", false)]);
+        assert_eq!(calls.chain_after(0), Vec::<usize>::new(), "read once the call runs");
+        assert_eq!(calls.start_ready(), [0, 1]);
+        assert_eq!(calls.chain_after(0), [2, 3], "the barrier ends the chain");
+        assert_eq!(calls.chain_after(1), Vec::<usize>::new());
+        calls.finish(0);
+        assert_eq!(calls.start_ready(), [2]);
+        assert_eq!(calls.chain_after(2), Vec::<usize>::new(), "a chained call is not a head");
     }
 
     #[test]

@@ -131,6 +131,17 @@ impl ToolError {
         Self::new(ToolErrorKind::UserError, message)
     }
 
+    /// The `Execution` error for a tool that panicked, naming the tool and the panic's
+    /// message.
+    pub fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> Self {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-string payload".to_owned());
+        Self::execution(format!("tool `{tool}` panicked: {detail}"))
+    }
+
     /// An unexpected failure; retried internally.
     pub fn execution(message: impl Into<String>) -> Self {
         Self::new(ToolErrorKind::Execution, message)
