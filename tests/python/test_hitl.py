@@ -19,7 +19,7 @@ from starweaver import (
     tool,
 )
 from starweaver.testing import TestModel
-from starweaver.tools import ToolOptions
+from starweaver.types import ToolOptions
 
 runs: list[str] = []
 

@@ -14,7 +14,7 @@ from conftest import call, calls_then_text, returns
 from typing_extensions import Unpack
 
 from starweaver import Agent, ModelRetry, RunResult, Tool, ToolContext, create_agent, tool
-from starweaver.tools import ToolOptions
+from starweaver.types import ToolOptions
 
 
 def make_sleeper(

@@ -77,3 +77,18 @@ def test_the_definition_options_are_the_definitions_fields_past_name_and_paramet
     assert set(full.to_dict()) - {"name", "parameters"} == set(ToolDefinitionOptions.__annotations__)
     assert (full.sequential, full.timeout_ms, full.max_retries, full.metadata) == (True, 5, 1, {"k": 1})
     assert ToolDefinition("t", {"type": "object"}, metadata=None).metadata == {}
+
+
+def test_import_starweaver_leaves_the_typing_helpers_and_pydantic_for_later() -> None:
+    """P7: `import starweaver` loads what a run needs, not the TypedDicts (with
+    typing_extensions and inspect) nor pydantic, which come with the first use."""
+    import subprocess
+    import sys
+
+    probe = "import sys, starweaver; print(sorted(m for m in ('typing_extensions', 'inspect', 'pydantic', 'starweaver.types') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+    from starweaver.tools import ToolOptions  # still importable from where it was
+    from starweaver.types import ToolOptions as Canonical
+
+    assert ToolOptions is Canonical

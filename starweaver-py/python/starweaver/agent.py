@@ -26,10 +26,11 @@ from .models import ProviderModel, infer_model
 from .testing import FunctionModel, TestModel
 from .tools import ToolLike, native_tool
 from .toolsets import Toolset
-from .types import Message, SessionState
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from .types import Message, SessionState
 
 __all__ = ["Agent", "AgentSession", "HitlControls", "create_agent", "create_agent_runtime"]
 

@@ -9,12 +9,13 @@ every option. Keys and base URLs default to the usual environment variables
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Literal, TypedDict
-
-from typing_extensions import Unpack
+from typing import TYPE_CHECKING, ClassVar, Literal, TypedDict
 
 from ._native import NativeProviderModel
 from .exceptions import RegistrationError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "PREFIXES",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._native import Messages, NativeFunctionModel, NativeTestModel
-from .types import ModelRequestRecord
+
+if TYPE_CHECKING:
+    from .types import ModelRequestRecord
 
 __all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel"]
 

@@ -9,18 +9,28 @@ from __future__ import annotations
 import contextvars
 import functools
 import importlib
-import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
 
-from typing_extensions import Unpack
-
 from ._native import NativeTool, ToolContext, ToolDefinition
 from .exceptions import RegistrationError
-from .types import ToolDefinitionOptions
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from . import _schema
+    from .types import ToolDefinitionOptions
+    from .types import ToolOptions as ToolOptions
+
+
+def __getattr__(name: str) -> object:
+    # `ToolOptions` lives with the other TypedDicts, which (with typing_extensions) stay out
+    # of `import starweaver`; it is still importable from here at run time.
+    if name == "ToolOptions":
+        from .types import ToolOptions
+
+        return ToolOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["BaseTool", "Tool", "tool"]
 
@@ -31,14 +41,6 @@ R = TypeVar("R")
 # A tool that returns an `int` is a tool that returns an `object`: `list[Tool[..., object]]`
 # holds any tools.
 R_co = TypeVar("R_co", covariant=True)
-
-
-class ToolOptions(ToolDefinitionOptions, total=False):
-    """The options of ``@tool(...)``, ``Tool(...)`` and ``BaseTool.__init__``: the
-    definition's options, which the runtime checks, and two this layer reads itself."""
-
-    name: str | None
-    parameters_schema: Mapping[str, object] | None
 
 
 def _own_options(options: Mapping[str, object]) -> tuple[str | None, Mapping[str, object] | None]:
@@ -70,7 +72,7 @@ class Tool(Generic[P, R_co]):
         name, schema = _own_options(options)
         # The rest are the definition's own options, checked by the runtime.
         rest = {key: value for key, value in options.items() if key not in ("name", "parameters_schema")}
-        definition_options = cast(ToolDefinitionOptions, rest)
+        definition_options = cast("ToolDefinitionOptions", rest)
         # pydantic loads with the first tool, not with `import starweaver`.
         from . import _schema
 
@@ -92,6 +94,8 @@ class Tool(Generic[P, R_co]):
 
 
 def _is_async(fn: Callable[..., object]) -> bool:
+    import inspect  # loaded by pydantic with the first tool; kept out of `import starweaver`
+
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
 
 
@@ -146,6 +150,8 @@ def tool(
     decorator (so models defined inside a function, and ``from __future__ import
     annotations``, work).
     """
+    import inspect  # loaded by pydantic with the first tool; kept out of `import starweaver`
+
     frame = inspect.currentframe()
     caller = frame.f_back if frame is not None else None
     localns = caller.f_locals if caller is not None else None  # the decorating frame, as validate_call does
@@ -168,7 +174,7 @@ class BaseTool:
     def __init__(self, **options: Unpack[ToolOptions]) -> None:
         if not getattr(type(self), "name", None):
             raise RegistrationError(f"{type(self).__name__} must set the class attribute `name`")
-        merged = ToolOptions(name=self.name, description=self.description)
+        merged: ToolOptions = {"name": self.name, "description": self.description}
         merged.update(options)
         self._tool: Tool[..., object] = Tool(
             self.call, localns=vars(importlib.import_module(type(self).__module__)), **merged

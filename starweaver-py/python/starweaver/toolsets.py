@@ -8,7 +8,6 @@ every step), with combinators, the same as Rust's.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
@@ -82,6 +81,8 @@ class DynamicToolset(Toolset):
     def __init__(self, name: str, list_tools: ListTools, *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
         async def listed(ctx: ToolsetContext) -> list[NativeTool]:
             tools = list_tools(ctx)
+            import inspect  # loaded by pydantic with the first tool
+
             if inspect.isawaitable(tools):
                 tools = await tools
             return [native_tool(tool) for tool in tools]

@@ -44,6 +44,7 @@ __all__ = [
     "ToolCallPart",
     "ToolDefinitionDict",
     "ToolDefinitionOptions",
+    "ToolOptions",
     "ToolRetryEvent",
     "ToolReturnEvent",
     "ToolReturnPart",
@@ -137,6 +138,14 @@ class ToolDefinitionOptions(TypedDict, total=False):
     timeout_ms: int | None
     max_retries: int | None
     metadata: Mapping[str, object] | None
+
+
+class ToolOptions(ToolDefinitionOptions, total=False):
+    """The options of ``@tool(...)``, ``Tool(...)`` and ``BaseTool.__init__``: the
+    definition's options, which the runtime checks, and two the Python layer reads itself."""
+
+    name: str | None
+    parameters_schema: Mapping[str, object] | None
 
 
 class ModelRequestRecord(TypedDict):
