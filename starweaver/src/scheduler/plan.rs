@@ -34,6 +34,7 @@ pub struct PlannedCall {
 /// assert!(plan.is_done());
 /// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "StoredPlan")]
 pub struct CallPlan {
     /// For each call, how many calls it still waits for.
     waits_for: Vec<usize>,
@@ -41,14 +42,37 @@ pub struct CallPlan {
     unblocks: Vec<Vec<usize>>,
     /// For each call, the call that runs right after it and waits for nothing else: the
     /// next call to the same tool, when no barrier stands between them.
-    #[serde(default)]
     next_in_chain: Vec<Option<usize>>,
     /// Calls some other call is `next_in_chain` of.
-    #[serde(default)]
     chained: Vec<bool>,
     /// Calls that wait for nothing and have not been given out yet.
     ready: Vec<usize>,
     state: Vec<CallState>,
+    /// How many calls are `Finished`, so `is_done` does not walk them all after each call.
+    #[serde(skip_serializing)]
+    finished: usize,
+}
+
+/// A stored plan, as read back: chains default to none (plans stored before they
+/// existed), and the finished count is taken from the states.
+#[derive(Deserialize)]
+struct StoredPlan {
+    waits_for: Vec<usize>,
+    unblocks: Vec<Vec<usize>>,
+    #[serde(default)]
+    next_in_chain: Vec<Option<usize>>,
+    #[serde(default)]
+    chained: Vec<bool>,
+    ready: Vec<usize>,
+    state: Vec<CallState>,
+}
+
+impl From<StoredPlan> for CallPlan {
+    fn from(stored: StoredPlan) -> Self {
+        let StoredPlan { waits_for, unblocks, next_in_chain, chained, ready, state } = stored;
+        let finished = state.iter().filter(|s| **s == CallState::Finished).count();
+        Self { waits_for, unblocks, next_in_chain, chained, ready, state, finished }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,7 +121,7 @@ impl CallPlan {
         }
         let ready = (0..calls.len()).filter(|&i| waits_for[i] == 0).collect();
         let state = vec![CallState::Waiting; calls.len()];
-        Self { waits_for, unblocks, next_in_chain, chained, ready, state }
+        Self { waits_for, unblocks, next_in_chain, chained, ready, state, finished: 0 }
     }
 
     /// The calls that may start now, in model order; each is given once and counts as
@@ -119,6 +143,7 @@ impl CallPlan {
             return;
         }
         self.state[index] = CallState::Finished;
+        self.finished += 1;
         for &next in &self.unblocks[index] {
             self.waits_for[next] -= 1;
             if self.waits_for[next] == 0 {
@@ -142,7 +167,7 @@ impl CallPlan {
 
     #[must_use]
     pub fn is_done(&self) -> bool {
-        self.state.iter().all(|s| *s == CallState::Finished)
+        self.finished == self.state.len()
     }
 }
 
@@ -200,6 +225,18 @@ mod tests {
         calls.finish(0);
         assert_eq!(calls.start_ready(), [2]);
         assert_eq!(calls.chain_after(2), Vec::<usize>::new(), "a chained call is not a head");
+    }
+
+    #[test]
+    fn a_stored_plan_reads_back_where_it_stood() {
+        let mut calls = plan(&[("a", false), ("a", false)]);
+        calls.start_ready();
+        calls.finish(0);
+        let mut read: CallPlan = serde_json::from_value(serde_json::to_value(&calls).unwrap()).unwrap();
+        assert!(!read.is_done());
+        assert_eq!(read.start_ready(), [1]);
+        read.finish(1);
+        assert!(read.is_done());
     }
 
     #[test]
