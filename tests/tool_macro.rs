@@ -205,3 +205,14 @@ fn doc_attributes_that_are_expressions_are_part_of_the_description() {
     assert_eq!(definition.description.as_deref(), Some("Looks things up.\nReads the whole catalogue.\nNever writes."));
     assert_eq!(definition.parameters["properties"]["query"]["description"], "What to look up.");
 }
+
+/// Every tool option can be set from `#[tool(...)]`: the macro's key list (as its error for
+/// an unknown key spells it, locked by trybuild) names each of `TOOL_OPTIONS`.
+#[test]
+fn the_macro_takes_every_tool_option() {
+    let stderr = include_str!("ui/fail/unknown-argument/unknown-option.stderr");
+    let expected = stderr.lines().find_map(|line| line.split("expected one of ").nth(1)).expect("the key list");
+    for option in starweaver::TOOL_OPTIONS {
+        assert!(expected.contains(&format!("`{option}`")), "`#[tool]` does not take `{option}`: {expected}");
+    }
+}

@@ -364,8 +364,13 @@ impl starweaver::Tool for PythonTool {
         }
     }
 
-    fn run_ahead(&self, chain: Vec<ChainedCall>) -> Option<RunAhead> {
+    fn run_ahead(&self, chain: &mut dyn Iterator<Item = ChainedCall>) -> Option<RunAhead> {
         let run_sync = Python::attach(|py| self.run_sync.as_ref().map(|f| f.clone_ref(py)))?;
+        let chain: Vec<ChainedCall> = chain.collect();
+        // A single call gains nothing from a thread of its own.
+        if chain.len() < 2 {
+            return None;
+        }
         self.ahead.start(chain, run_sync, finish)
     }
 }

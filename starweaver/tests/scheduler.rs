@@ -163,7 +163,8 @@ impl starweaver::Tool for Offered {
         Box::pin(async { Ok(starweaver::ToolResult::new(json!("ok"))) })
     }
 
-    fn run_ahead(&self, chain: Vec<starweaver::ChainedCall>) -> Option<starweaver::RunAhead> {
+    fn run_ahead(&self, chain: &mut dyn Iterator<Item = starweaver::ChainedCall>) -> Option<starweaver::RunAhead> {
+        let chain: Vec<_> = chain.collect();
         assert!(chain.iter().all(|c| c.ctx.attempt() == 1 && c.arguments.is_object()));
         self.chains.lock().unwrap().push(chain.iter().map(|c| c.ctx.tool_call_id().to_owned()).collect());
         None

@@ -398,19 +398,20 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// call of the batch has ended.
     /// The calls that will run one after another after `head` (just released): the rest of
     /// a run of calls to its tool, which the driver may let the tool run ahead.
-    pub fn chain_after(&self, head: &ReadyCall) -> Vec<ReadyCall> {
-        let Phase::Calls(batch) = &self.phase else { return Vec::new() };
-        let Ok(run) = batch.runs.binary_search_by_key(&head.index, |run| run.index) else { return Vec::new() };
-        batch
-            .plan
-            .chain_after(run)
-            .into_iter()
-            .map(|i| ReadyCall {
+    pub fn chain_after(&self, head: &ReadyCall) -> impl Iterator<Item = ReadyCall> + '_ {
+        let batch = match &self.phase {
+            Phase::Calls(batch) => Some(batch),
+            _ => None,
+        };
+        let run = batch.and_then(|b| b.runs.binary_search_by_key(&head.index, |run| run.index).ok());
+        let retry = head.retry;
+        batch.zip(run).into_iter().flat_map(move |(batch, run)| {
+            batch.plan.chain_after(run).map(move |i| ReadyCall {
                 index: batch.runs[i].index,
                 approval: batch.runs[i].approval.clone(),
-                retry: head.retry,
+                retry,
             })
-            .collect()
+        })
     }
 
     pub fn next_calls(&mut self) -> Option<Vec<ReadyCall>> {

@@ -238,15 +238,11 @@ impl Run<'_> {
         let mut start = first;
         let cancelled = loop {
             for ready in start.drain(..) {
-                let chain = machine.chain_after(&ready);
-                if !chain.is_empty() {
-                    let request = |r: &ReadyCall| CallRequest {
-                        part: calls[r.index],
-                        approval: r.approval.clone(),
-                        retry: r.retry,
-                    };
-                    let requests: Vec<CallRequest<'_>> = std::iter::once(&ready).chain(&chain).map(request).collect();
-                    ahead.extend(run_ahead(&env, &requests));
+                let request =
+                    |r: &ReadyCall| CallRequest { part: calls[r.index], approval: r.approval.clone(), retry: r.retry };
+                let mut chain = machine.chain_after(&ready).peekable();
+                if chain.peek().is_some() {
+                    ahead.extend(run_ahead(&env, request(&ready), chain.map(|r| request(&r))));
                 }
                 let ReadyCall { index, approval, retry } = ready;
                 let env = &env;

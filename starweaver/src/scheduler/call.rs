@@ -200,26 +200,30 @@ fn arguments_of<'r>(request: &'r CallRequest<'_>) -> &'r Value {
     request.approval.as_ref().and_then(|a| a.override_arguments.as_ref()).unwrap_or(&request.part.arguments)
 }
 
-/// Offers `tool` the chain `requests` (calls to it that will run one after another, the
-/// first starting now) to run ahead, as [`Tool::run_ahead`](crate::Tool::run_ahead) says.
-/// Only untimed calls outside a concurrency cap are offered, and only up to the first that
-/// would not reach the tool (bad arguments, an approval gate).
-pub(crate) fn run_ahead(env: &CallEnv<'_>, requests: &[CallRequest<'_>]) -> Option<RunAhead> {
-    let tool = env.registry.get(&requests.first()?.part.name)?;
+/// Offers the tool of `first` the chain `first` and `rest` (calls to it that will run one
+/// after another, the first starting now) to run ahead, as
+/// [`Tool::run_ahead`](crate::Tool::run_ahead) says. Only untimed calls outside a
+/// concurrency cap are offered, and only up to the first that would not reach the tool
+/// (bad arguments, an approval gate). The chain is built as the tool reads it: a tool that
+/// runs nothing ahead costs nothing.
+pub(crate) fn run_ahead<'c>(
+    env: &CallEnv<'_>,
+    first: CallRequest<'c>,
+    rest: impl Iterator<Item = CallRequest<'c>>,
+) -> Option<RunAhead> {
+    let tool = env.registry.get(&first.part.name)?;
     if tool.timeout.is_some() || env.limit.is_some() {
         return None;
     }
-    let chain: Vec<ChainedCall> = requests
-        .iter()
+    let mut chain = std::iter::once(first)
+        .chain(rest)
         .map_while(|request| {
-            let arguments = prepare(tool, request, arguments_of(request)).ok()?.into_owned();
-            Some(ChainedCall { ctx: context(env, tool, request, 1, env.cancellation.clone()), arguments })
+            let arguments = prepare(tool, &request, arguments_of(&request)).ok()?.into_owned();
+            Some(ChainedCall { ctx: context(env, tool, &request, 1, env.cancellation.clone()), arguments })
         })
-        .collect();
-    if chain.len() < 2 {
-        return None;
-    }
-    tool.tool.run_ahead(chain)
+        .peekable();
+    chain.peek()?;
+    tool.tool.run_ahead(&mut chain)
 }
 
 /// The context of one attempt.

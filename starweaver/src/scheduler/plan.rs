@@ -156,13 +156,10 @@ impl CallPlan {
     /// The calls that will run one after another after `index`, each as soon as the one
     /// before it ends and waiting for nothing else: the rest of a run of calls to one tool.
     /// Empty when `index` has already started: its chain, if any, was read then.
-    #[must_use]
-    pub fn chain_after(&self, index: usize) -> Vec<usize> {
-        if self.state.get(index) != Some(&CallState::Running) || self.chained.get(index).is_none_or(|&c| c) {
-            return Vec::new();
-        }
-        let first = self.next_in_chain.get(index).copied().flatten();
-        std::iter::successors(first, |&i| self.next_in_chain.get(i).copied().flatten()).collect()
+    pub fn chain_after(&self, index: usize) -> impl Iterator<Item = usize> + '_ {
+        let head = self.state.get(index) == Some(&CallState::Running) && self.chained.get(index) == Some(&false);
+        let first = self.next_in_chain.get(index).copied().flatten().filter(|_| head);
+        std::iter::successors(first, |&i| self.next_in_chain.get(i).copied().flatten())
     }
 
     #[must_use]
@@ -218,13 +215,14 @@ mod tests {
     #[test]
     fn chains_are_runs_of_one_tool_with_no_barrier_between() {
         let mut calls = plan(&[("a", false), ("b", false), ("a", false), ("a", false), ("s", true), ("a", false)]);
-        assert_eq!(calls.chain_after(0), Vec::<usize>::new(), "read once the call runs");
+        let chain = |calls: &CallPlan, i| calls.chain_after(i).collect::<Vec<_>>();
+        assert_eq!(chain(&calls, 0), [0; 0], "read once the call runs");
         assert_eq!(calls.start_ready(), [0, 1]);
-        assert_eq!(calls.chain_after(0), [2, 3], "the barrier ends the chain");
-        assert_eq!(calls.chain_after(1), Vec::<usize>::new());
+        assert_eq!(chain(&calls, 0), [2, 3], "the barrier ends the chain");
+        assert_eq!(chain(&calls, 1), [0; 0]);
         calls.finish(0);
         assert_eq!(calls.start_ready(), [2]);
-        assert_eq!(calls.chain_after(2), Vec::<usize>::new(), "a chained call is not a head");
+        assert_eq!(chain(&calls, 2), [0; 0], "a chained call is not a head");
     }
 
     #[test]

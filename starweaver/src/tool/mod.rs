@@ -40,16 +40,17 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs one attempt of one call.
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>>;
 
-    /// `chain` holds calls to this tool that the runtime will make one after another, each
+    /// `chain` yields calls to this tool that the runtime will make one after another, each
     /// as soon as the one before it ended: a run of calls to one tool in one response (the
-    /// first is about to start). A tool whose calls are costly to start, such as a Python
+    /// first is about to start). It is built as it is read, so a tool that declines pays
+    /// nothing. A tool whose calls are costly to start, such as a Python
     /// function that must reach a worker thread, may run each one as soon as the one before
     /// it *succeeded*, on a thread of its own, and hand the result to the [`call`](Self::call)
     /// for it (its first attempt, with the same context). After any failure it must run no
     /// more of the chain: the runtime decides what follows (a retry comes first). Dropping
     /// the returned [`RunAhead`] (the run ended, or was cancelled) stops the calls not yet
     /// started. The default runs nothing ahead.
-    fn run_ahead(&self, _chain: Vec<ChainedCall>) -> Option<RunAhead> {
+    fn run_ahead(&self, _chain: &mut dyn Iterator<Item = ChainedCall>) -> Option<RunAhead> {
         None
     }
 }
