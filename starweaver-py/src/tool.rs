@@ -30,7 +30,7 @@ impl PyToolDefinition {
     /// fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
     /// `metadata`), read by the same serde rules as the definition's JSON form.
     #[new]
-    #[pyo3(signature = (name, parameters, /, **options))]
+    #[pyo3(signature = (name, parameters, **options))]
     fn new(
         py: Python<'_>,
         #[gen_stub(override_type(type_repr = "builtins.str", imports = ("builtins",)))] name: &Bound<'_, PyAny>,

@@ -815,7 +815,7 @@ class ToolDefinition:
         Model-facing metadata.
         """
     def __eq__(self, other: builtins.object, /) -> builtins.bool: ...
-    def __new__(cls, name: builtins.str, parameters: dict[str, typing.Any], /, **options: typing_extensions.Unpack[types.ToolDefinitionOptions]) -> ToolDefinition:
+    def __new__(cls, name: builtins.str, parameters: dict[str, typing.Any], **options: typing_extensions.Unpack[types.ToolDefinitionOptions]) -> ToolDefinition:
         r"""
         Builds and validates a definition; raises `RegistrationError` naming what is wrong
         (the option, or the JSON path in a schema). `options` are the definition's other

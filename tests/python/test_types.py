@@ -77,6 +77,8 @@ def test_the_definition_options_are_the_definitions_fields_past_name_and_paramet
     assert set(full.to_dict()) - {"name", "parameters"} == set(ToolDefinitionOptions.__annotations__)
     assert (full.sequential, full.timeout_ms, full.max_retries, full.metadata) == (True, 5, 1, {"k": 1})
     assert ToolDefinition("t", {"type": "object"}, metadata=None).metadata == {}
+    by_keyword = ToolDefinition(name="t", parameters={"type": "object", "properties": {}}, timeout_ms=5)
+    assert (by_keyword.name, by_keyword.timeout_ms) == ("t", 5)
 
 
 def test_import_starweaver_leaves_the_typing_helpers_and_pydantic_for_later() -> None:
