@@ -53,16 +53,13 @@ impl Ahead {
             Ok((context, jobs))
         })
         .ok()?;
-        let keys: Vec<Key> = jobs.iter().map(|(ctx, _, _)| key(ctx)).collect();
-        {
-            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
-            for (key, (_, _, slot)) in keys.iter().zip(&jobs) {
-                slots.insert(key.clone(), slot.clone());
-            }
-        }
+        let claims: Vec<(Key, Arc<Slot>)> = jobs.iter().map(|(ctx, _, slot)| (key(ctx), slot.clone())).collect();
         let stopped = Arc::new(AtomicBool::new(false));
         let lane = Lane { jobs, run, context, finish, stopped: stopped.clone() };
+        // Registered only once the thread runs: a slot nobody will fill must not be claimed.
         std::thread::Builder::new().name("starweaver-sync-chain".into()).spawn(move || lane.run()).ok()?;
+        let keys = claims.iter().map(|(key, _)| key.clone()).collect();
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner).extend(claims);
         Some(RunAhead::new(Stop { ahead: self.clone(), keys, stopped }))
     }
 
