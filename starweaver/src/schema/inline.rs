@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use super::walk::{self, Holds};
-use super::{SchemaError, err, escape, with_segment};
+use super::walk::{self, try_for_each_child_mut};
+use super::{SchemaError, err, with_segment};
 
 /// How many schema nodes an inlined schema may hold unless the caller says otherwise: a
 /// shared model referenced from many places multiplies on inlining.
@@ -34,8 +34,8 @@ pub const DEFAULT_INLINE_LIMIT: usize = 10_000;
 /// assert!(starweaver::schema::inline_defs(&recursive, 100).is_err());
 /// ```
 pub fn inline_defs(schema: &Value, limit: usize) -> Result<Value, SchemaError> {
-    let mut inliner = Inliner { root: schema, stack: Vec::new(), left: limit, limit };
-    let mut out = inliner.node(schema, &mut String::new())?;
+    let mut out = schema.clone();
+    Inliner { root: schema, stack: Vec::new(), left: limit, limit }.node(&mut out, &mut String::new())?;
     if let Value::Object(root) = &mut out {
         root.remove("$defs");
         root.remove("definitions");
@@ -44,59 +44,42 @@ pub fn inline_defs(schema: &Value, limit: usize) -> Result<Value, SchemaError> {
 }
 
 struct Inliner<'a> {
+    /// The schema as given: what references resolve against.
     root: &'a Value,
     /// The references being inlined, outermost first, to catch recursion.
-    stack: Vec<&'a str>,
+    stack: Vec<String>,
     left: usize,
     limit: usize,
 }
 
-impl<'a> Inliner<'a> {
-    fn node(&mut self, node: &'a Value, path: &mut String) -> Result<Value, SchemaError> {
+impl Inliner<'_> {
+    /// Inlines every reference in `node`, in place.
+    fn node(&mut self, node: &mut Value, path: &mut String) -> Result<(), SchemaError> {
         if self.left == 0 {
             return Err(err(path, format!("inlining `$defs` exceeds the bound of {} schema nodes", self.limit)));
         }
         self.left -= 1;
-        let Value::Object(map) = node else { return Ok(node.clone()) };
-        if let Some(reference) = map.get("$ref") {
-            return self.reference(reference, map, path);
+        let Value::Object(map) = node else { return Ok(()) };
+        if let Some(reference) = map.shift_remove("$ref") {
+            let siblings = std::mem::take(map);
+            return self.reference(reference.as_str().unwrap_or_default(), siblings, node, path);
         }
-        let mut out = Map::with_capacity(map.len());
-        for (key, value) in map {
+        try_for_each_child_mut(map, |keyword, segment, child| match keyword {
             // Definitions are what gets inlined, not where: the root drops them afterwards.
-            let holds = walk::holds(key).filter(|_| key != "$defs" && key != "definitions");
-            let inlined = match (holds, value) {
-                (Some(Holds::One), _) => with_segment(path, key, |p| self.node(value, p))?,
-                (Some(Holds::List), Value::Array(items)) => {
-                    let mut list = Vec::with_capacity(items.len());
-                    for (i, item) in items.iter().enumerate() {
-                        list.push(with_segment(path, &format!("{key}/{i}"), |p| self.node(item, p))?);
-                    }
-                    Value::Array(list)
-                }
-                (Some(Holds::Map), Value::Object(named)) => {
-                    let mut inlined = Map::with_capacity(named.len());
-                    for (name, item) in named {
-                        let at = format!("{key}/{}", escape(name));
-                        inlined.insert(name.clone(), with_segment(path, &at, |p| self.node(item, p))?);
-                    }
-                    Value::Object(inlined)
-                }
-                _ => value.clone(),
-            };
-            out.insert(key.clone(), inlined);
-        }
-        Ok(Value::Object(out))
+            "$defs" | "definitions" => Ok(()),
+            _ => with_segment(path, segment, |p| self.node(child, p)),
+        })
     }
 
+    /// Makes `node` what `reference` names, inlined, with the `$ref`'s `siblings` over it.
     fn reference(
         &mut self,
-        reference: &'a Value,
-        map: &'a Map<String, Value>,
+        reference: &str,
+        siblings: Map<String, Value>,
+        node: &mut Value,
         path: &mut String,
-    ) -> Result<Value, SchemaError> {
+    ) -> Result<(), SchemaError> {
         let at = format!("{path}/$ref");
-        let reference = reference.as_str().unwrap_or_default();
         if reference == "#" {
             return Err(err(&at, "`$ref: \"#\"` makes the schema recursive, so it cannot be inlined".into()));
         }
@@ -110,24 +93,23 @@ impl<'a> Inliner<'a> {
                 },
             ));
         };
-        if let Some(start) = self.stack.iter().position(|r| *r == reference) {
+        if let Some(start) = self.stack.iter().position(|r| r == reference) {
             let cycle: Vec<String> =
-                self.stack[start..].iter().chain([&reference]).map(|r| walk::last_segment(r)).collect();
+                self.stack[start..].iter().map(String::as_str).chain([reference]).map(walk::last_segment).collect();
             return Err(err(
                 &at,
                 format!("`{reference}` is recursive ({}), so it cannot be inlined", cycle.join(" -> ")),
             ));
         }
-        self.stack.push(reference);
-        let inlined = self.node(target, path);
+        *node = target.clone();
+        self.stack.push(reference.to_owned());
+        let inlined = self.node(node, path);
         self.stack.pop();
-        let mut inlined = inlined?;
-        if let Value::Object(out) = &mut inlined {
-            for (key, value) in map.iter().filter(|(k, _)| *k != "$ref") {
-                out.insert(key.clone(), value.clone());
-            }
+        inlined?;
+        if let Value::Object(out) = node {
+            out.extend(siblings);
         }
-        Ok(inlined)
+        Ok(())
     }
 }
 
