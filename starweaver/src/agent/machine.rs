@@ -394,8 +394,6 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         self.phase = Phase::Over(end);
     }
 
-    /// The calls that may start now that one ended (possibly none), or `None` once every
-    /// call of the batch has ended.
     /// The calls that will run one after another after `head` (just released): the rest of
     /// a run of calls to its tool, which the driver may let the tool run ahead.
     pub fn chain_after(&self, head: &ReadyCall) -> impl Iterator<Item = ReadyCall> + '_ {
@@ -414,6 +412,8 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         })
     }
 
+    /// The calls that may start now that one ended (possibly none), or `None` once every
+    /// call of the batch has ended.
     pub fn next_calls(&mut self) -> Option<Vec<ReadyCall>> {
         let Phase::Calls(batch) = &mut self.phase else { return None };
         if batch.plan.is_done() {

@@ -235,19 +235,17 @@ impl Run<'_> {
         let mut running = FuturesUnordered::new();
         // Chains of calls to one tool that the tool runs ahead; dropped with the batch.
         let mut ahead = Vec::new();
+        let request =
+            |r: &ReadyCall| CallRequest { part: calls[r.index], approval: r.approval.clone(), retry: r.retry };
         let mut start = first;
         let cancelled = loop {
             for ready in start.drain(..) {
-                let request =
-                    |r: &ReadyCall| CallRequest { part: calls[r.index], approval: r.approval.clone(), retry: r.retry };
                 let mut chain = machine.chain_after(&ready).peekable();
                 if chain.peek().is_some() {
                     ahead.extend(run_ahead(&env, request(&ready), chain.map(|r| request(&r))));
                 }
-                let ReadyCall { index, approval, retry } = ready;
-                let env = &env;
-                let part = calls[index];
-                running.push(async move { (index, invoke(env, &CallRequest { part, approval, retry }).await) });
+                let (env, index, call) = (&env, ready.index, request(&ready));
+                running.push(async move { (index, invoke(env, &call).await) });
             }
             let finished = tokio::select! {
                 biased;
