@@ -8,6 +8,11 @@ use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::tool::{Tool, ToolDefinition};
 
+/// A map keyed by tool name. Names are hashed several times a call (here, in the call
+/// plan, for model retries); foldhash does that several times faster than the default
+/// SipHash on keys this short, and is still seeded per process.
+pub(crate) type NameMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// A tool handed to the agent builder or a run, with where it came from.
 #[derive(Clone)]
 pub(crate) struct Registration {
@@ -69,14 +74,14 @@ pub(crate) struct RegistrationRules {
 /// The tools of an agent: unique names, validated definitions.
 pub struct ToolRegistry {
     tools: Vec<RegisteredTool>,
-    index: HashMap<String, usize>,
+    index: NameMap<String, usize>,
     definitions: Vec<ToolDefinition>,
 }
 
 impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
-        let mut registry = Self { tools: Vec::new(), index: HashMap::new(), definitions: Vec::new() };
+        let mut registry = Self { tools: Vec::new(), index: NameMap::default(), definitions: Vec::new() };
         let mut sources: Vec<Source> = Vec::new();
         for Registration { tool, source } in entries {
             tool.validate()?;

@@ -7,7 +7,7 @@
 //! model request, the tool calls, listing tools, timing spans.
 
 use std::borrow::BorrowMut;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -20,7 +20,7 @@ use crate::hitl::{
 };
 use crate::message::{History, Message, RequestPart, ToolCallPart};
 use crate::model::{ModelResponse, Usage};
-use crate::registry::ToolRegistry;
+use crate::registry::{NameMap, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
 use crate::tool::{ToolError, ToolErrorKind, ToolResult};
@@ -40,7 +40,7 @@ pub(crate) struct SessionState {
 pub(crate) struct Suspended {
     pub run_id: Arc<str>,
     pub step: u32,
-    pub retries: HashMap<Arc<str>, u32>,
+    pub retries: NameMap<Arc<str>, u32>,
     pub next_seq: u64,
     pub response: Arc<Message>,
     pub slots: Vec<Slot>,
@@ -199,7 +199,7 @@ impl Batch {
             .collect();
         drop(calls);
         let plan = CallPlan::new(runs.iter().map(|run| PlannedCall {
-            name: run.name.to_string(),
+            name: &run.name,
             sequential: registry.get(&run.name).is_some_and(|t| t.sequential),
         }));
         let outcomes = runs.iter().map(|_| None).collect();
@@ -207,7 +207,7 @@ impl Batch {
     }
 
     /// The calls the plan releases now.
-    fn release(&mut self, retries: &HashMap<Arc<str>, u32>) -> Vec<ReadyCall> {
+    fn release(&mut self, retries: &NameMap<Arc<str>, u32>) -> Vec<ReadyCall> {
         let runs = &self.runs;
         self.plan
             .start_ready()
@@ -239,7 +239,7 @@ pub(crate) struct Machine<S> {
     pub step: u32,
     max_steps: u32,
     /// Model retries spent per tool.
-    retries: HashMap<Arc<str>, u32>,
+    retries: NameMap<Arc<str>, u32>,
     /// Tokens the run's model requests used.
     pub usage: Usage,
     phase: Phase,
@@ -270,7 +270,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             run_id,
             step: 0,
             max_steps,
-            retries: HashMap::new(),
+            retries: NameMap::default(),
             usage: Usage::default(),
             phase: Phase::Model,
         }

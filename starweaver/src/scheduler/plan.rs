@@ -8,11 +8,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::registry::NameMap;
+
 /// One call, as the rules see it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedCall {
+pub struct PlannedCall<'a> {
     /// The tool's name.
-    pub name: String,
+    pub name: &'a str,
     /// Whether the tool is `sequential` (it runs alone, a barrier).
     pub sequential: bool,
 }
@@ -22,7 +24,7 @@ pub struct PlannedCall {
 /// ```
 /// use starweaver::scheduler::{CallPlan, PlannedCall};
 ///
-/// let call = |name: &str, sequential| PlannedCall { name: name.into(), sequential };
+/// let call = |name, sequential| PlannedCall { name, sequential };
 /// let mut plan = CallPlan::new([call("read", false), call("read", false), call("fetch", false), call("write", true)]);
 /// assert_eq!(plan.start_ready(), [0, 2]); // one `read` at a time; `fetch` beside it
 /// plan.finish(0);
@@ -84,37 +86,38 @@ enum CallState {
 
 impl CallPlan {
     /// Plans `calls`, in model order.
-    pub fn new(calls: impl IntoIterator<Item = PlannedCall>) -> Self {
-        let calls: Vec<PlannedCall> = calls.into_iter().collect();
+    pub fn new<'a>(calls: impl IntoIterator<Item = PlannedCall<'a>>) -> Self {
+        let calls: Vec<PlannedCall<'a>> = calls.into_iter().collect();
         let mut unblocks = vec![Vec::new(); calls.len()];
         let mut waits_for = vec![0; calls.len()];
         let mut next_in_chain = vec![None; calls.len()];
         let mut chained = vec![false; calls.len()];
-        let mut last_of_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut last_of_name: NameMap<&str, usize> = NameMap::default();
         let mut barrier: Option<usize> = None;
         for (i, call) in calls.iter().enumerate() {
-            let mut after: Vec<usize> = Vec::new();
-            if call.sequential {
-                after.extend(barrier.map_or(0, |b| b)..i);
+            // The calls this one waits for, in order and distinct: every call since the
+            // barrier for a `sequential` call; else the barrier and the previous call to
+            // the same tool after it.
+            let (since_barrier, same_tool) = if call.sequential {
+                (barrier.unwrap_or(0)..i, None)
             } else {
-                after.extend(barrier);
-                after.extend(last_of_name.get(call.name.as_str()).copied().filter(|&j| Some(j) > barrier));
-            }
-            after.sort_unstable();
-            after.dedup();
-            if let [only] = after[..]
-                && !call.sequential
-                && !calls[only].sequential
-                && calls[only].name == call.name
+                let previous = last_of_name.get(call.name).copied().filter(|&j| Some(j) > barrier);
+                (barrier.map_or(0..0, |b| b..b + 1), previous)
+            };
+            // A lone wait on the previous call to the same tool makes this call that one's
+            // successor in a chain (with no barrier yet, nothing else stands between them).
+            if barrier.is_none()
+                && let Some(previous) = same_tool
             {
-                next_in_chain[only] = Some(i);
+                next_in_chain[previous] = Some(i);
                 chained[i] = true;
             }
-            waits_for[i] = after.len();
+            waits_for[i] = since_barrier.len() + usize::from(same_tool.is_some());
+            let after = since_barrier.chain(same_tool);
             for j in after {
                 unblocks[j].push(i);
             }
-            last_of_name.insert(&call.name, i);
+            last_of_name.insert(call.name, i);
             if call.sequential {
                 barrier = Some(i);
             }
@@ -152,7 +155,6 @@ impl CallPlan {
         }
     }
 
-    /// Whether every call ended.
     /// The calls that will run one after another after `index`, each as soon as the one
     /// before it ends and waiting for nothing else: the rest of a run of calls to one tool.
     /// Empty when `index` has already started: its chain, if any, was read then.
@@ -162,6 +164,7 @@ impl CallPlan {
         std::iter::successors(first, |&i| self.next_in_chain.get(i).copied().flatten())
     }
 
+    /// Whether every call ended.
     #[must_use]
     pub fn is_done(&self) -> bool {
         self.finished == self.state.len()
@@ -173,9 +176,7 @@ mod tests {
     use super::*;
 
     fn plan(calls: &[(&str, bool)]) -> CallPlan {
-        CallPlan::new(
-            calls.iter().map(|(name, sequential)| PlannedCall { name: (*name).into(), sequential: *sequential }),
-        )
+        CallPlan::new(calls.iter().map(|(name, sequential)| PlannedCall { name, sequential: *sequential }))
     }
 
     /// Runs the plan finishing calls in `order` whenever they are running; the waves seen.
