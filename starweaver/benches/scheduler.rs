@@ -2,7 +2,7 @@
 //! closure-built tool and a `#[tool]` function.
 //!
 //! `cargo bench -p starweaver --bench scheduler` prints the time for a whole run of
-//! 1,000 calls; divide by 1,000 for µs per call (the target is ≤ 2 µs).
+//! 1,000 calls; divide by 1,000 for µs per call (the target is ≤ 1 µs).
 
 use divan::Bencher;
 use serde_json::json;
