@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures::StreamExt;
 use serde_json::{Value, json};
-use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, ToolChoice};
+use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, Settings, ToolChoice};
 use starweaver::{
     Agent, EventKind, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus, ToolBuilder,
     ToolContext, ToolError,
@@ -364,10 +364,8 @@ async fn a_missing_key_names_the_variable_to_set() {
 }
 
 #[tokio::test]
-async fn settings_azure_and_headers_reach_the_request() {
-    let server = serve("/openai/deployments/mini/chat/completions", vec![json_body("openai_chat", "text.json")]).await;
-    let model = OpenAIChatModel::new("gpt-4.1-mini")
-        .base_url(format!("{}/openai/deployments/mini", server.uri()))
+async fn settings_azure_and_headers_reach_the_request_whether_built_or_read_as_data() {
+    let built = OpenAIChatModel::new("gpt-4.1-mini")
         .api_key(KEY)
         .azure("2024-10-21")
         .header("x-team", "tools")
@@ -377,21 +375,54 @@ async fn settings_azure_and_headers_reach_the_request() {
         .tool_choice(ToolChoice::Tool("add".into()))
         .parallel_tool_calls(false)
         .extra_body(json!({"user": "u-1"}).as_object().unwrap().clone());
-    let result = agent(Arc::new(model)).run("hi").await.unwrap();
-    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    let sent = &requests(&server).await[0];
-    assert_eq!(sent.url.query(), Some("api-version=2024-10-21"));
-    assert_eq!(sent.headers.get("api-key").and_then(|v| v.to_str().ok()), Some(KEY));
-    assert!(sent.headers.get("authorization").is_none());
-    assert_eq!(sent.headers.get("x-team").and_then(|v| v.to_str().ok()), Some("tools"));
-    let body = body(sent);
-    assert_eq!(body["temperature"], json!(0.0));
-    assert_eq!(body["max_tokens"], json!(64));
-    assert_eq!(body["seed"], json!(7));
-    assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "add"}}));
-    assert_eq!(body["parallel_tool_calls"], json!(false));
-    assert_eq!(body["user"], json!("u-1"));
-    assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
+    let data: Settings = serde_json::from_value(json!({
+        "api_key": KEY,
+        "azure_api_version": "2024-10-21",
+        "headers": {"x-team": "tools"},
+        "temperature": 0.0,
+        "max_tokens": 64,
+        "seed": 7,
+        "tool_choice": {"tool": "add"},
+        "parallel_tool_calls": false,
+        "extra_body": {"user": "u-1"},
+        "timeout": 30.0,
+    }))
+    .unwrap();
+    let shown = format!("{data:?}");
+    assert!(!shown.contains(KEY) && !shown.contains("\"tools\""), "Debug shows a secret: {shown}");
+    for model in [built, OpenAIChatModel::new("gpt-4.1-mini").settings(data)] {
+        let server =
+            serve("/openai/deployments/mini/chat/completions", vec![json_body("openai_chat", "text.json")]).await;
+        let model = model.base_url(format!("{}/openai/deployments/mini", server.uri()));
+        let result = agent(Arc::new(model)).run("hi").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+        let sent = &requests(&server).await[0];
+        assert_eq!(sent.url.query(), Some("api-version=2024-10-21"));
+        assert_eq!(sent.headers.get("api-key").and_then(|v| v.to_str().ok()), Some(KEY));
+        assert!(sent.headers.get("authorization").is_none());
+        assert_eq!(sent.headers.get("x-team").and_then(|v| v.to_str().ok()), Some("tools"));
+        let body = body(sent);
+        assert_eq!(body["temperature"], json!(0.0));
+        assert_eq!(body["max_tokens"], json!(64));
+        assert_eq!(body["seed"], json!(7));
+        assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "add"}}));
+        assert_eq!(body["parallel_tool_calls"], json!(false));
+        assert_eq!(body["user"], json!("u-1"));
+        assert_eq!(body["tools"].as_array().map(Vec::len), Some(2));
+    }
+}
+
+#[test]
+fn settings_as_data_name_what_is_wrong() {
+    let error = |value: Value| serde_json::from_value::<Settings>(value).unwrap_err().to_string();
+    assert!(error(json!({"temprature": 0.0})).contains("unknown field `temprature`, expected one of"));
+    assert!(error(json!({"timeout": -1.0})).contains("expected a positive number of seconds"));
+    assert!(
+        error(json!({"tool_choice": "sometimes"})).contains(r#"expected "auto", "required", "none" or {"tool": name}"#)
+    );
+    assert!(error(json!({"headers": {"x": 1}})).contains("expected a string"));
+    let none: Settings = serde_json::from_value(json!({"headers": null, "timeout": null, "extra_body": null})).unwrap();
+    assert_eq!(none, Settings::default());
 }
 
 #[tokio::test]

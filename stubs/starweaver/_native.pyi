@@ -337,10 +337,11 @@ class NativeProviderModel:
         r"""
         The provider, as OpenTelemetry's `gen_ai.system` names it.
         """
-    def __new__(cls, protocol: builtins.str, name: builtins.str, *, base_url: typing.Optional[builtins.str] = None, api_key: typing.Optional[builtins.str] = None, api_key_env: typing.Optional[builtins.str] = None, headers: typing.Optional[typing.Any] = None, azure_api_version: typing.Optional[builtins.str] = None, timeout: typing.Optional[builtins.float] = None, connect_timeout: typing.Optional[builtins.float] = None, read_timeout: typing.Optional[builtins.float] = None, max_retries: typing.Optional[builtins.int] = None, temperature: typing.Optional[builtins.float] = None, top_p: typing.Optional[builtins.float] = None, max_tokens: typing.Optional[builtins.int] = None, seed: typing.Optional[builtins.int] = None, tool_choice: typing.Optional[typing.Any] = None, parallel_tool_calls: typing.Optional[builtins.bool] = None, extra_body: typing.Optional[typing.Any] = None) -> NativeProviderModel:
+    def __new__(cls, protocol: builtins.str, name: builtins.str, **options: typing_extensions.Unpack[types.ModelOptions]) -> NativeProviderModel:
         r"""
-        Raises `RegistrationError` naming an unknown protocol or a setting out of range.
-        `tool_choice` is `"auto"`, `"required"`, `"none"`, or `{"tool": name}`.
+        `options` are the fields of the core's `provider::Settings` (times in seconds),
+        read by serde; `RegistrationError` names an unknown protocol or option, or one out
+        of range. `tool_choice` is `"auto"`, `"required"`, `"none"`, or `{"tool": name}`.
         """
     def __repr__(self) -> builtins.str: ...
 

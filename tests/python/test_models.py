@@ -4,6 +4,7 @@ provider fixtures (tests/fixtures/providers), with Python tools, streamed and no
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 import pytest
@@ -185,11 +186,38 @@ def test_settings_reach_the_request() -> None:
 
 
 def test_bad_model_options_are_registration_errors() -> None:
-    with pytest.raises(RegistrationError, match="tool_choice"):
+    with pytest.raises(RegistrationError, match=r"invalid model `m`: option `tool_choice`: expected \"auto\""):
         OpenAIChatModel("m", tool_choice="sometimes")  # type: ignore[arg-type]
-    with pytest.raises(RegistrationError, match="timeout"):
+    with pytest.raises(RegistrationError, match="option `timeout`: .*`-1.0`, expected a positive number of seconds"):
         OpenAIChatModel("m", timeout=-1.0)
+    with pytest.raises(RegistrationError, match="option `headers.x-team`: invalid type: integer `1`, expected a string"):
+        OpenAIChatModel("m", headers={"x-team": 1})  # type: ignore[dict-item]
+    with pytest.raises(RegistrationError, match="option `temprature`: unknown field `temprature`, expected one of"):
+        OpenAIChatModel("m", temprature=0.0)  # type: ignore[call-arg]
     assert "canary" not in repr(OpenAIChatModel("m", api_key=CANARY))
+
+
+def test_model_settings_list_every_option_the_runtime_takes() -> None:
+    """The runtime reads the options by name, so one the TypedDict misses would be untyped
+    for users; the runtime's refusal of an unknown name lists the names it takes."""
+    from starweaver.types import ModelOptions, ModelSettings
+
+    with pytest.raises(RegistrationError) as refused:
+        OpenAIChatModel("m", unknown=1)  # type: ignore[call-arg]
+    taken = set(re.findall(r"`(\w+)`", str(refused.value).partition("expected one of")[2]))
+    assert taken == set(ModelOptions.__annotations__) | set(ModelSettings.__annotations__)
+    assert set(ModelOptions.__annotations__) - set(ModelSettings.__annotations__) == {"azure_api_version"}
+
+
+def test_query_and_key_header_reach_the_request() -> None:
+    with serving(Reply.of("openai_chat", "text.json")) as server:
+        model = OpenAIChatModel(
+            "m", base_url=server.url, api_key=CANARY, api_key_header="x-key", query={"tenant": "t1"}
+        )
+        asyncio.run(create_agent(model=model).run("hi"))
+    seen = server.seen[0]
+    assert seen.path == "/chat/completions?tenant=t1"
+    assert seen.headers["x-key"] == CANARY and "authorization" not in seen.headers
 
 
 def test_model_request_spans_export_the_gen_ai_attributes() -> None:

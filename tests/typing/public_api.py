@@ -230,7 +230,7 @@ async def typed_usage() -> None:
         chat,
         OpenAIResponsesModel("gpt-4.1-mini", max_retries=4, extra_body={"user": "u"}),
         AnthropicModel("claude-sonnet-4-5", max_tokens=1024, tool_choice={"tool": "add"}),
-        GeminiModel("gemini-2.5-flash", timeout=30.0, headers={"x": "y"}),
+        GeminiModel("gemini-2.5-flash", timeout=30.0, headers={"x": "y"}, query={"alt": "sse"}, api_key_header="x-k"),
         AzureOpenAIModel("gpt-4.1-mini", api_version="2024-10-21", base_url="https://x/openai/deployments/y"),
         infer_model("anthropic:claude-sonnet-4-5"),
     ]

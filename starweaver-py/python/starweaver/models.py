@@ -8,14 +8,15 @@ every option. Keys and base URLs default to the usual environment variables
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, ClassVar
 
 from ._native import NativeProviderModel
 from .exceptions import RegistrationError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from .types import ModelSettings
 
 __all__ = [
     "PREFIXES",
@@ -30,29 +31,15 @@ __all__ = [
     "infer_model",
 ]
 
-ToolChoice = Literal["auto", "required", "none"] | Mapping[str, str]
 
+def __getattr__(name: str) -> object:
+    # `ModelSettings` lives with the other TypedDicts, which (with typing_extensions) stay
+    # out of `import starweaver`; it is still importable from here at run time.
+    if name == "ModelSettings":
+        from .types import ModelSettings
 
-class ModelSettings(TypedDict, total=False):
-    """Where and how to reach a model, and its sampling settings. Times are in seconds."""
-
-    base_url: str
-    api_key: str
-    api_key_env: str
-    headers: Mapping[str, str]
-    timeout: float
-    connect_timeout: float
-    read_timeout: float
-    max_retries: int
-    temperature: float
-    top_p: float
-    max_tokens: int
-    seed: int
-    tool_choice: ToolChoice
-    """``"auto"``, ``"required"``, ``"none"``, or ``{"tool": name}``."""
-    parallel_tool_calls: bool
-    extra_body: Mapping[str, object]
-    """Merged into every request body last: anything the provider takes."""
+        return ModelSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ProviderModel:

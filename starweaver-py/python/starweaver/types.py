@@ -22,9 +22,11 @@ __all__ = [
     "DeferredRequestedEvent",
     "Event",
     "Message",
+    "ModelOptions",
     "ModelRequestEvent",
     "ModelRequestRecord",
     "ModelResponseEvent",
+    "ModelSettings",
     "PendingItem",
     "RequestMessage",
     "RequestPart",
@@ -43,6 +45,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallPart",
     "ToolDefinitionDict",
+    "ToolChoice",
     "ToolDefinitionOptions",
     "ToolOptions",
     "ToolRetryEvent",
@@ -146,6 +149,45 @@ class ToolOptions(ToolDefinitionOptions, total=False):
 
     name: str | None
     parameters_schema: Mapping[str, object] | None
+
+
+ToolChoice: TypeAlias = Union[Literal["auto", "required", "none"], Mapping[str, str]]
+"""``"auto"``, ``"required"``, ``"none"``, or ``{"tool": name}``."""
+
+
+class ModelSettings(TypedDict, total=False):
+    """Where and how to reach a model, and its sampling settings: the keyword arguments of
+    ``OpenAIChatModel(...)`` and the other classes in ``starweaver.models``. Times are in
+    seconds. The runtime reads them with serde and refuses any other name."""
+
+    base_url: str
+    api_key: str
+    api_key_env: str
+    """The environment variable holding the key, when not the provider's usual one."""
+    api_key_header: str
+    """The header that carries the key as is, instead of the provider's own."""
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
+    """Extra query parameters on every request."""
+    timeout: float
+    connect_timeout: float
+    read_timeout: float
+    max_retries: int
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool
+    extra_body: Mapping[str, object]
+    """Merged into every request body last: anything the provider takes."""
+
+
+class ModelOptions(ModelSettings, total=False):
+    """What the native model takes: the settings, and Azure OpenAI's API version (which
+    ``AzureOpenAIModel`` takes as ``api_version``)."""
+
+    azure_api_version: str
 
 
 class ModelRequestRecord(TypedDict):

@@ -37,9 +37,9 @@ mod openai_responses;
 pub use anthropic::Anthropic;
 #[cfg(feature = "gemini")]
 pub use gemini::Gemini;
-pub use model::{ApiKey, DEFAULT_MAX_RETRIES, ProviderModel, ToolChoice};
+pub use model::{ApiKey, DEFAULT_MAX_RETRIES, Pairs, ProviderModel, Settings, ToolChoice};
 #[doc(hidden)]
-pub use model::{Protocol, Settings, StreamState};
+pub use model::{Protocol, StreamState};
 #[cfg(feature = "openai")]
 pub use openai_chat::OpenAIChat;
 #[cfg(feature = "openai")]

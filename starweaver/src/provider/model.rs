@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::http::{self, Failure, Timeouts};
@@ -14,7 +15,8 @@ use crate::model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, 
 
 /// An API key. It is sent, never shown: `Debug` prints `ApiKey(***)`, and errors, events,
 /// traces and logs never hold it.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
 pub struct ApiKey(String);
 
 impl ApiKey {
@@ -34,8 +36,10 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Which tool the model must, may or must not call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which tool the model must, may or must not call. As data: `"auto"`, `"required"`,
+/// `"none"` or `{"tool": name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "ToolChoiceData")]
 pub enum ToolChoice {
     /// The model decides (the default).
     Auto,
@@ -47,18 +51,154 @@ pub enum ToolChoice {
     Tool(String),
 }
 
-/// Sampling and tool settings sent with every request.
-#[derive(Debug, Clone, Default, PartialEq)]
-#[doc(hidden)]
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "expected \"auto\", \"required\", \"none\" or {\"tool\": name}")]
+enum ToolChoiceData {
+    Mode(Mode),
+    Tool { tool: String },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    Auto,
+    Required,
+    None,
+}
+
+impl From<ToolChoiceData> for ToolChoice {
+    fn from(data: ToolChoiceData) -> Self {
+        match data {
+            ToolChoiceData::Mode(Mode::Auto) => Self::Auto,
+            ToolChoiceData::Mode(Mode::Required) => Self::Required,
+            ToolChoiceData::Mode(Mode::None) => Self::None,
+            ToolChoiceData::Tool { tool } => Self::Tool(tool),
+        }
+    }
+}
+
+/// Everything a [`ProviderModel`] holds besides its protocol and name: where and how to
+/// reach the model, and the sampling settings sent with every request. The builder
+/// methods set it field by field; as data (the Python binding's keyword arguments) it
+/// has their names, times in seconds, and refuses any other name.
+///
+/// ```
+/// use starweaver::provider::{OpenAIChatModel, Settings};
+///
+/// let settings: Settings = serde_json::from_value(serde_json::json!({
+///     "base_url": "http://127.0.0.1:8080/v1",
+///     "timeout": 30.0,
+///     "tool_choice": {"tool": "add"},
+/// }))?;
+/// let model = OpenAIChatModel::new("local").settings(settings);
+/// assert_eq!(model.name(), "local");
+/// assert!(serde_json::from_value::<Settings>(serde_json::json!({"temprature": 0.0})).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Settings {
+    /// Where the API lives; by default the protocol's environment variable, then its URL.
+    pub base_url: Option<String>,
+    /// The key; by default read from the environment.
+    pub api_key: Option<ApiKey>,
+    /// The environment variable holding the key, when not the protocol's usual one.
+    pub api_key_env: Option<String>,
+    /// The header that carries the key as is, instead of the protocol's own.
+    pub api_key_header: Option<String>,
+    /// Azure OpenAI's `api-version`; the key then goes in `api-key`.
+    pub azure_api_version: Option<String>,
+    /// Extra headers on every request.
+    #[serde(default)]
+    pub headers: Pairs,
+    /// Extra query parameters on every request.
+    #[serde(default)]
+    pub query: Pairs,
+    /// How long one attempt may take in all (600 s by default).
+    #[serde(default, deserialize_with = "seconds")]
+    pub timeout: Option<Duration>,
+    /// How long to wait for a connection (10 s by default).
+    #[serde(default, deserialize_with = "seconds")]
+    pub connect_timeout: Option<Duration>,
+    /// How long to wait between bytes of an answer (120 s by default).
+    #[serde(default, deserialize_with = "seconds")]
+    pub read_timeout: Option<Duration>,
+    /// Retries after a connection error, 408, 409, 429 or 5xx ([`DEFAULT_MAX_RETRIES`] by default).
+    pub max_retries: Option<u32>,
+    /// Sampling temperature.
     pub temperature: Option<f64>,
+    /// Nucleus sampling.
     pub top_p: Option<f64>,
+    /// The most tokens an answer may have.
     pub max_tokens: Option<u64>,
+    /// A sampling seed, where the provider takes one.
     pub seed: Option<i64>,
+    /// Which tool the model must, may or must not call.
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one answer.
     pub parallel_tool_calls: Option<bool>,
     /// Merged into the request body last, so it can set anything the provider takes.
+    #[serde(default, deserialize_with = "object")]
     pub extra_body: Map<String, Value>,
+}
+
+impl Settings {
+    fn timeouts(&self) -> Timeouts {
+        let default = Timeouts::default();
+        Timeouts {
+            connect: self.connect_timeout.unwrap_or(default.connect),
+            read: self.read_timeout.unwrap_or(default.read),
+            total: self.timeout.unwrap_or(default.total),
+        }
+    }
+}
+
+/// Names and values, in order (the builder may repeat a name): headers, query
+/// parameters. A value may be a credential, so `Debug` shows the names only. As data, a
+/// map of names to strings, or `null` for none.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Pairs(pub Vec<(String, String)>);
+
+impl fmt::Debug for Pairs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|(name, _)| name)).finish()
+    }
+}
+
+impl<'de> Deserialize<'de> for Pairs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of names to strings")
+            }
+            fn visit_none<E>(self) -> Result<Pairs, E> {
+                Ok(Pairs::default())
+            }
+            fn visit_unit<E>(self) -> Result<Pairs, E> {
+                Ok(Pairs::default())
+            }
+            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Pairs, D::Error> {
+                deserializer.deserialize_map(self)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Pairs, A::Error> {
+                std::iter::from_fn(|| map.next_entry().transpose()).collect::<Result<_, _>>().map(Pairs)
+            }
+        }
+        deserializer.deserialize_option(Visitor)
+    }
+}
+
+fn object<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
+    Ok(Option::deserialize(deserializer)?.unwrap_or_default())
+}
+
+fn seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    let Some(seconds) = Option::<f64>::deserialize(deserializer)? else { return Ok(None) };
+    Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
+        serde::de::Error::invalid_value(serde::de::Unexpected::Float(seconds), &"a positive number of seconds")
+    })
 }
 
 /// What one wire protocol supplies; the four are [`OpenAIChat`](super::OpenAIChat),
@@ -131,16 +271,6 @@ pub trait StreamState: Send {
 pub struct ProviderModel<P> {
     protocol: P,
     name: String,
-    base_url: Option<String>,
-    api_key: Option<ApiKey>,
-    /// The environment variable holding the key, when not the protocol's usual one.
-    key_env: Option<String>,
-    /// The header that carries the key instead of the protocol's own (Azure's `api-key`).
-    key_header: Option<String>,
-    headers: Vec<(String, String)>,
-    query: Vec<(String, String)>,
-    timeouts: Timeouts,
-    max_retries: u32,
     settings: Settings,
 }
 
@@ -149,9 +279,9 @@ impl<P: Protocol> fmt::Debug for ProviderModel<P> {
         f.debug_struct("ProviderModel")
             .field("provider", &P::PROVIDER)
             .field("name", &self.name)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key)
-            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("base_url", &self.settings.base_url)
+            .field("api_key", &self.settings.api_key)
+            .field("headers", &self.settings.headers)
             .finish_non_exhaustive()
     }
 }
@@ -162,39 +292,34 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 impl<P: Protocol> ProviderModel<P> {
     /// The model `name` (`gpt-4.1-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`, ...).
     pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            protocol: P::default(),
-            name: name.into(),
-            base_url: None,
-            api_key: None,
-            key_env: None,
-            key_header: None,
-            headers: Vec::new(),
-            query: Vec::new(),
-            timeouts: Timeouts::default(),
-            max_retries: DEFAULT_MAX_RETRIES,
-            settings: Settings::default(),
-        }
+        Self { protocol: P::default(), name: name.into(), settings: Settings::default() }
+    }
+
+    /// All settings at once, in place of any set before.
+    #[must_use]
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
     }
 
     /// Where the API lives (any OpenAI-compatible server, for the OpenAI protocols).
     #[must_use]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
+        self.settings.base_url = Some(url.into());
         self
     }
 
     /// The API key (by default the protocol's environment variable).
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey::new(key));
+        self.settings.api_key = Some(ApiKey::new(key));
         self
     }
 
     /// Reads the key from this environment variable instead of the protocol's usual one.
     #[must_use]
     pub fn api_key_env(mut self, name: impl Into<String>) -> Self {
-        self.key_env = Some(name.into());
+        self.settings.api_key_env = Some(name.into());
         self
     }
 
@@ -202,56 +327,57 @@ impl<P: Protocol> ProviderModel<P> {
     /// protocol's own header.
     #[must_use]
     pub fn api_key_header(mut self, name: impl Into<String>) -> Self {
-        self.key_header = Some(name.into());
+        self.settings.api_key_header = Some(name.into());
         self
     }
 
     /// Azure OpenAI: `api-version` on every request and the key in `api-key`. The base URL
     /// is the deployment's (`https://<resource>.openai.azure.com/openai/deployments/<name>`).
     #[must_use]
-    pub fn azure(self, api_version: impl Into<String>) -> Self {
-        self.query("api-version", api_version).api_key_header("api-key")
+    pub fn azure(mut self, api_version: impl Into<String>) -> Self {
+        self.settings.azure_api_version = Some(api_version.into());
+        self
     }
 
     /// An extra header on every request.
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.settings.headers.0.push((name.into(), value.into()));
         self
     }
 
     /// An extra query parameter on every request.
     #[must_use]
     pub fn query(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.query.push((name.into(), value.into()));
+        self.settings.query.0.push((name.into(), value.into()));
         self
     }
 
     /// How long to wait for a connection (10 s by default).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.timeouts.connect = timeout;
+        self.settings.connect_timeout = Some(timeout);
         self
     }
 
     /// How long to wait between bytes of an answer (120 s by default).
     #[must_use]
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.timeouts.read = timeout;
+        self.settings.read_timeout = Some(timeout);
         self
     }
 
     /// How long one attempt may take in all (600 s by default).
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeouts.total = timeout;
+        self.settings.timeout = Some(timeout);
         self
     }
 
     /// Retries after a connection error, 408, 409, 429 or 5xx ([`DEFAULT_MAX_RETRIES`] by default).
     #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
-        self.max_retries = retries;
+        self.settings.max_retries = Some(retries);
         self
     }
 
@@ -311,16 +437,16 @@ impl<P: Protocol> ProviderModel<P> {
 
     fn resolved_base_url(&self) -> String {
         let from_env = P::BASE_URL_ENV.and_then(|name| std::env::var(name).ok()).filter(|url| !url.is_empty());
-        self.base_url.clone().or(from_env).unwrap_or_else(|| P::DEFAULT_BASE_URL.to_owned())
+        self.settings.base_url.clone().or(from_env).unwrap_or_else(|| P::DEFAULT_BASE_URL.to_owned())
     }
 
     /// The key: given, or from the environment. Only the provider's own endpoint needs
     /// one; a local OpenAI-compatible server is called without.
     fn resolved_key(&self, base_url: &str) -> Result<Option<ApiKey>, ModelError> {
-        if let Some(key) = &self.api_key {
+        if let Some(key) = &self.settings.api_key {
             return Ok(Some(key.clone()));
         }
-        let env = self.key_env.as_deref().unwrap_or(P::KEY_ENV);
+        let env = self.settings.api_key_env.as_deref().unwrap_or(P::KEY_ENV);
         if let Some(key) = std::env::var(env).ok().filter(|k| !k.is_empty()) {
             return Ok(Some(ApiKey::new(key)));
         }
@@ -344,26 +470,30 @@ impl<P: Protocol> ProviderModel<P> {
             map.extend(self.settings.extra_body.clone());
         }
         let url = self.protocol.url(base_url.trim_end_matches('/'), &self.name, stream);
-        let client = http::client(self.timeouts)?;
+        let timeouts = self.settings.timeouts();
+        let client = http::client(timeouts)?;
         let secrets: Vec<&str> = key.iter().map(ApiKey::expose).collect();
         let mut url = reqwest::Url::parse(&url)
             .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("invalid base URL `{base_url}`: {e}")))?;
-        if !self.query.is_empty() {
-            url.query_pairs_mut().extend_pairs(&self.query);
+        let azure = self.settings.azure_api_version.as_deref().map(|version| ("api-version", version));
+        let query = self.settings.query.0.iter().map(|(name, value)| (name.as_str(), value.as_str())).chain(azure);
+        if query.clone().next().is_some() {
+            url.query_pairs_mut().extend_pairs(query);
         }
         let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::of(ModelErrorKind::Other, format!("the request is not JSON: {e}")))?;
         let mut builder = client
             .post(url)
-            .timeout(self.timeouts.total)
+            .timeout(timeouts.total)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         for (name, value) in self.protocol.fixed_headers() {
             builder = builder.header(*name, *value);
         }
         if let Some(key) = &key {
-            let (name, value) = match &self.key_header {
-                Some(name) => (name.as_str(), key.expose().to_owned()),
+            let azure = self.settings.azure_api_version.as_ref().map(|_| "api-key");
+            let (name, value) = match self.settings.api_key_header.as_deref().or(azure) {
+                Some(name) => (name, key.expose().to_owned()),
                 None => {
                     let (name, value) = self.protocol.auth(key.expose());
                     (name, value)
@@ -375,11 +505,11 @@ impl<P: Protocol> ProviderModel<P> {
             value.set_sensitive(true);
             builder = builder.header(name, value);
         }
-        for (name, value) in &self.headers {
+        for (name, value) in &self.settings.headers.0 {
             builder = builder.header(name, value);
         }
         let builder = &builder;
-        http::with_retries(self.max_retries, || async {
+        http::with_retries(self.settings.max_retries.unwrap_or(DEFAULT_MAX_RETRIES), || async {
             let attempt = builder.try_clone().ok_or_else(|| {
                 Failure::fatal(ModelError::of(ModelErrorKind::Other, "the request cannot be repeated"))
             })?;
