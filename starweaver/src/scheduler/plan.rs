@@ -112,10 +112,9 @@ impl CallPlan {
                 next_in_chain[previous] = Some(i);
                 chained[i] = true;
             }
-            waits_for[i] = since_barrier.len() + usize::from(same_tool.is_some());
-            let after = since_barrier.chain(same_tool);
-            for j in after {
+            for j in since_barrier.chain(same_tool) {
                 unblocks[j].push(i);
+                waits_for[i] += 1;
             }
             last_of_name.insert(call.name, i);
             if call.sequential {
