@@ -109,10 +109,10 @@ pub struct Settings {
     /// Azure OpenAI's `api-version`; the key then goes in `api-key`.
     pub azure_api_version: Option<String>,
     /// Extra headers on every request.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub headers: Pairs,
     /// Extra query parameters on every request.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "or_default")]
     pub query: Pairs,
     /// How long one attempt may take in all (600 s by default).
     #[serde(default, deserialize_with = "seconds")]
@@ -138,11 +138,23 @@ pub struct Settings {
     /// Whether the model may call several tools in one answer.
     pub parallel_tool_calls: Option<bool>,
     /// Merged into the request body last, so it can set anything the provider takes.
-    #[serde(default, deserialize_with = "object")]
+    #[serde(default, deserialize_with = "or_default")]
     pub extra_body: Map<String, Value>,
 }
 
 impl Settings {
+    /// The query parameters every request carries: the extra ones, then Azure's version.
+    fn query_pairs(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
+        let azure = self.azure_api_version.as_deref().map(|version| ("api-version", version));
+        self.query.0.iter().map(|(name, value)| (name.as_str(), value.as_str())).chain(azure)
+    }
+
+    /// The header that carries the key as is, if not the protocol's own: the one given,
+    /// else Azure's `api-key`.
+    fn key_header(&self) -> Option<&str> {
+        self.api_key_header.as_deref().or(self.azure_api_version.as_ref().map(|_| "api-key"))
+    }
+
     fn timeouts(&self) -> Timeouts {
         let default = Timeouts::default();
         Timeouts {
@@ -155,7 +167,7 @@ impl Settings {
 
 /// Names and values, in order (the builder may repeat a name): headers, query
 /// parameters. A value may be a credential, so `Debug` shows the names only. As data, a
-/// map of names to strings, or `null` for none.
+/// map of names to strings.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Pairs(pub Vec<(String, String)>);
 
@@ -173,24 +185,16 @@ impl<'de> Deserialize<'de> for Pairs {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a map of names to strings")
             }
-            fn visit_none<E>(self) -> Result<Pairs, E> {
-                Ok(Pairs::default())
-            }
-            fn visit_unit<E>(self) -> Result<Pairs, E> {
-                Ok(Pairs::default())
-            }
-            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Pairs, D::Error> {
-                deserializer.deserialize_map(self)
-            }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Pairs, A::Error> {
                 std::iter::from_fn(|| map.next_entry().transpose()).collect::<Result<_, _>>().map(Pairs)
             }
         }
-        deserializer.deserialize_option(Visitor)
+        deserializer.deserialize_map(Visitor)
     }
 }
 
-fn object<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Map<String, Value>, D::Error> {
+/// `null` stands for the default (none), as leaving the field out does.
+fn or_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(deserializer: D) -> Result<T, D::Error> {
     Ok(Option::deserialize(deserializer)?.unwrap_or_default())
 }
 
@@ -475,8 +479,7 @@ impl<P: Protocol> ProviderModel<P> {
         let secrets: Vec<&str> = key.iter().map(ApiKey::expose).collect();
         let mut url = reqwest::Url::parse(&url)
             .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("invalid base URL `{base_url}`: {e}")))?;
-        let azure = self.settings.azure_api_version.as_deref().map(|version| ("api-version", version));
-        let query = self.settings.query.0.iter().map(|(name, value)| (name.as_str(), value.as_str())).chain(azure);
+        let query = self.settings.query_pairs();
         if query.clone().next().is_some() {
             url.query_pairs_mut().extend_pairs(query);
         }
@@ -491,8 +494,7 @@ impl<P: Protocol> ProviderModel<P> {
             builder = builder.header(*name, *value);
         }
         if let Some(key) = &key {
-            let azure = self.settings.azure_api_version.as_ref().map(|_| "api-key");
-            let (name, value) = match self.settings.api_key_header.as_deref().or(azure) {
+            let (name, value) = match self.settings.key_header() {
                 Some(name) => (name, key.expose().to_owned()),
                 None => {
                     let (name, value) = self.protocol.auth(key.expose());
