@@ -133,11 +133,10 @@ pub(crate) async fn invoke_alone(
 /// Runs one call to its end (value, error, or a suspension for a human).
 pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> CallOutcome {
     let call = request.part;
-    let override_arguments = request.approval.as_ref().and_then(|a| a.override_arguments.as_ref());
     env.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
-        override_arguments: override_arguments.cloned(),
+        override_arguments: override_of(request).cloned(),
     });
     let arguments = arguments_of(request);
     let (call_span, span) =
@@ -197,7 +196,12 @@ fn prepare<'v>(
 
 /// The arguments a request runs with: the approver's override, else the model's.
 fn arguments_of<'r>(request: &'r CallRequest<'_>) -> &'r Value {
-    request.approval.as_ref().and_then(|a| a.override_arguments.as_ref()).unwrap_or(&request.part.arguments)
+    override_of(request).unwrap_or(&request.part.arguments)
+}
+
+/// The arguments the approver put in place of the model's, if any.
+fn override_of<'r>(request: &'r CallRequest<'_>) -> Option<&'r Value> {
+    request.approval.as_ref().and_then(|a| a.override_arguments.as_ref())
 }
 
 /// Offers the tool of `first` the chain `first` and `rest` (calls to it that will run one
