@@ -59,6 +59,100 @@ fn check_text_depth(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The first integer in `text` (valid JSON) that no 64-bit integer holds, as an error
+/// naming where it is (`items[0].n`, the path style of argument errors). serde_json reads
+/// such an integer as the nearest float, so a parameter typed as any JSON value would
+/// receive `1e23` for `100000000000000000000000`: arguments holding one are refused
+/// instead (DESIGN.md §16: values are never changed on the way in).
+///
+/// ```
+/// let error = starweaver::json::wide_integer(r#"{"items": [{"n": 100000000000000000000000}]}"#);
+/// assert_eq!(
+///     error.as_deref(),
+///     Some("`items[0].n`: the integer 100000000000000000000000 does not fit in 64 bits (send it as a string)")
+/// );
+/// assert_eq!(starweaver::json::wide_integer(r#"{"n": 18446744073709551615, "x": 1e30}"#), None);
+/// ```
+pub fn wide_integer(text: &str) -> Option<String> {
+    enum Frame {
+        Object { key: String },
+        Array { index: usize },
+    }
+    let bytes = text.as_bytes();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'{' => stack.push(Frame::Object { key: String::new() }),
+            b'[' => stack.push(Frame::Array { index: 0 }),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => {
+                if let Some(Frame::Array { index }) = stack.last_mut() {
+                    *index += 1;
+                }
+            }
+            b'"' => {
+                let end = string_end(bytes, at);
+                // A string directly followed by `:` is an object key.
+                let rest = text.get(end..).unwrap_or_default().trim_start();
+                if rest.starts_with(':')
+                    && let Some(Frame::Object { key }) = stack.last_mut()
+                {
+                    let raw = text.get(at..end).unwrap_or_default();
+                    *key = serde_json::from_str(raw).unwrap_or_else(|_| raw.to_owned());
+                }
+                at = end;
+                continue;
+            }
+            b'-' | b'0'..=b'9' => {
+                let end = bytes
+                    .get(at..)
+                    .and_then(|tail| {
+                        tail.iter().position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                    })
+                    .map_or(bytes.len(), |n| at + n);
+                let literal = text.get(at..end).unwrap_or_default();
+                let integral = !literal.contains(['.', 'e', 'E']);
+                if integral && literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err() {
+                    let mut path = String::new();
+                    for frame in &stack {
+                        match frame {
+                            Frame::Object { key } if path.is_empty() => path.push_str(key),
+                            Frame::Object { key } => {
+                                path.push('.');
+                                path.push_str(key);
+                            }
+                            Frame::Array { index } => path.push_str(&format!("[{index}]")),
+                        }
+                    }
+                    let what = format!("the integer {literal} does not fit in 64 bits (send it as a string)");
+                    return Some(if path.is_empty() { what } else { format!("`{path}`: {what}") });
+                }
+                at = end;
+                continue;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// Where the string starting at `start` (its opening quote) ends: just past its closing quote.
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut at = start + 1;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'\\' => at += 2,
+            b'"' => return at + 1,
+            _ => at += 1,
+        }
+    }
+    bytes.len()
+}
+
 /// How a value is named in error messages: `null`, `a bool`, `a number`, ...
 pub fn kind_of(value: &Value) -> &'static str {
     match value {

@@ -28,7 +28,18 @@ struct Protocol {
     path: &'static str,
     stream_path: &'static str,
     auth: (&'static str, &'static str),
-    model: fn(&str) -> Arc<dyn Model>,
+    /// The response header holding the provider's request id.
+    request_id: &'static str,
+    /// How `text.json` says the answer is finished, and the SSE body of a stream error.
+    finish: &'static str,
+    stream_error: &'static str,
+    build: fn(&str, Settings) -> Arc<dyn Model>,
+}
+
+impl Protocol {
+    fn model(&self, base: &str) -> Arc<dyn Model> {
+        (self.build)(base, Settings::default())
+    }
 }
 
 const PROTOCOLS: [Protocol; 4] = [
@@ -37,28 +48,55 @@ const PROTOCOLS: [Protocol; 4] = [
         path: "/v1/chat/completions",
         stream_path: "/v1/chat/completions",
         auth: ("authorization", "Bearer sk-canary-0123456789abcdef"),
-        model: |base| Arc::new(OpenAIChatModel::new("gpt-4.1-mini").base_url(format!("{base}/v1")).api_key(KEY)),
+        request_id: "x-request-id",
+        finish: r#""finish_reason": "stop""#,
+        stream_error: "data: {\"error\": {\"message\": \"bad key KEY\"}}\n\n",
+        build: |base, settings| {
+            Arc::new(
+                OpenAIChatModel::new("gpt-4.1-mini").settings(settings).base_url(format!("{base}/v1")).api_key(KEY),
+            )
+        },
     },
     Protocol {
         dir: "openai_responses",
         path: "/v1/responses",
         stream_path: "/v1/responses",
         auth: ("authorization", "Bearer sk-canary-0123456789abcdef"),
-        model: |base| Arc::new(OpenAIResponsesModel::new("gpt-4.1-mini").base_url(format!("{base}/v1")).api_key(KEY)),
+        request_id: "x-request-id",
+        finish: r#""status": "completed""#,
+        stream_error: "event: error\ndata: {\"type\": \"error\", \"message\": \"bad key KEY\"}\n\n",
+        build: |base, settings| {
+            Arc::new(
+                OpenAIResponsesModel::new("gpt-4.1-mini")
+                    .settings(settings)
+                    .base_url(format!("{base}/v1"))
+                    .api_key(KEY),
+            )
+        },
     },
     Protocol {
         dir: "anthropic",
         path: "/v1/messages",
         stream_path: "/v1/messages",
         auth: ("x-api-key", KEY),
-        model: |base| Arc::new(AnthropicModel::new("claude-sonnet-4-5").base_url(base).api_key(KEY)),
+        request_id: "request-id",
+        finish: r#""stop_reason": "end_turn""#,
+        stream_error: "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"bad key KEY\"}}\n\n",
+        build: |base, settings| {
+            Arc::new(AnthropicModel::new("claude-sonnet-4-5").settings(settings).base_url(base).api_key(KEY))
+        },
     },
     Protocol {
         dir: "gemini",
         path: "/v1beta/models/gemini-2.5-flash:generateContent",
         stream_path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
         auth: ("x-goog-api-key", KEY),
-        model: |base| Arc::new(GeminiModel::new("gemini-2.5-flash").base_url(base).api_key(KEY)),
+        request_id: "x-request-id",
+        finish: r#""finishReason": "STOP""#,
+        stream_error: "data: {\"error\": {\"code\": 500, \"message\": \"bad key KEY\"}}\n\n",
+        build: |base, settings| {
+            Arc::new(GeminiModel::new("gemini-2.5-flash").settings(settings).base_url(base).api_key(KEY))
+        },
     },
 ];
 
@@ -125,7 +163,7 @@ async fn every_protocol_runs_tool_calls_then_answers_and_sends_what_its_api_expe
             vec![json_body(protocol.dir, "tool_calls.json"), json_body(protocol.dir, "text.json")],
         )
         .await;
-        let result = agent((protocol.model)(&server.uri())).run("add 2 and 3").await.unwrap();
+        let result = agent(protocol.model(&server.uri())).run("add 2 and 3").await.unwrap();
         assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
         assert_eq!(result.output.as_deref(), Some("The total is 5."), "{}", protocol.dir);
         let returns = returns_of(&result);
@@ -165,7 +203,7 @@ async fn a_streamed_answer_gives_deltas_then_exactly_the_unstreamed_message() {
             vec![sse_body(protocol.dir, "stream.sse"), sse_body(protocol.dir, "text_stream.sse")],
         )
         .await;
-        let agent = agent((protocol.model)(&server.uri()));
+        let agent = agent(protocol.model(&server.uri()));
         let mut stream = agent.run_stream("add 2 and 3");
         let (mut text, mut arguments) = (String::new(), String::new());
         let mut kinds = Vec::new();
@@ -195,7 +233,7 @@ async fn a_streamed_answer_gives_deltas_then_exactly_the_unstreamed_message() {
             || r.url.query().is_some_and(|q| q.contains("alt=sse"))));
 
         let twin = serve(protocol.path, vec![json_body(protocol.dir, "stream_twin.json")]).await;
-        let whole = (protocol.model)(&twin.uri());
+        let whole = protocol.model(&twin.uri());
         let unstreamed = agent_once(whole).await;
         let streamed_first = streamed.messages.messages()[1].clone();
         assert_eq!(*streamed_first, unstreamed, "{}: the same answer, streamed or not", protocol.dir);
@@ -234,15 +272,15 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
     )
     .await;
     let started = Instant::now();
-    let result = agent((PROTOCOLS[0].model)(&server.uri())).run("hi").await.unwrap();
+    let result = agent(PROTOCOLS[0].model(&server.uri())).run("hi").await.unwrap();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_eq!(requests(&server).await.len(), 3);
     assert!(started.elapsed() >= Duration::from_millis(20), "the retry waited as the server asked");
 }
 
-async fn failed_with(responses: Vec<ResponseTemplate>, model: fn(&str) -> Arc<dyn Model>) -> (RunResult, usize) {
-    let server = serve("/v1/chat/completions", responses).await;
-    let result = agent(model(&server.uri())).run("hi").await.unwrap();
+async fn failed_with(responses: Vec<ResponseTemplate>, protocol: Protocol) -> (RunResult, usize) {
+    let server = serve(protocol.path, responses).await;
+    let result = agent(protocol.model(&server.uri())).run("hi").await.unwrap();
     let sent = requests(&server).await.len();
     (result, sent)
 }
@@ -279,7 +317,7 @@ async fn refusals_by_status_are_named_and_never_retried_and_never_show_the_key()
     ];
     for (response, kind, status) in cases {
         let response = response.insert_header("x-request-id", "req_123");
-        let (result, sent) = failed_with(vec![response], PROTOCOLS[0].model).await;
+        let (result, sent) = failed_with(vec![response], PROTOCOLS[0]).await;
         assert_eq!(result.status, RunStatus::Failed);
         assert_eq!(sent, 1, "{kind:?} is not retried");
         let error = model_error(&result);
@@ -304,7 +342,7 @@ async fn refusals_by_status_are_named_and_never_retried_and_never_show_the_key()
 async fn arguments_that_are_not_a_json_object_and_unknown_tools_become_returns_the_model_can_fix() {
     let dir = "openai_chat";
     let (result, _) =
-        failed_with(vec![json_body(dir, "bad_arguments.json"), json_body(dir, "text.json")], PROTOCOLS[0].model).await;
+        failed_with(vec![json_body(dir, "bad_arguments.json"), json_body(dir, "text.json")], PROTOCOLS[0]).await;
     assert_eq!(result.status, RunStatus::Completed);
     let kinds: Vec<Value> = returns_of(&result).into_iter().map(|(_, content, _)| content["kind"].clone()).collect();
     assert_eq!(kinds, [json!("invalid_arguments"), json!("invalid_arguments"), json!("not_found")]);
@@ -322,13 +360,13 @@ async fn a_stream_cut_before_anything_reached_the_run_is_retried_and_after_is_a_
         ],
     )
     .await;
-    let result = agent((PROTOCOLS[0].model)(&server.uri())).run_stream("hi").result().await.unwrap();
+    let result = agent(PROTOCOLS[0].model(&server.uri())).run_stream("hi").result().await.unwrap();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_eq!(requests(&server).await.len(), 2);
 
     for protocol in PROTOCOLS {
         let server = serve(protocol.stream_path, vec![sse_body(protocol.dir, "truncated.sse")]).await;
-        let result = agent((protocol.model)(&server.uri())).run_stream("hi").result().await.unwrap();
+        let result = agent(protocol.model(&server.uri())).run_stream("hi").result().await.unwrap();
         assert_eq!(model_error(&result).kind, ModelErrorKind::StreamInterrupted, "{}", protocol.dir);
         assert_eq!(requests(&server).await.len(), 1, "{}", protocol.dir);
     }
@@ -349,7 +387,7 @@ async fn cancelling_mid_request_drops_it_and_ends_the_run_cancelled() {
     });
     let started = Instant::now();
     let options = RunOptions { cancellation: Some(cancellation), ..RunOptions::default() };
-    let result = agent((PROTOCOLS[0].model)(&server.uri())).run_with("hi", options).await.unwrap();
+    let result = agent(PROTOCOLS[0].model(&server.uri())).run_with("hi", options).await.unwrap();
     assert_eq!(result.status, RunStatus::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(10), "the request was dropped, not awaited");
 }
@@ -428,7 +466,7 @@ fn settings_as_data_name_what_is_wrong() {
 #[tokio::test]
 async fn model_spans_carry_the_gen_ai_attributes() {
     let server = serve("/v1/chat/completions", vec![json_body("openai_chat", "text.json")]).await;
-    let result = agent((PROTOCOLS[0].model)(&server.uri())).run("hi").await.unwrap();
+    let result = agent(PROTOCOLS[0].model(&server.uri())).run("hi").await.unwrap();
     let span = result.trace.spans.iter().find(|s| s.kind == starweaver::SpanKind::ModelRequest).unwrap();
     assert_eq!(span.attributes["gen_ai.system"], json!("openai"));
     assert_eq!(span.attributes["gen_ai.request.model"], json!("gpt-4.1-mini"));
@@ -499,10 +537,251 @@ async fn servers_that_number_streamed_tool_calls_oddly_still_give_the_right_call
     for (quirk, deltas) in quirks {
         let server =
             serve("/v1/chat/completions", vec![chat_stream(&deltas), sse_body("openai_chat", "text_stream.sse")]).await;
-        let result = agent((PROTOCOLS[0].model)(&server.uri())).run_stream("add").result().await.unwrap();
+        let result = agent(PROTOCOLS[0].model(&server.uri())).run_stream("add").result().await.unwrap();
         assert_eq!(result.status, RunStatus::Completed, "{quirk}: {:?}", result.error);
         let returns = returns_of(&result);
         let got: Vec<(&str, &Value)> = returns.iter().map(|(id, content, _)| (id.as_str(), content)).collect();
         assert_eq!(got, [("a", &json!(3)), ("b", &json!(7))], "{quirk}");
     }
+}
+
+// Hostile model servers (DESIGN.md §16): whatever a server sends, no panic, no wait past
+// the model's limits, memory bounded, and the key never leaves its origin or shows.
+
+/// Everything a run hands back, as one text to search for the key in.
+fn everything(result: &RunResult) -> String {
+    format!(
+        "{:?} {} {} {}",
+        result.error,
+        serde_json::to_string(&result.events).unwrap(),
+        result.messages.to_json(),
+        serde_json::to_string(&result.trace).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_origin_never_carries_the_key_and_one_within_it_is_followed() {
+    for protocol in PROTOCOLS {
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("POST")).respond_with(json_body(protocol.dir, "text.json")).mount(&elsewhere).await;
+        let moved =
+            ResponseTemplate::new(307).insert_header("location", format!("{}{}", elsewhere.uri(), protocol.path));
+        let (result, _) = failed_with(vec![moved], protocol).await;
+        assert_eq!(requests(&elsewhere).await.len(), 0, "{}: nothing reached the other origin", protocol.dir);
+        let error = model_error(&result);
+        assert_eq!((error.kind, error.status), (ModelErrorKind::Http, Some(307)), "{}", protocol.dir);
+        assert!(error.message.contains("another origin"), "{}: {}", protocol.dir, error.message);
+
+        let server = MockServer::start().await;
+        let moved = ResponseTemplate::new(307).insert_header("location", format!("{}/moved", server.uri()));
+        Mock::given(path(protocol.path)).respond_with(moved).mount(&server).await;
+        Mock::given(path("/moved")).respond_with(json_body(protocol.dir, "text.json")).mount(&server).await;
+        let result = agent(protocol.model(&server.uri())).run("hi").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        let sent = requests(&server).await;
+        assert_eq!(sent.len(), 2, "{}", protocol.dir);
+        let (name, value) = protocol.auth;
+        assert_eq!(sent[1].headers.get(name).and_then(|v| v.to_str().ok()), Some(value), "{}", protocol.dir);
+    }
+}
+
+#[tokio::test]
+async fn the_key_never_shows_whatever_form_a_server_echoes_it_in() {
+    let escaped = KEY.replace('s', "\\u0073").replace('-', "\\u002d");
+    for protocol in PROTOCOLS {
+        let refused = ResponseTemplate::new(401)
+            .insert_header(protocol.request_id, KEY)
+            .set_body_string(format!("{{\"error\": {{\"message\": \"Incorrect API key provided: {escaped}\"}}}}"));
+        let finished_oddly = ResponseTemplate::new(200)
+            .insert_header(protocol.request_id, format!("req-{KEY}"))
+            .set_body_string(fixture(protocol.dir, "text.json").replace(protocol.finish, &{
+                let (field, _) = protocol.finish.split_once(": ").unwrap();
+                format!("{field}: \"{KEY}\"")
+            }));
+        let stream_error = ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(protocol.stream_error.replace("KEY", &escaped));
+        for (case, response, stream) in
+            [("401", refused, false), ("finish reason", finished_oddly, false), ("stream error", stream_error, true)]
+        {
+            let server = serve(if stream { protocol.stream_path } else { protocol.path }, vec![response]).await;
+            let agent = agent(protocol.model(&server.uri()));
+            let result =
+                if stream { agent.run_stream("hi").result().await.unwrap() } else { agent.run("hi").await.unwrap() };
+            assert_eq!(result.status, RunStatus::Failed, "{} {case}", protocol.dir);
+            let all = everything(&result);
+            assert!(
+                !all.contains("canary") && !all.contains("sk-canar"),
+                "{} {case} leaked the key: {all}",
+                protocol.dir
+            );
+            assert!(all.contains("[redacted]"), "{} {case}: the echo was there to redact: {all}", protocol.dir);
+        }
+    }
+    let refusal = fixture("openai_chat", "refusal.json");
+    let refusal: Value = serde_json::from_str(&refusal).unwrap();
+    let mut refusal = refusal;
+    refusal["choices"][0]["message"]["refusal"] = format!("I will not use {KEY}").into();
+    let (result, _) = failed_with(vec![ResponseTemplate::new(200).set_body_json(refusal)], PROTOCOLS[0]).await;
+    assert_eq!(model_error(&result).kind, ModelErrorKind::Refusal);
+    assert!(!everything(&result).contains("canary"), "{}", everything(&result));
+}
+
+#[tokio::test]
+async fn retry_after_values_no_wait_can_hold_fall_back_to_the_backoff() {
+    for (name, value) in
+        [("retry-after", "inf"), ("retry-after", "1e20"), ("retry-after-ms", "1e30"), ("retry-after", "NaN")]
+    {
+        let limited = ResponseTemplate::new(429).insert_header(name, value).set_body_string("slow down");
+        let (result, sent) = failed_with(vec![limited, json_body("openai_chat", "text.json")], PROTOCOLS[0]).await;
+        assert_eq!(result.status, RunStatus::Completed, "{name}: {value}: {:?}", result.error);
+        assert_eq!(sent, 2, "{name}: {value}");
+    }
+}
+
+#[tokio::test]
+async fn no_retry_waits_past_the_models_timeout() {
+    let server = serve(
+        "/v1/chat/completions",
+        vec![
+            ResponseTemplate::new(429).insert_header("retry-after", "56").set_body_string("slow down"),
+            json_body("openai_chat", "text.json"),
+        ],
+    )
+    .await;
+    let settings = Settings { timeout: Some(Duration::from_secs(2)), ..Settings::default() };
+    let result = agent((PROTOCOLS[0].build)(&server.uri(), settings)).run("hi").await.unwrap();
+    let error = model_error(&result);
+    assert_eq!(error.status, Some(429));
+    assert!(error.message.contains("retry after 56.000 s, longer than the 2.000 s"), "{}", error.message);
+    assert_eq!(requests(&server).await.len(), 1, "not retried");
+}
+
+#[tokio::test]
+async fn an_anthropic_block_index_of_any_size_allocates_nothing() {
+    let body = fixture("anthropic", "text_stream.sse").replace("\"index\": 0", "\"index\": 4611686018427387904");
+    let stream = ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body);
+    let server = serve("/v1/messages", vec![stream]).await;
+    let result = agent(PROTOCOLS[2].model(&server.uri())).run_stream("hi").result().await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.output.as_deref(), Some("The total is 5."));
+}
+
+/// A loopback server answering every connection with `head`, then `body` repeated until
+/// the client hangs up or `times` copies went out (so it always stops by itself).
+async fn endless_server(head: &'static str, body: &'static [u8], times: usize) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = vec![0u8; 64 * 1024];
+                let _ = socket.read(&mut request).await;
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for _ in 0..times {
+                    if socket.write_all(body).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+#[tokio::test]
+async fn a_body_past_the_size_cap_is_a_named_error_streamed_or_not() {
+    static JUNK: [u8; 64 * 1024] = [b' '; 64 * 1024];
+    let settings = || Settings { max_response_bytes: Some(1 << 20), ..Settings::default() };
+    let whole = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
+        &JUNK,
+        1 << 14,
+    )
+    .await;
+    let result = agent((PROTOCOLS[0].build)(&whole, settings())).run("hi").await.unwrap();
+    let error = model_error(&result);
+    assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
+    assert!(error.message.contains("larger than the 1048576 bytes"), "{}", error.message);
+
+    static COMMENTS: &[u8] = b": keep-alive padding that never ends an event\n";
+    let streamed = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+        b"2e\r\n: keep-alive padding that never ends an event\n\r\n",
+        1 << 20,
+    )
+    .await;
+    assert_eq!(COMMENTS.len(), 0x2e);
+    let result = agent((PROTOCOLS[2].build)(&streamed, settings())).run_stream("hi").result().await.unwrap();
+    let error = model_error(&result);
+    assert!(error.message.contains("larger than the 1048576 bytes"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn a_body_with_no_length_and_no_chunking_is_read_to_its_end() {
+    static TEXT: &str = r#"{"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "The total is 5."}, "finish_reason": "stop"}]}"#;
+    let server = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
+        TEXT.as_bytes(),
+        1,
+    )
+    .await;
+    let result = agent(PROTOCOLS[0].model(&server)).run("hi").await.unwrap();
+    assert_eq!(result.output.as_deref(), Some("The total is 5."), "{:?}", result.error);
+}
+
+#[tokio::test]
+async fn sse_with_carriage_return_line_endings_streams_as_any_other() {
+    for protocol in PROTOCOLS {
+        let body = fixture(protocol.dir, "text_stream.sse").replace("\r\n", "\n").replace('\n', "\r");
+        let stream =
+            ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body);
+        let server = serve(protocol.stream_path, vec![stream]).await;
+        let result = agent(protocol.model(&server.uri())).run_stream("hi").result().await.unwrap();
+        assert_eq!(result.output.as_deref(), Some("The total is 5."), "{}: {:?}", protocol.dir, result.error);
+    }
+}
+
+#[tokio::test]
+async fn a_header_a_request_cannot_carry_is_named_before_anything_is_sent() {
+    let server = serve("/v1/chat/completions", vec![json_body("openai_chat", "text.json")]).await;
+    let model =
+        OpenAIChatModel::new("m").base_url(format!("{}/v1", server.uri())).api_key(KEY).header("x-team", "a\nb");
+    let result = agent(Arc::new(model)).run("hi").await.unwrap();
+    assert_eq!(model_error(&result).message, "header `x-team`: the value holds characters a header cannot carry");
+    let model = OpenAIChatModel::new("m").base_url(format!("{}/v1", server.uri())).header("x team", "a");
+    let result = agent(Arc::new(model)).run("hi").await.unwrap();
+    assert_eq!(model_error(&result).message, "`x team` is not a valid header name");
+    assert_eq!(requests(&server).await.len(), 0);
+}
+
+#[tokio::test]
+async fn an_integer_wider_than_64_bits_is_the_models_to_correct_and_never_a_float() {
+    let any = ToolBuilder::new("keep")
+        .description("Takes any JSON value.")
+        .handler(|_: ToolContext, args: Args| async move { Ok(Value::Object(args)) })
+        .unwrap();
+    let calls = json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+    "message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "wide", "type": "function", "function": {"name": "keep", "arguments": "{\"n\": {\"items\": [100000000000000000000000]}}"}},
+        {"id": "fine", "type": "function", "function": {"name": "keep", "arguments": "{\"n\": 18446744073709551615, \"f\": 1e23}"}}
+    ]}}]});
+    let server = serve(
+        "/v1/chat/completions",
+        vec![ResponseTemplate::new(200).set_body_json(calls), json_body("openai_chat", "text.json")],
+    )
+    .await;
+    let agent = Agent::builder(PROTOCOLS[0].model(&server.uri())).tool(any).build().unwrap();
+    let result = agent.run("hi").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let returns = returns_of(&result);
+    assert_eq!(returns[0].1["kind"], json!("invalid_arguments"));
+    assert_eq!(
+        returns[0].1["message"],
+        json!("`n.items[0]`: the integer 100000000000000000000000 does not fit in 64 bits (send it as a string)")
+    );
+    assert_eq!(returns[1].1, json!({"n": 18446744073709551615u64, "f": 1e23}));
 }

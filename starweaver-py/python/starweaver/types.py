@@ -173,6 +173,11 @@ class ModelSettings(TypedDict, total=False):
     connect_timeout: float
     read_timeout: float
     max_retries: int
+    max_retry_wait: float
+    """The longest wait before a retry (60 s by default, never longer than ``timeout``): a
+    server asking for longer is not retried."""
+    max_response_bytes: int
+    """The most bytes one answer may have, whole or streamed (64 MiB by default)."""
     temperature: float
     top_p: float
     max_tokens: int

@@ -176,7 +176,9 @@ fn usage(usage: &Value, output: Option<u64>) -> Usage {
 /// A streamed message being put together, block by block.
 #[derive(Debug, Default)]
 pub struct MessagesStream {
-    blocks: Vec<Block>,
+    /// Each block with the index the server gave it. The index only names a block: it
+    /// never sizes anything, so `2^62` costs what `0` does.
+    blocks: Vec<(u64, Block)>,
     start_usage: Option<Value>,
     output_tokens: Option<u64>,
     stop: Option<String>,
@@ -191,6 +193,13 @@ enum Block {
     Other,
 }
 
+impl MessagesStream {
+    /// The block the server numbered `index`: the latest, should it reuse a number.
+    fn block(&mut self, index: u64) -> Option<&mut Block> {
+        self.blocks.iter_mut().rev().find(|(at, _)| *at == index).map(|(_, block)| block)
+    }
+}
+
 impl StreamState for MessagesStream {
     fn event(&mut self, event: &SseEvent) -> Result<Vec<ModelDelta>, ModelError> {
         if event.event == "ping" {
@@ -198,7 +207,7 @@ impl StreamState for MessagesStream {
         }
         let data = crate::json::parse(&event.data).map_err(|e| invalid(format!("a stream event is not JSON: {e}")))?;
         let kind = data.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str()).to_owned();
-        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind.as_str() {
             "message_start" => {
                 self.model = data.pointer("/message/model").and_then(Value::as_str).map(str::to_owned);
@@ -207,7 +216,7 @@ impl StreamState for MessagesStream {
             "content_block_start" => {
                 let block = data.get("content_block").unwrap_or(&Value::Null);
                 let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-                let calls = self.blocks.iter().filter(|b| matches!(b, Block::ToolUse { .. })).count();
+                let calls = self.blocks.iter().filter(|(_, b)| matches!(b, Block::ToolUse { .. })).count();
                 let (new, delta) = match block.get("type").and_then(Value::as_str) {
                     Some("text") => {
                         let first = text("text");
@@ -228,18 +237,16 @@ impl StreamState for MessagesStream {
                     }
                     _ => (Block::Other, None),
                 };
-                if self.blocks.len() <= index {
-                    self.blocks.resize_with(index + 1, || Block::Other);
-                }
-                if let Some(slot) = self.blocks.get_mut(index) {
-                    *slot = new;
+                match self.block(index) {
+                    Some(slot) => *slot = new,
+                    None => self.blocks.push((index, new)),
                 }
                 return Ok(delta.into_iter().collect());
             }
             "content_block_delta" => {
                 let delta = data.get("delta").unwrap_or(&Value::Null);
                 let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-                return Ok(match self.blocks.get_mut(index) {
+                return Ok(match self.block(index) {
                     Some(Block::Text(text)) => {
                         let more = piece("text");
                         text.push_str(&more);
@@ -275,7 +282,7 @@ impl StreamState for MessagesStream {
         let parts = self
             .blocks
             .into_iter()
-            .filter_map(|block| match block {
+            .filter_map(|(_, block)| match block {
                 Block::Text(text) => Some(ResponsePart::Text { text }),
                 Block::ToolUse { id, name, json, .. } => {
                     Some(ResponsePart::ToolCall(ToolCallPart::new(id, name, arguments(&json))))

@@ -37,11 +37,30 @@ pub(crate) fn client(timeouts: Timeouts) -> Result<reqwest::Client, ModelError> 
     let client = reqwest::Client::builder()
         .connect_timeout(timeouts.connect)
         .read_timeout(timeouts.read)
+        .redirect(same_origin_redirects())
         .user_agent(concat!("starweaver/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("cannot build the HTTP client: {e}")))?;
     clients.insert((timeouts.connect, timeouts.read), client.clone());
     Ok(client)
+}
+
+/// Redirects are followed within the origin the request was sent to, and never to another
+/// one: a key header (`x-api-key`, `x-goog-api-key`, `api-key`) would go along, and
+/// reqwest strips only the standard credential headers on a cross-host hop. A redirect to
+/// another origin ends the request with that redirect, which [`status_failure`] names.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    const MAX_REDIRECTS: usize = 10;
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// A failed attempt, and whether another may succeed.
@@ -71,12 +90,22 @@ impl Failure {
 /// The first retry waits about this long; each next one twice as long, up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
-/// A server asking for longer than this is waited on no longer (the call would look hung).
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The longest a retry waits unless the model says otherwise (its `max_retry_wait`).
+pub(crate) const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
-/// Runs `attempt` until it succeeds, fails for good, or has been retried `max_retries`
-/// times; the last failure is the error.
-pub(crate) async fn with_retries<T, F, Fut>(max_retries: u32, mut attempt: F) -> Result<T, ModelError>
+/// How often and how long failed attempts are retried.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// No wait between attempts is longer: a server asking for more is not retried, so no
+    /// `Retry-After` can keep a request waiting past what its model allows.
+    pub max_wait: Duration,
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or has been retried as often as the
+/// policy allows; the last failure is the error.
+pub(crate) async fn with_retries<T, F, Fut>(policy: RetryPolicy, mut attempt: F) -> Result<T, ModelError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
@@ -88,10 +117,19 @@ where
             Err(failure) => failure,
         };
         let Retry::Yes(after) = failure.retry else { return Err(failure.error) };
-        if retries >= max_retries {
+        if retries >= policy.max_retries {
             return Err(failure.error);
         }
-        tokio::time::sleep(delay(retries, after)).await;
+        if let Some(after) = after.filter(|after| *after > policy.max_wait) {
+            let mut error = failure.error;
+            error.message.push_str(&format!(
+                " (the server asked to retry after {:.3} s, longer than the {:.3} s this model waits)",
+                after.as_secs_f64(),
+                policy.max_wait.as_secs_f64()
+            ));
+            return Err(error);
+        }
+        tokio::time::sleep(delay(retries, after).min(policy.max_wait)).await;
         retries += 1;
     }
 }
@@ -101,7 +139,7 @@ where
 /// together do not retry together.
 pub(crate) fn delay(retry: u32, retry_after: Option<Duration>) -> Duration {
     if let Some(after) = retry_after {
-        return after.min(MAX_RETRY_AFTER);
+        return after;
     }
     let step = FIRST_BACKOFF.saturating_mul(1 << retry.min(16)).min(MAX_BACKOFF);
     step.mul_f64(0.75 + 0.25 * unit_random())
@@ -122,13 +160,15 @@ fn unit_random() -> f64 {
     (*state >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// What the server asked for: `retry-after-ms`, or `retry-after` in seconds.
+/// What the server asked for: `retry-after-ms`, or `retry-after` in seconds. A value that
+/// is not a finite, non-negative number of seconds a `Duration` holds (`inf`, `1e20`,
+/// an HTTP date) is no wish at all: the backoff applies.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()).filter(|ms| *ms >= 0.0) {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    header("retry-after").and_then(|v| v.parse::<f64>().ok()).filter(|s| *s >= 0.0).map(Duration::from_secs_f64)
+    let seconds = |name: &str, scale: f64| {
+        let value = headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok()?;
+        Duration::try_from_secs_f64(value / scale).ok()
+    };
+    seconds("retry-after-ms", 1000.0).or_else(|| seconds("retry-after", 1.0))
 }
 
 /// A provider's answer that is not a success, as a named error: retried when a later
@@ -140,8 +180,20 @@ pub(crate) fn status_failure(
     headers: &HeaderMap,
     request_id_header: &str,
     body: &str,
-    secrets: &[&str],
 ) -> Failure {
+    if (300..400).contains(&status) {
+        let to = headers.get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("?");
+        let mut error = ModelError::of(
+            ModelErrorKind::Http,
+            format!(
+                "the provider redirected the request to another origin (`{to}`); a key is never sent \
+                 across origins: set the model's base URL to the new address if it is trusted"
+            ),
+        );
+        error.provider = Some(provider.to_owned());
+        error.status = Some(status);
+        return Failure::fatal(error);
+    }
     let quota = status == 429 && is_quota(body);
     let kind = if quota { ModelErrorKind::QuotaExhausted } else { ModelErrorKind::Http };
     let message = match (status, quota) {
@@ -157,7 +209,7 @@ pub(crate) fn status_failure(
     error.provider = Some(provider.to_owned());
     error.status = Some(status);
     error.request_id = headers.get(request_id_header).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    error.body = Some(excerpt(body, secrets)).filter(|b| !b.is_empty());
+    error.body = Some(excerpt(body)).filter(|b| !b.is_empty());
     let should_retry = headers.get("x-should-retry").and_then(|v| v.to_str().ok());
     let retryable = match should_retry {
         Some("true") => true,
@@ -178,14 +230,13 @@ fn is_quota(body: &str) -> bool {
 }
 
 /// A connection failure or timeout, retried.
-pub(crate) fn transport_failure(provider: &str, error: &reqwest::Error, secrets: &[&str]) -> Failure {
+pub(crate) fn transport_failure(provider: &str, error: &reqwest::Error) -> Failure {
     let kind = if error.is_timeout() { ModelErrorKind::Timeout } else { ModelErrorKind::Connection };
-    // reqwest's message names the URL, which holds no key (keys travel in headers).
-    let mut message = redact(&error.to_string(), secrets);
+    let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         message.push_str(": ");
-        message.push_str(&redact(&cause.to_string(), secrets));
+        message.push_str(&cause.to_string());
         source = cause.source();
     }
     let mut error = ModelError::of(kind, message);
@@ -193,19 +244,65 @@ pub(crate) fn transport_failure(provider: &str, error: &reqwest::Error, secrets:
     Failure::retryable(error)
 }
 
-/// The start of a body, with any secret removed: enough to see what went wrong.
-pub(crate) fn excerpt(body: &str, secrets: &[&str]) -> String {
+/// The most of an error body that is read: enough for the excerpt and the quota check,
+/// however much the server sends.
+pub(crate) const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// A body read to its end, or refused once it passes `limit` bytes, so no server can
+/// grow our memory past what the model allows (`max_response_bytes`).
+pub(crate) async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Why a body could not be read.
+pub(crate) enum BodyError {
+    Transport(reqwest::Error),
+    TooLarge,
+}
+
+/// The named error for a body or stream past `limit` bytes; never retried (the next
+/// answer would be as large).
+pub(crate) fn too_large(limit: usize) -> Failure {
+    Failure::fatal(ModelError::of(
+        ModelErrorKind::InvalidResponse,
+        format!("the response is larger than the {limit} bytes this model reads (`max_response_bytes`)"),
+    ))
+}
+
+/// The start of a body: enough to see what went wrong.
+pub(crate) fn excerpt(body: &str) -> String {
     const LIMIT: usize = 500;
-    let body = redact(body.trim(), secrets);
+    let body = body.trim();
     match body.char_indices().nth(LIMIT) {
         Some((cut, _)) => format!("{}…", &body[..cut]),
-        None => body,
+        None => body.to_owned(),
     }
 }
 
-/// `text` with every secret (and any long piece of one a server might echo) replaced.
+/// `error` with every secret removed from each field a server's answer can reach (the
+/// message, the body excerpt, the request id): the one place a failure passes before it
+/// leaves the request, so no echo of a key reaches an error, event, trace or log.
+pub(crate) fn redact_error(mut error: ModelError, secrets: &[&str]) -> ModelError {
+    if secrets.is_empty() {
+        return error;
+    }
+    error.message = redact(&error.message, secrets);
+    error.body = error.body.map(|body| redact(&body, secrets));
+    error.request_id = error.request_id.map(|id| redact(&id, secrets));
+    error
+}
+
+/// `text` with every secret (and any long piece of one a server might echo) replaced,
+/// after JSON string escapes are undone (a server may echo `\u0073k-...` for `sk-...`).
 pub(crate) fn redact(text: &str, secrets: &[&str]) -> String {
-    let mut text = text.to_owned();
+    let mut text = if text.contains('\\') { unescape(text) } else { text.to_owned() };
     for secret in secrets.iter().filter(|s| s.len() >= 8) {
         // Servers echo keys abbreviated ("sk-abcd****wxyz"): any start of the key from
         // 8 characters on goes, longest first.
@@ -219,19 +316,66 @@ pub(crate) fn redact(text: &str, secrets: &[&str]) -> String {
     text
 }
 
+/// `text` with JSON's `\uXXXX` (surrogate pairs included) and `\/` escapes undone; every
+/// other character, and any escape that is not whole, stays as it is.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let hex = |from: usize| rest.get(from..from + 4).and_then(|h| u32::from_str_radix(h, 16).ok());
+        let (decoded, used) = match (rest.as_bytes().get(1), hex(2)) {
+            (Some(b'/'), _) => (Some('/'), 2),
+            (Some(b'u'), Some(high @ 0xD800..=0xDBFF)) if rest.get(6..8) == Some("\\u") => match hex(8) {
+                Some(low @ 0xDC00..=0xDFFF) => (char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)), 12),
+                _ => (None, 1),
+            },
+            (Some(b'u'), Some(code)) => (char::from_u32(code), 6),
+            _ => (None, 1),
+        };
+        match decoded {
+            Some(c) => out.push(c),
+            None => out.push_str(&rest[..used]),
+        }
+        rest = &rest[used..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
 
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| (reqwest::header::HeaderName::from_static(name), HeaderValue::from_static(value)))
+            .collect()
+    }
+
     #[test]
-    fn retry_after_headers_are_honoured_and_capped() {
-        let mut headers = HeaderMap::new();
-        headers.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert("retry-after-ms", HeaderValue::from_static("150"));
-        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)), "the ms header wins");
-        assert_eq!(delay(0, Some(Duration::from_secs(3600))), MAX_RETRY_AFTER);
+    fn retry_after_headers_are_honoured() {
+        assert_eq!(retry_after(&headers(&[("retry-after", "2")])), Some(Duration::from_secs(2)));
+        let both = headers(&[("retry-after", "2"), ("retry-after-ms", "150")]);
+        assert_eq!(retry_after(&both), Some(Duration::from_millis(150)), "the ms header wins");
+    }
+
+    #[test]
+    fn retry_after_values_no_duration_holds_are_no_wish() {
+        for value in ["inf", "-inf", "NaN", "1e20", "-1", "Wed, 21 Oct 2015 07:28:00 GMT", "", "0x10"] {
+            assert_eq!(retry_after(&headers(&[("retry-after", value)])), None, "retry-after: {value}");
+        }
+        for value in ["1e30", "inf", "-5"] {
+            assert_eq!(retry_after(&headers(&[("retry-after-ms", value)])), None, "retry-after-ms: {value}");
+        }
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "1e30"), ("retry-after", "3")])),
+            Some(Duration::from_secs(3)),
+            "a bad ms header leaves the seconds one"
+        );
     }
 
     #[test]
@@ -243,28 +387,60 @@ mod tests {
         }
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_server_asking_to_wait_past_the_cap_is_not_retried() {
+        let policy = RetryPolicy { max_retries: 3, max_wait: Duration::from_secs(2) };
+        let mut attempts = 0;
+        let started = tokio::time::Instant::now();
+        let error = with_retries(policy, || {
+            attempts += 1;
+            let mut failure = Failure::retryable(ModelError::of(ModelErrorKind::Http, "rate limited"));
+            failure.retry = Retry::Yes(Some(Duration::from_secs(56)));
+            async move { Err::<(), _>(failure) }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(attempts, 1);
+        assert_eq!(started.elapsed(), Duration::ZERO, "no wait at all");
+        assert!(error.message.contains("retry after 56.000 s, longer than the 2.000 s"), "{}", error.message);
+    }
+
     #[test]
     fn which_statuses_are_retried() {
         let retried = |status: u16, body: &str| {
-            matches!(status_failure("p", status, &HeaderMap::new(), "x-request-id", body, &[]).retry, Retry::Yes(_))
+            matches!(status_failure("p", status, &HeaderMap::new(), "x-request-id", body).retry, Retry::Yes(_))
         };
         for status in [408, 409, 429, 500, 502, 503, 529] {
             assert!(retried(status, "{}"), "{status}");
         }
-        for status in [400, 401, 403, 404, 422] {
+        for status in [301, 307, 308, 400, 401, 403, 404, 422] {
             assert!(!retried(status, "{}"), "{status}");
         }
         assert!(!retried(429, r#"{"error": {"code": "insufficient_quota", "message": "x"}}"#));
-        let mut headers = HeaderMap::new();
-        headers.insert("x-should-retry", HeaderValue::from_static("false"));
-        assert!(matches!(status_failure("p", 503, &headers, "x", "", &[]).retry, Retry::No));
+        let no = headers(&[("x-should-retry", "false")]);
+        assert!(matches!(status_failure("p", 503, &no, "x", "").retry, Retry::No));
     }
 
     #[test]
-    fn secrets_never_survive_an_excerpt() {
+    fn secrets_never_survive_redaction_in_any_echo() {
         let key = "sk-canary-0123456789abcdef";
-        let body = format!("Incorrect API key provided: {key}. Also sk-canary-01...cdef and sk-canar****cdef");
-        let out = excerpt(&body, &[key]);
-        assert!(!out.contains("canary") && !out.contains("sk-canar"), "{out}");
+        let texts = [
+            format!("Incorrect API key provided: {key}. Also sk-canary-01...cdef and sk-canar****cdef"),
+            r#"{"error": "bad key \u0073k-canary-0123456789abcdef"}"#.to_owned(),
+            r#"{"error": "bad key \u0073\u006b\u002d\u0063anary-0123456789abcdef"}"#.to_owned(),
+            format!("{{\"request_id\": \"{}\"}}", key.replace('-', "\\u002d")),
+        ];
+        for text in texts {
+            let out = redact(&text, &[key]);
+            assert!(!out.contains("canary-0") && !out.contains("sk-canar"), "{text} -> {out}");
+        }
+        let error = ModelError { request_id: Some(key.to_owned()), body: Some(key.to_owned()), ..ModelError::new(key) };
+        let error = redact_error(error, &[key]);
+        assert!(!format!("{error:?}").contains("canary"), "{error:?}");
+    }
+
+    #[test]
+    fn unescaping_keeps_what_is_not_a_whole_escape() {
+        assert_eq!(unescape(r"a\u0041\/b\n\u12\uD83D\uDE00\"), "aA/b\\n\\u12😀\\");
     }
 }

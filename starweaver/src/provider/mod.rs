@@ -37,7 +37,7 @@ mod openai_responses;
 pub use anthropic::Anthropic;
 #[cfg(feature = "gemini")]
 pub use gemini::Gemini;
-pub use model::{ApiKey, DEFAULT_MAX_RETRIES, Pairs, ProviderModel, Settings, ToolChoice};
+pub use model::{ApiKey, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, Pairs, ProviderModel, Settings, ToolChoice};
 #[doc(hidden)]
 pub use model::{Protocol, StreamState};
 #[cfg(feature = "openai")]

@@ -9,7 +9,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::http::{self, Failure, Timeouts};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use super::http::{self, BodyError, Failure, RetryPolicy, Timeouts};
 use super::sse::{self, SseEvent};
 use crate::model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 
@@ -125,6 +127,14 @@ pub struct Settings {
     pub read_timeout: Option<Duration>,
     /// Retries after a connection error, 408, 409, 429 or 5xx ([`DEFAULT_MAX_RETRIES`] by default).
     pub max_retries: Option<u32>,
+    /// The longest wait before a retry (60 s by default, and never longer than `timeout`):
+    /// a server whose `Retry-After` asks for more gets no retry, so no request waits past
+    /// what the model allows.
+    #[serde(default, deserialize_with = "seconds")]
+    pub max_retry_wait: Option<Duration>,
+    /// The most bytes one answer may have, whole or streamed (64 MiB by default): a
+    /// larger one is an `InvalidResponse` error, so no server can grow our memory.
+    pub max_response_bytes: Option<usize>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
     /// Nucleus sampling.
@@ -153,6 +163,15 @@ impl Settings {
     /// else Azure's `api-key`.
     fn key_header(&self) -> Option<&str> {
         self.api_key_header.as_deref().or(self.azure_api_version.as_ref().map(|_| "api-key"))
+    }
+
+    fn retry_policy(&self) -> RetryPolicy {
+        let max_wait = self.max_retry_wait.unwrap_or(http::DEFAULT_MAX_RETRY_WAIT).min(self.timeouts().total);
+        RetryPolicy { max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES), max_wait }
+    }
+
+    fn max_response_bytes(&self) -> usize {
+        self.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
     }
 
     fn timeouts(&self) -> Timeouts {
@@ -292,6 +311,9 @@ impl<P: Protocol> fmt::Debug for ProviderModel<P> {
 
 /// Retries after the first attempt unless set (as the `openai` SDK does).
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// The most bytes one answer may have unless set: far past any model's answer, far short
+/// of what would hurt the process.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 impl<P: Protocol> ProviderModel<P> {
     /// The model `name` (`gpt-4.1-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`, ...).
@@ -385,6 +407,20 @@ impl<P: Protocol> ProviderModel<P> {
         self
     }
 
+    /// The longest wait before a retry (60 s by default, never longer than [`timeout`](Self::timeout)).
+    #[must_use]
+    pub fn max_retry_wait(mut self, wait: Duration) -> Self {
+        self.settings.max_retry_wait = Some(wait);
+        self
+    }
+
+    /// The most bytes one answer may have, whole or streamed ([`DEFAULT_MAX_RESPONSE_BYTES`] by default).
+    #[must_use]
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.settings.max_response_bytes = Some(bytes);
+        self
+    }
+
     /// Sampling temperature.
     #[must_use]
     pub fn temperature(mut self, temperature: f64) -> Self {
@@ -465,18 +501,65 @@ impl<P: Protocol> ProviderModel<P> {
         Err(error)
     }
 
+    /// Every header a request carries: the protocol's, the key's, then the extra ones,
+    /// each checked here so a bad one is named instead of failing every attempt.
+    fn headers(&self, key: Option<&ApiKey>) -> Result<HeaderMap, ModelError> {
+        let bad = |message: String| ModelError::of(ModelErrorKind::Other, message);
+        let name_of = |name: &str| {
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(format!("`{name}` is not a valid header name")))
+        };
+        let mut headers = HeaderMap::new();
+        for (name, value) in self.protocol.fixed_headers() {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        if let Some(key) = key {
+            let (name, value) = match self.settings.key_header() {
+                Some(name) => (name, key.expose().to_owned()),
+                None => self.protocol.auth(key.expose()),
+            };
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                ModelError::of(ModelErrorKind::MissingApiKey, "the API key holds characters a header cannot carry")
+            })?;
+            value.set_sensitive(true);
+            headers.append(name_of(name)?, value);
+        }
+        for (name, value) in &self.settings.headers.0 {
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| bad(format!("header `{name}`: the value holds characters a header cannot carry")))?;
+            headers.append(name_of(name)?, value);
+        }
+        Ok(headers)
+    }
+
     async fn answer(&self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         let base_url = self.resolved_base_url();
         let key = self.resolved_key(&base_url)?;
+        let secrets: Vec<&str> = key.iter().map(ApiKey::expose).collect();
+        let answered = self.send(&base_url, key.as_ref(), &request).await;
+        // The one place a response's words pass on their way to errors, events and traces.
+        match answered {
+            Ok(mut response) => {
+                response.model_name = response.model_name.map(|name| http::redact(&name, &secrets));
+                Ok(response)
+            }
+            Err(error) => Err(http::redact_error(error, &secrets)),
+        }
+    }
+
+    async fn send(
+        &self,
+        base_url: &str,
+        key: Option<&ApiKey>,
+        request: &ModelRequest<'_>,
+    ) -> Result<ModelResponse, ModelError> {
         let stream = request.deltas.is_some();
-        let mut body = self.protocol.body(&self.name, &request, &self.settings, stream)?;
+        let mut body = self.protocol.body(&self.name, request, &self.settings, stream)?;
         if let Value::Object(map) = &mut body {
             map.extend(self.settings.extra_body.clone());
         }
         let url = self.protocol.url(base_url.trim_end_matches('/'), &self.name, stream);
         let timeouts = self.settings.timeouts();
         let client = http::client(timeouts)?;
-        let secrets: Vec<&str> = key.iter().map(ApiKey::expose).collect();
         let mut url = reqwest::Url::parse(&url)
             .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("invalid base URL `{base_url}`: {e}")))?;
         let query = self.settings.query_pairs();
@@ -485,48 +568,31 @@ impl<P: Protocol> ProviderModel<P> {
         }
         let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::of(ModelErrorKind::Other, format!("the request is not JSON: {e}")))?;
-        let mut builder = client
-            .post(url)
-            .timeout(timeouts.total)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        for (name, value) in self.protocol.fixed_headers() {
-            builder = builder.header(*name, *value);
-        }
-        if let Some(key) = &key {
-            let (name, value) = match self.settings.key_header() {
-                Some(name) => (name, key.expose().to_owned()),
-                None => {
-                    let (name, value) = self.protocol.auth(key.expose());
-                    (name, value)
-                }
-            };
-            let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
-                ModelError::of(ModelErrorKind::MissingApiKey, "the API key holds characters a header cannot carry")
-            })?;
-            value.set_sensitive(true);
-            builder = builder.header(name, value);
-        }
-        for (name, value) in &self.settings.headers.0 {
-            builder = builder.header(name, value);
-        }
+        let mut headers = self.headers(key)?;
+        headers.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let builder = client.post(url).timeout(timeouts.total).headers(headers).body(body);
         let builder = &builder;
-        http::with_retries(self.settings.max_retries.unwrap_or(DEFAULT_MAX_RETRIES), || async {
+        let limit = self.settings.max_response_bytes();
+        http::with_retries(self.settings.retry_policy(), || async {
             let attempt = builder.try_clone().ok_or_else(|| {
                 Failure::fatal(ModelError::of(ModelErrorKind::Other, "the request cannot be repeated"))
             })?;
-            let response = attempt.send().await.map_err(|e| http::transport_failure(P::PROVIDER, &e, &secrets))?;
+            let response = attempt.send().await.map_err(|e| http::transport_failure(P::PROVIDER, &e))?;
             let status = response.status().as_u16();
             if !response.status().is_success() {
                 let headers = response.headers().clone();
-                let text = response.text().await.unwrap_or_default();
-                return Err(http::status_failure(P::PROVIDER, status, &headers, P::REQUEST_ID_HEADER, &text, &secrets));
+                // An error body matters only for its excerpt: the rest of it is not read.
+                let text = match http::read_body(response, http::ERROR_BODY_LIMIT).await {
+                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Err(_) => String::new(),
+                };
+                return Err(http::status_failure(P::PROVIDER, status, &headers, P::REQUEST_ID_HEADER, &text));
             }
             let request_id =
                 response.headers().get(P::REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let outcome = match request.deltas {
-                Some(deltas) => self.streamed(response, &request, deltas, &secrets).await,
-                None => self.whole(response, request.step, &secrets).await,
+                Some(deltas) => self.streamed(response, request, deltas, limit).await,
+                None => self.whole(response, request.step, limit).await,
             };
             outcome.map_err(|mut failure| {
                 failure.error.provider.get_or_insert_with(|| P::PROVIDER.to_owned());
@@ -537,11 +603,15 @@ impl<P: Protocol> ProviderModel<P> {
         .await
     }
 
-    async fn whole(&self, response: reqwest::Response, step: u32, secrets: &[&str]) -> Result<ModelResponse, Failure> {
-        let text = response.text().await.map_err(|e| http::transport_failure(P::PROVIDER, &e, secrets))?;
+    async fn whole(&self, response: reqwest::Response, step: u32, limit: usize) -> Result<ModelResponse, Failure> {
+        let bytes = http::read_body(response, limit).await.map_err(|error| match error {
+            BodyError::Transport(e) => http::transport_failure(P::PROVIDER, &e),
+            BodyError::TooLarge => http::too_large(limit),
+        })?;
+        let text = String::from_utf8_lossy(&bytes);
         let body: Value = crate::json::parse(&text).map_err(|e| {
             let mut error = ModelError::of(ModelErrorKind::InvalidResponse, format!("the body is not JSON: {e}"));
-            error.body = Some(http::excerpt(&text, secrets));
+            error.body = Some(http::excerpt(&text));
             Failure::fatal(error)
         })?;
         self.protocol.parse(body, step).map_err(Failure::fatal)
@@ -555,13 +625,12 @@ impl<P: Protocol> ProviderModel<P> {
         response: reqwest::Response,
         request: &ModelRequest<'_>,
         deltas: &(dyn Fn(ModelDelta) + Send + Sync),
-        secrets: &[&str],
+        limit: usize,
     ) -> Result<ModelResponse, Failure> {
         let mut state = self.protocol.stream(request.step);
         let mut given = 0usize;
-        let mut events = std::pin::pin!(sse::events(response));
+        let mut events = std::pin::pin!(sse::events(response, limit));
         let broken = |given: usize, message: String| {
-            let message = http::redact(&message, secrets);
             if given == 0 {
                 Failure::retryable(ModelError::of(ModelErrorKind::Connection, message))
             } else {
@@ -572,7 +641,10 @@ impl<P: Protocol> ProviderModel<P> {
             }
         };
         while let Some(event) = events.next().await {
-            let event = event.map_err(|e| broken(given, format!("the stream failed: {e}")))?;
+            let event = event.map_err(|error| match error {
+                sse::SseError::Transport(e) => broken(given, format!("the stream failed: {e}")),
+                sse::SseError::TooLarge => http::too_large(limit),
+            })?;
             for delta in state.event(&event).map_err(Failure::fatal)? {
                 given += 1;
                 deltas(delta);
@@ -604,14 +676,25 @@ pub(crate) fn invalid(message: impl Into<String>) -> ModelError {
     ModelError::of(ModelErrorKind::InvalidResponse, message)
 }
 
-/// Tool-call arguments as the model sent them: the object when the text is one, else
-/// the text itself, which the scheduler answers with an `invalid_arguments` return the
-/// model can correct.
+/// Tool-call arguments as the model sent them: the object when the text is one (and
+/// holds no integer wider than 64 bits, which parsing would turn into a float), else the
+/// text itself, which the scheduler answers with an `invalid_arguments` return the model
+/// can correct.
 pub(crate) fn arguments(text: &str) -> Value {
     match crate::json::parse(text) {
-        Ok(object @ Value::Object(_)) => object,
+        Ok(object @ Value::Object(_)) if !holds_float(&object) || crate::json::wide_integer(text).is_none() => object,
         _ if text.trim().is_empty() => Value::Object(Map::new()),
         _ => Value::String(text.to_owned()),
+    }
+}
+
+/// Whether a float appears in `value`: only then can an integer have been widened.
+fn holds_float(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(holds_float),
+        Value::Object(map) => map.values().any(holds_float),
+        _ => false,
     }
 }
 

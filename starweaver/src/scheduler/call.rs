@@ -345,7 +345,10 @@ fn object_arguments(arguments: &Value) -> Result<Cow<'_, Value>, ToolError> {
     match arguments {
         Value::Object(_) => Ok(Cow::Borrowed(arguments)),
         Value::String(text) => match crate::json::parse(text) {
-            Ok(parsed @ Value::Object(_)) => Ok(Cow::Owned(parsed)),
+            Ok(parsed @ Value::Object(_)) => match crate::json::wide_integer(text) {
+                Some(wide) => Err(ToolError::invalid_arguments(wide)),
+                None => Ok(Cow::Owned(parsed)),
+            },
             Ok(other) => Err(ToolError::invalid_arguments(format!(
                 "arguments must be a JSON object, got {}",
                 crate::json::kind_of(&other)
