@@ -237,3 +237,114 @@ fn every_event_of_any_run_reads_back_equal() {
         Ok(())
     });
 }
+
+/// The `(event, data)` pairs of an SSE fixture (its events are one `data` line each).
+#[cfg(feature = "providers")]
+fn fixture_events(dir: &str) -> Vec<(String, String)> {
+    let mut events = Vec::new();
+    for name in ["stream.sse", "text_stream.sse"] {
+        let path = format!("{}/../tests/fixtures/providers/{dir}/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+            let field = |prefix: &str| block.lines().find_map(|l| l.strip_prefix(prefix)).map(str::to_owned);
+            events.push((field("event: ").unwrap_or_else(|| "message".into()), field("data: ").unwrap_or_default()));
+        }
+    }
+    events
+}
+
+/// Feeds `events` to a fresh stream state of `P`: every event is taken or refused by a
+/// named error, and the end is a response or a named error; nothing panics.
+#[cfg(feature = "providers")]
+fn assemble<P: starweaver::provider::Protocol>(events: &[(String, String)]) -> Result<(), TestCaseError> {
+    use starweaver::provider::{SseEvent, StreamState};
+    let mut state = P::default().stream(1);
+    for (event, data) in events {
+        if let Err(error) = state.event(&SseEvent { event: event.clone(), data: data.clone() }) {
+            prop_assert!(!error.message.is_empty());
+            return Ok(());
+        }
+    }
+    if let Err(error) = state.finish() {
+        prop_assert!(!error.message.is_empty());
+    }
+    Ok(())
+}
+
+#[cfg(feature = "providers")]
+#[test]
+fn any_stream_a_provider_server_sends_is_assembled_or_refused_by_name() {
+    use starweaver::provider::{Anthropic, Gemini, OpenAIChat, OpenAIResponses};
+    let pools: Vec<Vec<(String, String)>> =
+        ["openai_chat", "openai_responses", "anthropic", "gemini"].into_iter().map(fixture_events).collect();
+    // Fields the assemblers read, where a hostile server puts anything at all.
+    let field = prop_oneof![
+        Just("index"),
+        Just("type"),
+        Just("delta"),
+        Just("content_block"),
+        Just("choices"),
+        Just("candidates"),
+        Just("output_index"),
+        Just("usage"),
+        Just("error"),
+        Just("item"),
+        Just("message"),
+    ];
+    let huge = prop_oneof![
+        Just(json!(4_611_686_018_427_387_904u64)),
+        Just(json!(u64::MAX)),
+        Just(json!(-1)),
+        Just(json!(1e300))
+    ];
+    let mutation = prop_oneof![
+        2 => Just(None),
+        2 => (field.clone(), json_value()).prop_map(Some),
+        1 => (field, huge).prop_map(Some),
+    ];
+    let events = prop::collection::vec((any::<prop::sample::Index>(), mutation, ".{0,3}"), 0..14);
+    check_property("provider streams", (0..4usize, events), |(protocol, picks)| {
+        let pool = &pools[protocol];
+        let events: Vec<(String, String)> = picks
+            .into_iter()
+            .map(|(pick, mutation, junk)| {
+                let (event, data) = pool[pick.index(pool.len())].clone();
+                let data = match (mutation, serde_json::from_str::<Value>(&data)) {
+                    (Some((field, value)), Ok(Value::Object(mut object))) => {
+                        object.insert(field.to_owned(), value);
+                        Value::Object(object).to_string()
+                    }
+                    // Cut text: what a broken server leaves.
+                    (Some(_), _) => format!("{}{junk}", &data[..data.len() / 2]),
+                    (None, _) => data,
+                };
+                (event, data)
+            })
+            .collect();
+        match protocol {
+            0 => assemble::<OpenAIChat>(&events),
+            1 => assemble::<OpenAIResponses>(&events),
+            2 => assemble::<Anthropic>(&events),
+            _ => assemble::<Gemini>(&events),
+        }
+    });
+}
+
+#[test]
+fn any_json_text_has_a_wide_integer_found_exactly_when_it_holds_one() {
+    let wide =
+        prop_oneof![Just("100000000000000000000000"), Just("-9223372036854775809"), Just("18446744073709551616")];
+    check_property("wide integers", (json_value(), wide, any::<bool>()), |(value, wide, inject)| {
+        let text = value.to_string();
+        prop_assert_eq!(starweaver::json::wide_integer(&text), None, "{}", text);
+        if inject {
+            let text = json!({"outer": [value, "x"]}).to_string().replacen("\"x\"", wide, 1);
+            let found = starweaver::json::wide_integer(&text);
+            prop_assert_eq!(
+                found,
+                Some(format!("`outer[1]`: the integer {wide} does not fit in 64 bits (send it as a string)"))
+            );
+        }
+        Ok(())
+    });
+}

@@ -760,28 +760,56 @@ async fn a_header_a_request_cannot_carry_is_named_before_anything_is_sent() {
 
 #[tokio::test]
 async fn an_integer_wider_than_64_bits_is_the_models_to_correct_and_never_a_float() {
-    let any = ToolBuilder::new("keep")
-        .description("Takes any JSON value.")
-        .handler(|_: ToolContext, args: Args| async move { Ok(Value::Object(args)) })
-        .unwrap();
-    let calls = json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
-    "message": {"role": "assistant", "content": null, "tool_calls": [
-        {"id": "wide", "type": "function", "function": {"name": "keep", "arguments": "{\"n\": {\"items\": [100000000000000000000000]}}"}},
-        {"id": "fine", "type": "function", "function": {"name": "keep", "arguments": "{\"n\": 18446744073709551615, \"f\": 1e23}"}}
-    ]}}]});
-    let server = serve(
-        "/v1/chat/completions",
-        vec![ResponseTemplate::new(200).set_body_json(calls), json_body("openai_chat", "text.json")],
-    )
-    .await;
-    let agent = Agent::builder(PROTOCOLS[0].model(&server.uri())).tool(any).build().unwrap();
-    let result = agent.run("hi").await.unwrap();
-    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    let returns = returns_of(&result);
-    assert_eq!(returns[0].1["kind"], json!("invalid_arguments"));
-    assert_eq!(
-        returns[0].1["message"],
-        json!("`n.items[0]`: the integer 100000000000000000000000 does not fit in 64 bits (send it as a string)")
+    let wide = r#"{"n": {"items": [100000000000000000000000]}}"#;
+    let fine = r#"{"n": 18446744073709551615, "f": 1e23}"#;
+    let chat = json!({"id": "c", "object": "chat.completion", "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "wide", "type": "function", "function": {"name": "keep", "arguments": wide}},
+            {"id": "fine", "type": "function", "function": {"name": "keep", "arguments": fine}}
+        ]}}]})
+    .to_string();
+    // Anthropic and Gemini send arguments as objects inside the body, not as text.
+    let anthropic = format!(
+        r#"{{"id": "m", "type": "message", "role": "assistant", "model": "c", "stop_reason": "tool_use", "content": [
+            {{"type": "tool_use", "id": "wide", "name": "keep", "input": {wide}}},
+            {{"type": "tool_use", "id": "fine", "name": "keep", "input": {fine}}}]}}"#
     );
-    assert_eq!(returns[1].1, json!({"n": 18446744073709551615u64, "f": 1e23}));
+    let gemini = format!(
+        r#"{{"candidates": [{{"finishReason": "STOP", "content": {{"role": "model", "parts": [
+            {{"functionCall": {{"id": "wide", "name": "keep", "args": {wide}}}}},
+            {{"functionCall": {{"id": "fine", "name": "keep", "args": {fine}}}}}]}}}}]}}"#
+    );
+    let sse = |body: &str| {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(format!("data: {}\n\n", body.replace('\n', " ")))
+    };
+    let cases = [
+        (PROTOCOLS[0], false, ResponseTemplate::new(200).set_body_string(chat)),
+        (PROTOCOLS[2], false, ResponseTemplate::new(200).set_body_string(anthropic)),
+        (PROTOCOLS[3], false, ResponseTemplate::new(200).set_body_string(gemini.clone())),
+        (PROTOCOLS[3], true, sse(&gemini)),
+    ];
+    for (protocol, stream, calls) in cases {
+        let any = ToolBuilder::new("keep")
+            .description("Takes any JSON value.")
+            .handler(|_: ToolContext, args: Args| async move { Ok(Value::Object(args)) })
+            .unwrap();
+        let then =
+            if stream { sse_body(protocol.dir, "text_stream.sse") } else { json_body(protocol.dir, "text.json") };
+        let server = serve(if stream { protocol.stream_path } else { protocol.path }, vec![calls, then]).await;
+        let agent = Agent::builder(protocol.model(&server.uri())).tool(any).build().unwrap();
+        let result =
+            if stream { agent.run_stream("hi").result().await.unwrap() } else { agent.run("hi").await.unwrap() };
+        assert_eq!(result.status, RunStatus::Completed, "{} {stream}: {:?}", protocol.dir, result.error);
+        let returns = returns_of(&result);
+        assert_eq!(returns[0].1["kind"], json!("invalid_arguments"), "{} {stream}", protocol.dir);
+        assert_eq!(
+            returns[0].1["message"],
+            json!("`n.items[0]`: the integer 100000000000000000000000 does not fit in 64 bits (send it as a string)"),
+            "{} {stream}",
+            protocol.dir
+        );
+        assert_eq!(returns[1].1, json!({"n": 18446744073709551615u64, "f": 1e23}), "{} {stream}", protocol.dir);
+    }
 }

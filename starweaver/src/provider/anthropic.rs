@@ -1,5 +1,7 @@
 //! Anthropic Messages (`POST {base}/v1/messages`).
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::model::{
@@ -105,6 +107,21 @@ impl Protocol for Anthropic {
 
     fn stream(&self, _step: u32) -> MessagesStream {
         MessagesStream::default()
+    }
+
+    fn raw_arguments(&self, body: &str) -> Vec<Box<RawValue>> {
+        #[derive(Deserialize)]
+        struct Body {
+            content: Vec<Block>,
+        }
+        #[derive(Deserialize)]
+        struct Block {
+            #[serde(rename = "type")]
+            kind: String,
+            input: Option<Box<RawValue>>,
+        }
+        let blocks = serde_json::from_str::<Body>(body).map(|b| b.content).unwrap_or_default();
+        blocks.into_iter().filter(|b| b.kind == "tool_use").filter_map(|b| b.input).collect()
     }
 }
 

@@ -1,9 +1,11 @@
 //! Gemini (`POST {base}/v1beta/models/{model}:generateContent`, and
 //! `:streamGenerateContent?alt=sse` when streamed).
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, ToolChoice, instructions, invalid, tools};
+use super::model::{Protocol, Settings, StreamState, ToolChoice, instructions, invalid, keep_wide_arguments, tools};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
@@ -89,6 +91,35 @@ impl Protocol for Gemini {
 
     fn stream(&self, step: u32) -> GeminiStream {
         GeminiStream { step, ..GeminiStream::default() }
+    }
+
+    fn raw_arguments(&self, body: &str) -> Vec<Box<RawValue>> {
+        #[derive(Deserialize)]
+        struct Chunk {
+            #[serde(default)]
+            candidates: Vec<Candidate>,
+        }
+        #[derive(Deserialize)]
+        struct Candidate {
+            content: Option<Content>,
+        }
+        #[derive(Deserialize)]
+        struct Content {
+            #[serde(default)]
+            parts: Vec<Part>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Part {
+            function_call: Option<Call>,
+        }
+        #[derive(Deserialize)]
+        struct Call {
+            args: Option<Box<RawValue>>,
+        }
+        let chunk = serde_json::from_str::<Chunk>(body).ok();
+        let parts = chunk.and_then(|c| c.candidates.into_iter().next()).and_then(|c| c.content);
+        parts.into_iter().flat_map(|c| c.parts).filter_map(|p| p.function_call?.args).collect()
     }
 }
 
@@ -241,7 +272,11 @@ impl StreamState for GeminiStream {
         if let Some(error) = chunk.get("error") {
             return Err(invalid(format!("the stream reported an error: {error}")));
         }
-        self.chunk(&chunk)
+        let start = self.parts.len();
+        let deltas = self.chunk(&chunk)?;
+        let new_parts = self.parts.get_mut(start..).unwrap_or_default();
+        keep_wide_arguments(new_parts, &event.data, |data| Gemini.raw_arguments(data));
+        Ok(deltas)
     }
 
     fn finish(self) -> Result<ModelResponse, ModelError> {

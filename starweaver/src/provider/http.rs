@@ -347,6 +347,7 @@ fn unescape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
     use reqwest::header::HeaderValue;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -376,6 +377,26 @@ mod tests {
             Some(Duration::from_secs(3)),
             "a bad ms header leaves the seconds one"
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever a server writes in either header, the answer is a wait a `Duration`
+        /// holds, or none; never a panic.
+        #[test]
+        fn any_retry_after_value_is_a_wait_or_none(
+            text in proptest::prop_oneof![
+                proptest::arbitrary::any::<f64>().prop_map(|f| f.to_string()),
+                proptest::arbitrary::any::<f64>().prop_map(|f| format!("{f:e}")),
+                "[0-9eE.+-]{0,24}",
+                ".{0,24}",
+            ],
+            ms in proptest::arbitrary::any::<bool>(),
+        ) {
+            let Ok(value) = HeaderValue::from_str(&text) else { return Ok(()) };
+            let mut headers = HeaderMap::new();
+            headers.insert(if ms { "retry-after-ms" } else { "retry-after" }, value);
+            let _ = retry_after(&headers).map(|wait| delay(0, Some(wait)));
+        }
     }
 
     #[test]

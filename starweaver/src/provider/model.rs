@@ -7,12 +7,14 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::http::{self, BodyError, Failure, RetryPolicy, Timeouts};
 use super::sse::{self, SseEvent};
+use crate::message::ResponsePart;
 use crate::model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 
 /// An API key. It is sent, never shown: `Debug` prints `ApiKey(***)`, and errors, events,
@@ -270,6 +272,11 @@ pub trait Protocol: Default + Send + Sync + 'static {
     fn parse(&self, body: Value, step: u32) -> Result<ModelResponse, ModelError>;
     /// A fresh stream state for request `step`.
     fn stream(&self, step: u32) -> Self::Stream;
+    /// The JSON text of each tool call's arguments in a whole body, in order, for a
+    /// protocol that sends them as objects rather than text (see [`keep_wide_arguments`]).
+    fn raw_arguments(&self, _body: &str) -> Vec<Box<RawValue>> {
+        Vec::new()
+    }
 }
 
 /// The state of one streamed answer.
@@ -614,7 +621,9 @@ impl<P: Protocol> ProviderModel<P> {
             error.body = Some(http::excerpt(&text));
             Failure::fatal(error)
         })?;
-        self.protocol.parse(body, step).map_err(Failure::fatal)
+        let mut response = self.protocol.parse(body, step).map_err(Failure::fatal)?;
+        keep_wide_arguments(&mut response.parts, &text, |body| self.protocol.raw_arguments(body));
+        Ok(response)
     }
 
     /// Reads a stream, handing each delta to the run as it arrives. A stream that breaks
@@ -685,6 +694,32 @@ pub(crate) fn arguments(text: &str) -> Value {
         Ok(object @ Value::Object(_)) if !holds_float(&object) || crate::json::wide_integer(text).is_none() => object,
         _ if text.trim().is_empty() => Value::Object(Map::new()),
         _ => Value::String(text.to_owned()),
+    }
+}
+
+/// Gives back, as the text the model sent, the arguments of calls in `parts` that a
+/// protocol sent as objects when an integer in them was too wide for 64 bits: parsing
+/// the body turned it into a float, and the scheduler answers the text with an
+/// `invalid_arguments` return naming where it is. `raw` reads each call's arguments
+/// text from `body`; it runs only when a call holds a float and the body such an integer.
+pub(crate) fn keep_wide_arguments(
+    parts: &mut [ResponsePart],
+    body: &str,
+    raw: impl FnOnce(&str) -> Vec<Box<RawValue>>,
+) {
+    let calls = || parts.iter().filter(|p| matches!(p, ResponsePart::ToolCall(_)));
+    if !calls().any(|p| matches!(p, ResponsePart::ToolCall(call) if holds_float(&call.arguments)))
+        || crate::json::wide_integer(body).is_none()
+    {
+        return;
+    }
+    let texts = raw(body);
+    let calls = parts.iter_mut().filter_map(|p| match p {
+        ResponsePart::ToolCall(call) => Some(call),
+        ResponsePart::Text { .. } => None,
+    });
+    for (call, text) in calls.zip(texts) {
+        call.arguments = arguments(text.get());
     }
 }
 
