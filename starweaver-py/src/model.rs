@@ -91,9 +91,54 @@ fn model_error(err: PyErr) -> ModelError {
 }
 
 fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
-    let json = convert::to_json(answer)
-        .map_err(|e| ModelError::new(format!("the model callback's response is not JSON: {e}")))?;
+    let json = match convert::to_json(answer) {
+        Ok(json) => json,
+        Err(error) => match arguments_as_text(answer) {
+            Ok(Some(kept)) => convert::to_json(&kept),
+            _ => Err(error),
+        }
+        .map_err(|e| ModelError::new(format!("the model callback's response is not JSON: {e}")))?,
+    };
     ModelResponse::from_json(&json).map_err(|e| ModelError::new(e.to_string()))
+}
+
+/// The answer with each call's arguments that have no exact JSON value (an integer wider
+/// than 64 bits) given as the JSON text Python writes for them, or `None` when no call
+/// has such arguments. The scheduler answers that text with an `invalid_arguments` return
+/// naming the path, as it does for a provider's: a bad call is the model's to correct,
+/// not the end of the run.
+fn arguments_as_text<'py>(answer: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = answer.py();
+    let Ok(answer) = answer.cast::<PyDict>() else { return Ok(None) };
+    let dumps = py.import("json")?.getattr("dumps")?;
+    let strict = PyDict::new(py);
+    strict.set_item("allow_nan", false)?;
+    let kept = answer.copy()?;
+    let mut changed = false;
+    for key in ["tool_calls", "parts"] {
+        let Some(calls) = answer.get_item(key)?.and_then(|calls| calls.cast_into::<PyList>().ok()) else { continue };
+        let copies = PyList::empty(py);
+        for call in calls.iter() {
+            let arguments = call.cast::<PyDict>().ok().map(|c| c.get_item("arguments")).transpose()?.flatten();
+            let text = match arguments {
+                Some(arguments) if convert::to_json(&arguments).is_err() => {
+                    dumps.call((arguments,), Some(&strict)).ok()
+                }
+                _ => None,
+            };
+            match (text, call.cast::<PyDict>()) {
+                (Some(text), Ok(call)) => {
+                    let copy = call.copy()?;
+                    copy.set_item("arguments", text)?;
+                    copies.append(copy)?;
+                    changed = true;
+                }
+                _ => copies.append(call)?,
+            }
+        }
+        kept.set_item(key, copies)?;
+    }
+    Ok(changed.then(|| kept.into_any()))
 }
 
 /// The history as a model callback sees it: canonical message dicts, converted when read,

@@ -7,7 +7,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from conftest import call, calls_then_text, returns
@@ -24,7 +24,7 @@ from starweaver import (
     create_agent,
     tool,
 )
-from starweaver.testing import TestModel
+from starweaver.testing import FunctionModel, Messages, TestModel
 
 DEEP = """
 def nested(depth):
@@ -84,7 +84,7 @@ def test_deep_and_cyclic_values_are_named_errors_on_every_path(where: str, expec
         + """
 import asyncio
 from starweaver import ApprovalRequired, StarweaverError, ToolContext, create_agent, tool
-from starweaver.testing import FunctionModel, TestModel
+from starweaver.testing import FunctionModel, Messages, TestModel
 
 BAD = """
         + bad
@@ -401,3 +401,30 @@ def test_sync_tools_see_cancellation_when_the_run_task_is_cancelled() -> None:
         assert seen == ["sync saw cancel"]
 
     asyncio.run(scenario())
+
+
+def test_a_function_model_call_with_an_integer_beyond_64_bits_is_the_models_to_correct() -> None:
+    seen: list[object] = []
+
+    @tool
+    async def keep(args: dict[str, object]) -> str:
+        seen.append(args)
+        return "kept"
+
+    def answer(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+        if messages[-1]["parts"][-1]["kind"] == "tool_return":
+            return {"text": "done"}
+        return {"tool_calls": [
+            {"id": "wide", "name": "keep", "arguments": {"n": {"items": [10**23]}}},
+            {"id": "fine", "name": "keep", "arguments": {"n": 2**64 - 1}},
+        ]}
+
+    run = asyncio.run(create_agent(model=FunctionModel(answer), tools=[keep]).run("go"))
+    assert run.status == "completed", run.error
+    wide, fine = returns(run.messages)
+    assert isinstance(wide["content"], dict) and wide["content"]["kind"] == "invalid_arguments"
+    assert wide["content"]["message"] == (
+        "`n.items[0]`: the integer 100000000000000000000000 does not fit in 64 bits (send it as a string)"
+    )
+    assert fine["content"] == "kept"
+    assert seen == [{"n": 2**64 - 1}]
