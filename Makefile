@@ -29,8 +29,14 @@ build-dev: install  ## build the Python package (release) into .venv
 
 .PHONY: run
 run: build-dev  ## the main job: the quickstart agents (Rust tools, then Python tools) on the test model
-	$(CARGO) run --quiet --example quickstart
+	# The Rust quickstart builds in the Python package's release profile and target dir, so
+	# the dependency tree is compiled once for both.
+	CARGO_TARGET_DIR=$(MATURIN_TARGET) $(CARGO) run --release --quiet --example quickstart
 	$(BIN)/python examples/quickstart.py
+
+.PHONY: wheel
+wheel: install  ## one abi3 wheel in dist/ for CPython >= 3.10 on this platform: pip install it anywhere without compiling
+	cd starweaver-py && ../$(BIN)/maturin build --release --quiet --out ../dist --target-dir ../$(MATURIN_TARGET)
 
 .PHONY: stubs
 stubs: install  ## regenerate stubs/starweaver/_native.pyi from the bindings

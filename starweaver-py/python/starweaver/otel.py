@@ -1,4 +1,4 @@
-"""Export run traces to OpenTelemetry (``pip install starweaver[otel]``).
+"""Export run traces to OpenTelemetry (``pip install 'starweaver-tools[otel]'``).
 
 Each ``RunResult.trace`` becomes one OpenTelemetry span per run, step, model request and
 tool call, with the recorded start times and durations, nested as they ran::
@@ -40,7 +40,7 @@ def export_trace(trace: Trace, tracer: Tracer | None = None) -> None:
         from opentelemetry import trace as otel
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "starweaver.otel needs the OpenTelemetry API: pip install 'starweaver[otel]'"
+            "starweaver.otel needs the OpenTelemetry API: pip install 'starweaver-tools[otel]'"
         ) from error
 
     tracer = tracer if tracer is not None else otel.get_tracer("starweaver")

@@ -1,4 +1,4 @@
-"""Durable agent runs on Temporal (``pip install 'starweaver[temporal]'``).
+"""Durable agent runs on Temporal (``pip install 'starweaver-tools[temporal]'``).
 
 A run is a workflow that drives the run's state machine (``NativeDurableRun``, no I/O of
 its own); each model request and each tool call is an activity (model requests local ones
