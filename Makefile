@@ -49,9 +49,11 @@ format:  ## format the Rust code
 	$(CARGO) fmt --all
 
 .PHONY: lint-rust
-lint-rust: install  ## rustfmt check and clippy with warnings denied
+lint-rust: install  ## rustfmt check, clippy and rustdoc with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	# Every feature's docs build with no broken link or warning (as docs.rs builds them).
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --all-features
 
 .PHONY: lint-python
 lint-python: stubs build-dev  ## stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing; mypy --strict on the Python tests

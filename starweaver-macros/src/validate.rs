@@ -86,7 +86,7 @@ fn check_name(cx: &Ctxt, tool: &ToolFn<'_>) {
     }
 }
 
-/// Strict definitions must describe the tool (DESIGN.md §3).
+/// Strict definitions must describe the tool.
 fn check_strict(cx: &Ctxt, tool: &ToolFn<'_>) {
     if let Some(strict) = tool.option(STRICT).and_then(Value::as_flag).filter(|s| s.value)
         && tool.description.is_none()

@@ -3,7 +3,7 @@
 //! `pydantic_core.to_jsonable_python` first, so Python values serialise as a pydantic user
 //! expects.
 //!
-//! Every walk is bounded (DESIGN.md §16): nesting deeper than [`MAX_DEPTH`] and containers
+//! Every walk is bounded: nesting deeper than [`MAX_DEPTH`] and containers
 //! that contain themselves are named errors, never a stack overflow; integers outside the
 //! 64-bit range, NaN, infinities and lone surrogates are refused instead of changed.
 

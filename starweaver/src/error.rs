@@ -1,4 +1,4 @@
-//! The crate's errors: [`Error`], everything a caller can get wrong, each naming what is
+//! The crate's errors: [`Error`](enum@Error), everything a caller can get wrong, each naming what is
 //! wrong; and [`RunError`], why a run failed.
 //!
 //! Failures that happen *inside* a run (a tool error, a model error, an exhausted budget)
@@ -11,7 +11,7 @@ use thiserror::Error;
 use crate::model::ModelError;
 use crate::schema::SchemaError;
 
-/// A tool definition broke a registration rule (DESIGN.md §3–§4).
+/// A tool definition broke a registration rule.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("invalid tool `{tool}`: {kind}")]
 pub struct DefinitionError {
@@ -271,7 +271,7 @@ impl RunError {
     }
 }
 
-/// The kind of mistake an [`Error`] reports: what a binding maps to its own error classes.
+/// The kind of mistake an [`Error`](enum@Error) reports: what a binding maps to its own error classes.
 /// Not `non_exhaustive`, so a binding's match names every kind and a new one cannot fall
 /// through unnoticed.
 ///
@@ -329,5 +329,5 @@ impl Error {
     }
 }
 
-/// `Result` with the crate's [`Error`].
+/// `Result` with the crate's [`Error`](enum@Error).
 pub type Result<T, E = Error> = std::result::Result<T, E>;

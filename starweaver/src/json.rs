@@ -1,4 +1,4 @@
-//! Limits that every JSON value entering the runtime keeps (DESIGN.md §16), and parsing
+//! Limits that every JSON value entering the runtime keeps, and parsing
 //! that keeps them.
 
 use serde::Deserialize;
@@ -63,7 +63,7 @@ fn check_text_depth(text: &str) -> Result<(), String> {
 /// naming where it is (`items[0].n`, the path style of argument errors). serde_json reads
 /// such an integer as the nearest float, so a parameter typed as any JSON value would
 /// receive `1e23` for `100000000000000000000000`: arguments holding one are refused
-/// instead (DESIGN.md §16: values are never changed on the way in).
+/// instead: values are never changed on the way in.
 ///
 /// ```
 /// let error = starweaver::json::wide_integer(r#"{"items": [{"n": 100000000000000000000000}]}"#);

@@ -1,4 +1,4 @@
-//! Canonical messages (DESIGN.md §11) and the session [`History`].
+//! Canonical messages and the session [`History`].
 //!
 //! The message types hold only what a model may see. Host-only fields of tool returns
 //! (`app_value`, `user_content`, `private_metadata`, and `value` when `model_content`

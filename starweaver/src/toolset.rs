@@ -1,4 +1,4 @@
-//! Toolsets (DESIGN.md §14): named groups of tools, static (a list) or dynamic (listed
+//! Toolsets: named groups of tools, static (a list) or dynamic (listed
 //! again at every step), with combinators that prefix, filter, rename or gate them.
 //!
 //! A run's tools are the agent's own tools and static toolsets (checked once, when the

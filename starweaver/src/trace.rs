@@ -1,4 +1,4 @@
-//! Traces (DESIGN.md §9): the timing of a run, as a tree of spans with durations.
+//! Traces: the timing of a run, as a tree of spans with durations.
 //!
 //! Every span is opened together with its `tracing` span of the same name
 //! (`starweaver.run`, `starweaver.step`, `starweaver.model_request`,

@@ -1,4 +1,4 @@
-//! Human in the loop (DESIGN.md §8): what a waiting run asks for, and the decisions that
+//! Human in the loop: what a waiting run asks for, and the decisions that
 //! resume it.
 
 mod policy;

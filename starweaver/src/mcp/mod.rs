@@ -1,4 +1,4 @@
-//! MCP both ways (DESIGN.md §14), on `rmcp`, the official Rust SDK.
+//! MCP both ways, on `rmcp`, the official Rust SDK.
 //!
 //! [`McpServer`] (`client.rs`): a server
 //! started as a child process over stdio, or reached over streamable HTTP, is a dynamic

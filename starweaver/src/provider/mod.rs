@@ -1,10 +1,10 @@
-//! Real models (DESIGN.md §13): clients for OpenAI Chat Completions (and every
+//! Real models: clients for OpenAI Chat Completions (and every
 //! OpenAI-compatible server), OpenAI Responses, Anthropic Messages and Gemini, each a
 //! [`Model`](crate::Model) behind a cargo feature (`openai`, `anthropic`, `gemini`).
 //!
 //! A request's path: [`ProviderModel`] (options and settings) → the protocol module
 //! (`openai_chat.rs`, `openai_responses.rs`, `anthropic.rs`, `gemini.rs`: the request
-//! body, the response mapping, the stream accumulator) → [`http`] (one shared client,
+//! body, the response mapping, the stream accumulator) → `http.rs` (one shared client,
 //! retries with backoff, named errors) → `sse.rs` for streamed answers.
 //!
 //! ```no_run

@@ -1,5 +1,5 @@
 //! Provider renderers: one [`ToolDefinition`] as each provider's tool format, with the
-//! strict transform applied where the definition is strict (DESIGN.md §10).
+//! strict transform applied where the definition is strict.
 //!
 //! `strict` has three states: `Some(true)` always renders strict (registration already
 //! refused a schema that cannot be), `Some(false)` never, and `None` renders strict exactly

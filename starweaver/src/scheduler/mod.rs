@@ -1,4 +1,4 @@
-//! Running the tool calls of one model response (DESIGN.md §6): [`CallPlan`] says which
+//! Running the tool calls of one model response: [`CallPlan`] says which
 //! calls may start (a `sequential` call is a barrier; calls to one tool name run one at a
 //! time in model order while other names overlap), and `call.rs` runs one call. The run's
 //! driver runs the released calls concurrently on its own task (no spawn per call); an

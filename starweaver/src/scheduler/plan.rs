@@ -1,4 +1,4 @@
-//! Which calls of one model response may start now (DESIGN.md §6), with no I/O: the one
+//! Which calls of one model response may start now, with no I/O: the one
 //! statement of the scheduling rules. The async scheduler runs what it says; a driver
 //! elsewhere (a durable workflow) can do the same and get the same order.
 //!

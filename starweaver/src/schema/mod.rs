@@ -1,5 +1,5 @@
 //! Parameter schemas: derived from Rust types with schemars, and checked when given
-//! explicitly (DESIGN.md §4); the strict transform, `$defs` inlining, and putting
+//! explicitly; the strict transform, `$defs` inlining, and putting
 //! defaults back for `null` arguments.
 
 mod defaults;

@@ -1,4 +1,4 @@
-//! The one `ToolDefinition` shared by Rust and Python tools (DESIGN.md §3).
+//! The one `ToolDefinition` shared by Rust and Python tools.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -77,7 +77,7 @@ impl ToolDefinition {
         self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES)
     }
 
-    /// Checks every registration rule of DESIGN.md §3 and §4.
+    /// Checks every registration rule.
     ///
     /// # Errors
     /// The first rule broken, naming the tool and, for schemas, the JSON path.

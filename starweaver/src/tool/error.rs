@@ -1,4 +1,4 @@
-//! `ToolError`: every way a tool call can end other than with a value (DESIGN.md §7).
+//! `ToolError`: every way a tool call can end other than with a value.
 
 use std::fmt;
 
@@ -94,7 +94,7 @@ struct Inner {
     metadata: Map<String, Value>,
     private_metadata: Option<Value>,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
-    /// `false` when running the call again cannot help (DESIGN.md §16).
+    /// `false` when running the call again cannot help.
     retryable: bool,
 }
 

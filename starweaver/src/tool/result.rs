@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::error::ToolError;
 
-/// A successful tool call, layered by audience (DESIGN.md §7, spec "Structured Results").
+/// A successful tool call, layered by audience.
 ///
 /// `model_content` (else `value`) is what the model reads next; `metadata` is public
 /// tool-return metadata; `app_value`, `user_content` and `private_metadata` stay on the host.
