@@ -133,9 +133,17 @@ impl PyAgent {
         LoopFuture::new(run.boxed(), Some(cancellation))
     }
 
-    /// Runs `prompt` in a fresh session, yielding its events as they happen.
-    fn run_stream(&self, prompt: String) -> PyRunStream {
-        PyRunStream::new(self.agent.run_stream(prompt))
+    /// Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
+    /// `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
+    fn run_stream(
+        &self,
+        prompt: String,
+        tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+    ) -> PyRunStream {
+        let (options, _) = run_options(tools, toolsets);
+        PyRunStream::new(self.agent.run_stream_with(prompt, options))
     }
 
     /// A new conversation; one restored from `NativeSession.export_state()` (a dict); or,
@@ -235,10 +243,19 @@ impl PySession {
         self.start(py, Action::Run(prompt), run_options(tools, toolsets))
     }
 
-    /// Runs `prompt`, yielding its events as they happen.
-    fn run_stream(&self, py: Python<'_>, prompt: String) -> PyResult<PyRunStream> {
+    /// Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
+    /// for this run only.
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
+    fn run_stream(
+        &self,
+        py: Python<'_>,
+        prompt: String,
+        tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+    ) -> PyResult<PyRunStream> {
         let session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
-        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt)))
+        let (options, _) = run_options(tools, toolsets);
+        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options)))
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
@@ -304,9 +321,8 @@ pub struct PyRunResult {
     /// The run's id.
     #[pyo3(get)]
     run_id: String,
-    /// `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
-    #[pyo3(get)]
     status: &'static str,
+    finish_reason: Option<&'static str>,
     /// The final answer, when completed.
     #[pyo3(get)]
     output: Option<String>,
@@ -332,6 +348,7 @@ impl PyRunResult {
         Ok(Self {
             run_id: result.run_id,
             status: result.status.as_str(),
+            finish_reason: result.finish_reason.map(starweaver::FinishReason::as_str),
             output: result.output,
             exception: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
             error: result.error.map(|e| e.to_string()),
@@ -347,6 +364,27 @@ impl PyRunResult {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyRunResult {
+    /// How it ended: `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
+    #[getter]
+    #[gen_stub(override_return_type(
+        type_repr = "typing.Literal['completed', 'waiting', 'failed', 'cancelled']",
+        imports = ("typing",)
+    ))]
+    fn status(&self) -> &'static str {
+        self.status
+    }
+
+    /// Why the run's last answer ended, when the model said: `"length"` means it reached
+    /// the token limit and may be cut off, though the run completed.
+    #[getter]
+    #[gen_stub(override_return_type(
+        type_repr = "typing.Literal['stop', 'tool_calls', 'length'] | None",
+        imports = ("typing",)
+    ))]
+    fn finish_reason(&self) -> Option<&'static str> {
+        self.finish_reason
+    }
+
     /// The session's full history as canonical message dicts, host-only fields included.
     #[getter]
     #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]

@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
-use starweaver::{ChainedCall, RunAhead, ToolContext, ToolDefinition, ToolError, ToolResult};
+use starweaver::hitl::ApprovalDecision;
+use starweaver::{ChainedCall, Dependencies, RunAhead, ToolContext, ToolDefinition, ToolError, ToolResult};
 
 use crate::bridge::{Ahead, PyAwait};
 use crate::convert;
@@ -238,6 +239,39 @@ pub(crate) struct PyDependencies(pub(crate) Py<PyAny>);
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyToolContext {
+    /// A context outside any run, to call a tool's function directly in a unit test:
+    /// `deps` is what `ctx.deps` gives, and `approval` (an `ApprovalDecision`, `True`, or
+    /// the name of who approved) what `ctx.approval` gives.
+    #[staticmethod]
+    #[pyo3(signature = (tool_name = "tool", *, deps = None, approval = None))]
+    fn detached(tool_name: &str, deps: Option<Py<PyAny>>, approval: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let mut context = ToolContext::detached(tool_name);
+        if let Some(deps) = deps {
+            context = context.with_dependencies(Dependencies::new().with(PyDependencies(deps)));
+        }
+        let decision = match approval {
+            None => None,
+            Some(given) => {
+                if let Ok(decision) = given.cast::<PyApprovalDecision>() {
+                    Some(decision.get().0.clone())
+                } else if let Ok(approved) = given.cast::<pyo3::types::PyBool>() {
+                    approved.is_true().then(|| ApprovalDecision { approved: true, ..ApprovalDecision::default() })
+                } else if let Ok(name) = given.extract::<String>() {
+                    Some(ApprovalDecision { approved: true, decided_by: Some(name), ..ApprovalDecision::default() })
+                } else {
+                    let kind = given.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "`approval` must be an ApprovalDecision, a bool or who approved (a str), got {kind}"
+                    )));
+                }
+            }
+        };
+        Ok(Self(match decision {
+            Some(decision) => context.with_approval(decision),
+            None => context,
+        }))
+    }
+
     /// The run this call belongs to.
     #[getter]
     fn run_id(&self) -> &str {

@@ -1,4 +1,4 @@
-//! Runs driven from outside, one step at a time (DESIGN.md §15): the run's state machine
+//! Runs driven from outside, one step at a time: the run's state machine
 //! without the in-process driver, for a durable-execution engine (a Temporal workflow)
 //! that makes each model request and each tool call elsewhere, as an activity, and feeds
 //! the outcomes back.
@@ -358,6 +358,7 @@ impl DurableRun {
             events: Vec::new(),
             trace: Tracer::new(run_id.clone()).finish(),
             usage: crate::Usage::default(),
+            finish_reason: None,
         };
         Ok(Self { agent: agent.clone(), run_id, stage: Stage::Ended { state, result: Box::new(result) } })
     }

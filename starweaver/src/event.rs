@@ -1,4 +1,4 @@
-//! Run events (DESIGN.md §9): every run records an ordered stream of them, and can hand
+//! Run events: every run records an ordered stream of them, and can hand
 //! them out live.
 
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::hitl::{PendingApproval, PendingDeferred};
 use crate::message::{Message, ToolReturnRecord};
-use crate::model::{ModelDelta, ToolCallDelta, Usage};
+use crate::model::{FinishReason, ModelDelta, ToolCallDelta, Usage};
 
 /// One thing that happened in a run, numbered within the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,6 +88,9 @@ pub enum EventKind {
         /// Tokens the request used, when the model reports them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// Why the answer ended, when the model says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish_reason: Option<FinishReason>,
     },
     /// A tool call starts. Its arguments are in the `model_response` event (or the
     /// pending approval) before it; only an approved override is repeated here.

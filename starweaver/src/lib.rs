@@ -1,10 +1,72 @@
 //! Starweaver: an agent-tool runtime where tools written in Rust or Python share one
-//! [`ToolDefinition`] and one scheduler.
+//! [`ToolDefinition`] and one scheduler, which owns retries, timeouts, cancellation,
+//! approvals, deferred results, event streams and traces.
 //!
-//! A tool call's path reads off the modules: [`tool`] (what a tool is) → [`registry`]
-//! (an agent's tools) → [`scheduler`] (running a response's calls) → `agent` (the loop)
-//! → [`session`] and [`hitl`] (waiting for humans) → [`store`] (sessions kept across processes) → [`event`] and [`stream`] (what
-//! happened), with [`model`] and [`testing`] on the model side.
+//! A tool is a function with `#[tool]`; an [`Agent`] runs a model and its tools until the
+//! model answers. [`testing::TestModel`] plays a scripted model, so this runs as written:
+//!
+//! ```
+//! use serde_json::json;
+//! use starweaver::testing::TestModel;
+//! use starweaver::{Agent, ModelResponse, RunStatus, ToolCallPart, tool};
+//!
+//! /// Add two integers.
+//! #[tool]
+//! async fn add(left: i64, right: i64) -> i64 {
+//!     left + right
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), starweaver::Error> {
+//! let model = TestModel::new([
+//!     TestModel::tool_call_response([ToolCallPart::new("c1", "add", json!({"left": 2, "right": 3}))]),
+//!     ModelResponse::text("2 + 3 = 5"),
+//! ]);
+//! let agent = Agent::builder(std::sync::Arc::new(model)).tool(add_tool()).build()?;
+//! let result = agent.run("What is 2 + 3?").await?;
+//! assert_eq!(result.status, RunStatus::Completed);
+//! assert_eq!(result.output.as_deref(), Some("2 + 3 = 5"));
+//! assert_eq!(add(2, 3).await, 5, "the function itself stays callable");
+//! # Ok(()) }
+//! ```
+//!
+//! Real models are `starweaver::provider`'s clients (cargo features `openai`,
+//! `anthropic`, `gemini`); MCP servers and clients are `starweaver::mcp` (feature `mcp`).
+//!
+//! # Snapshot your tools' definitions
+//!
+//! A tool's definition is what every model is sent, so a change to it (a renamed field, a
+//! new doc comment, a different default) changes what the model sees. Lock each one with
+//! an [insta](https://insta.rs) snapshot in your own tests (`insta = { version = "1",
+//! features = ["json"] }` in `[dev-dependencies]`):
+//!
+//! ```no_run
+//! # /// Add two integers.
+//! # #[starweaver::tool]
+//! # async fn add(left: i64, right: i64) -> i64 { left + right }
+//! #[test]
+//! fn tool_definitions_are_what_the_model_is_sent() {
+//!     for tool in [add_tool()] {
+//!         let definition = starweaver::Tool::definition(&tool);
+//!         insta::assert_json_snapshot!(definition.name.clone(), definition);
+//!     }
+//! }
+//! ```
+//!
+//! The first run writes `snapshots/*.snap`; commit them. After a change, `cargo test`
+//! fails with the difference; `cargo insta review` (from `cargo install cargo-insta`)
+//! shows each one to accept or reject, and `INSTA_UPDATE=no` in CI keeps a changed
+//! definition from passing unreviewed. [`render::render`] gives the same definition in
+//! each provider's format, to snapshot those too.
+//!
+//! # Where things are
+//!
+//! A tool call's path reads off the modules: [`tool`](mod@tool) (what a tool is) →
+//! [`registry`] (an agent's tools) → [`scheduler`] (running a response's calls) → the
+//! agent loop → [`session`] and [`hitl`] (waiting for humans) → [`store`] (sessions kept
+//! across processes) → [`event`] and [`stream`] (what happened), with [`model`] and
+//! [`testing`] on the model side.
+#![deny(rustdoc::broken_intra_doc_links)]
 
 #[doc(hidden)]
 pub mod __private;
@@ -43,7 +105,9 @@ pub use hitl::{
 pub use message::{
     History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
 };
-pub use model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
+pub use model::{
+    FinishReason, Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+};
 pub use registry::ToolRegistry;
 pub use result::{RunError, RunResult, RunStatus};
 pub use schema::{SchemaError, schema_for};

@@ -110,6 +110,53 @@ pub struct ModelResponse {
     /// The model that answered, as the provider names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_name: Option<String>,
+    /// Why the answer ended, when the model says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+}
+
+/// Why a model's answer ended: each provider's reasons, read the same way.
+///
+/// ```
+/// use starweaver::{FinishReason, ModelResponse};
+///
+/// let answer = ModelResponse::text("2 + 3 =");
+/// assert_eq!(FinishReason::of(&answer.parts, true), FinishReason::Length);
+/// assert_eq!(FinishReason::of(&answer.parts, false), FinishReason::Stop);
+/// assert_eq!(serde_json::to_value(FinishReason::ToolCalls).unwrap(), "tool_calls");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The answer is complete.
+    Stop,
+    /// The model stopped to have tools called.
+    ToolCalls,
+    /// The answer reached the token limit (`max_tokens`) and may be cut off. A tool call
+    /// being written then is answered with an `invalid_arguments` return instead of run.
+    Length,
+}
+
+impl FinishReason {
+    /// How an answer of `parts` ended, given whether the token limit cut it.
+    pub fn of(parts: &[ResponsePart], cut_off: bool) -> Self {
+        if cut_off {
+            Self::Length
+        } else if parts.iter().any(|part| matches!(part, ResponsePart::ToolCall(_))) {
+            Self::ToolCalls
+        } else {
+            Self::Stop
+        }
+    }
+
+    /// As canonical JSON names it (`"stop"`, `"tool_calls"`, `"length"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::ToolCalls => "tool_calls",
+            Self::Length => "length",
+        }
+    }
 }
 
 impl ModelResponse {
@@ -125,11 +172,12 @@ impl ModelResponse {
 
     /// A response of these parts, with no usage reported.
     pub fn from_parts(parts: Vec<ResponsePart>) -> Self {
-        Self { parts, usage: None, model_name: None }
+        Self { parts, usage: None, model_name: None, finish_reason: None }
     }
 
     /// Reads one scripted response: `{"text": ...}`, `{"tool_calls": [{"id", "name",
-    /// "arguments"}]}`, or canonical `{"parts": [...]}` (with an optional `"kind": "response"`).
+    /// "arguments"}]}`, or canonical `{"parts": [...]}` (with an optional `"kind": "response"`),
+    /// each with an optional `"finish_reason"` (`"stop"`, `"tool_calls"` or `"length"`).
     ///
     /// # Errors
     /// `InvalidJson` saying what shape was expected and what came.
@@ -138,8 +186,14 @@ impl ModelResponse {
         let Some(obj) = json.as_object() else {
             return Err(invalid(format!("expected an object, got {json}")));
         };
-        let keys: Vec<&str> = obj.keys().map(String::as_str).filter(|k| *k != "kind").collect();
-        match keys.as_slice() {
+        let finish_reason = obj
+            .get("finish_reason")
+            .map(|reason| serde_json::from_value::<FinishReason>(reason.clone()))
+            .transpose()
+            .map_err(|e| invalid(format!("`finish_reason`: {e}")))?;
+        let keys: Vec<&str> =
+            obj.keys().map(String::as_str).filter(|k| !matches!(*k, "kind" | "finish_reason")).collect();
+        let response = match keys.as_slice() {
             ["text"] => match &obj["text"] {
                 Value::String(text) => Ok(Self::text(text.clone())),
                 other => Err(invalid(format!("`text` must be a string, got {other}"))),
@@ -155,7 +209,8 @@ impl ModelResponse {
             _ => Err(invalid(format!(
                 "expected {{\"text\": ...}}, {{\"tool_calls\": [...]}} or {{\"parts\": [...]}}, got {json}"
             ))),
-        }
+        };
+        response.map(|response| Self { finish_reason, ..response })
     }
 }
 

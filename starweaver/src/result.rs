@@ -6,7 +6,7 @@ pub use crate::error::RunError;
 use crate::event::Event;
 use crate::hitl::Hitl;
 use crate::message::History;
-use crate::model::Usage;
+use crate::model::{FinishReason, Usage};
 use crate::trace::Trace;
 
 /// How a run ended.
@@ -56,4 +56,7 @@ pub struct RunResult {
     pub trace: Trace,
     /// Tokens this run's model requests used (since its start or its resume).
     pub usage: Usage,
+    /// Why the run's last answer ended, when the model said: `Length` means the answer
+    /// reached the token limit and may be cut off, though the run completed.
+    pub finish_reason: Option<FinishReason>,
 }

@@ -15,7 +15,7 @@ use crate::stream::RunStream;
 
 type Live = tokio::sync::mpsc::UnboundedSender<crate::event::Event>;
 
-/// A conversation with an agent (DESIGN.md §8).
+/// A conversation with an agent.
 ///
 /// A run that needs approvals or deferred results returns with status `waiting`; the
 /// session holds it until [`resume`](Self::resume) supplies a decision for every pending item.
@@ -91,17 +91,23 @@ impl Session {
 
     /// Runs `prompt`, yielding events as they happen.
     pub fn run_stream(&mut self, prompt: impl Into<String>) -> RunStream<'_> {
-        self.stream(Start::Prompt(prompt.into()), RunOptions::default())
+        self.run_stream_with(prompt, RunOptions::default())
     }
 
-    /// [`run_stream`](Self::run_stream) on a session the stream holds (owned, or behind
-    /// a lock guard), so the stream can outlive the caller's borrow.
-    pub fn run_stream_owned<S>(mut session: S, prompt: impl Into<String>) -> RunStream<'static>
+    /// [`run_stream`](Self::run_stream) with options (tools and toolsets for this run,
+    /// cancellation, dependencies).
+    pub fn run_stream_with(&mut self, prompt: impl Into<String>, options: RunOptions) -> RunStream<'_> {
+        self.stream(Start::Prompt(prompt.into()), options)
+    }
+
+    /// [`run_stream_with`](Self::run_stream_with) on a session the stream holds (owned,
+    /// or behind a lock guard), so the stream can outlive the caller's borrow.
+    pub fn run_stream_owned<S>(mut session: S, prompt: impl Into<String>, options: RunOptions) -> RunStream<'static>
     where
         S: std::ops::DerefMut<Target = Session> + Send + 'static,
     {
         let prompt = prompt.into();
-        RunStream::new(RunOptions::default(), move |live, options| async move {
+        RunStream::new(options, move |live, options| async move {
             session.advance(Start::Prompt(prompt), options, Some(live)).await
         })
     }

@@ -31,6 +31,7 @@ async fn the_loop_runs_tools_and_feeds_returns_back_until_a_text_answer() {
     let agent = Agent::builder(model.clone()).tool(add()).build().unwrap();
     let result = agent.run("Add two numbers").await.unwrap();
     assert_eq!((result.status, result.output.as_deref(), result.error), (RunStatus::Completed, Some("done"), None));
+    assert_eq!(result.usage.requests, 2, "each answer is a request, though the test model reports no usage");
     assert_eq!(
         result.messages.to_json(),
         json!([
@@ -251,4 +252,26 @@ async fn the_history_round_trips_through_canonical_json() {
     let json = result.messages.to_json();
     assert_eq!(History::from_json(&json).unwrap(), result.messages);
     assert!(matches!(*result.messages.messages()[1], Message::Response { .. }));
+}
+
+#[tokio::test]
+async fn a_stream_takes_tools_for_its_run_only() {
+    let model = calls_then_text(vec![call("c", "add", json!({"left": 2, "right": 3}))], "5");
+    let agent = Agent::builder(model).build().unwrap();
+    let options = starweaver::RunOptions { tools: vec![Arc::new(add())], ..starweaver::RunOptions::default() };
+    let result = agent.run_stream_with("2 + 3", options).result().await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(tool_returns(result.messages.messages())[0].content, json!({"total": 5}));
+    assert!(agent.definitions().is_empty(), "the agent is unchanged");
+}
+
+#[tokio::test]
+async fn a_scripted_answer_can_say_it_was_cut_at_the_token_limit() {
+    let cut = ModelResponse::from_json(&json!({"text": "2 + 3 =", "finish_reason": "length"})).unwrap();
+    assert_eq!(cut.finish_reason, Some(starweaver::FinishReason::Length));
+    let result = Agent::builder(Arc::new(TestModel::new([cut]))).build().unwrap().run("2 + 3?").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(result.finish_reason, Some(starweaver::FinishReason::Length), "the cut is not silent");
+    let bad = ModelResponse::from_json(&json!({"text": "x", "finish_reason": "tired"})).unwrap_err().to_string();
+    assert!(bad.contains("`finish_reason`: unknown variant `tired`"), "{bad}");
 }

@@ -13,8 +13,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, Settings, ToolChoice};
 use starweaver::{
-    Agent, EventKind, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus, ToolBuilder,
-    ToolContext, ToolError,
+    Agent, EventKind, FinishReason, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus,
+    ToolBuilder, ToolContext, ToolError,
 };
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -166,6 +166,13 @@ async fn every_protocol_runs_tool_calls_then_answers_and_sends_what_its_api_expe
         let result = agent(protocol.model(&server.uri())).run("add 2 and 3").await.unwrap();
         assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
         assert_eq!(result.output.as_deref(), Some("The total is 5."), "{}", protocol.dir);
+        assert_eq!(
+            finish_reasons(&result),
+            [Some(FinishReason::ToolCalls), Some(FinishReason::Stop)],
+            "{}",
+            protocol.dir
+        );
+        assert_eq!(result.finish_reason, Some(FinishReason::Stop), "{}", protocol.dir);
         let returns = returns_of(&result);
         assert_eq!(returns.len(), 2, "{}", protocol.dir);
         assert_eq!(returns[0].1, json!(5), "{}", protocol.dir);
@@ -811,5 +818,44 @@ async fn an_integer_wider_than_64_bits_is_the_models_to_correct_and_never_a_floa
             protocol.dir
         );
         assert_eq!(returns[1].1, json!({"n": 18446744073709551615u64, "f": 1e23}), "{} {stream}", protocol.dir);
+    }
+}
+
+/// The finish reason of each model answer of a run, from its events.
+fn finish_reasons(result: &RunResult) -> Vec<Option<FinishReason>> {
+    result
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::ModelResponse { finish_reason, .. } => Some(*finish_reason),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_token_limit_says_so_and_its_last_call_is_not_run() {
+    for protocol in PROTOCOLS {
+        let cut: &[(&str, &str)] = match protocol.dir {
+            "openai_chat" => &[(r#""finish_reason": "tool_calls""#, r#""finish_reason": "length""#)],
+            "openai_responses" => &[
+                (r#""status": "completed""#, r#""status": "incomplete""#),
+                (r#""incomplete_details": null"#, r#""incomplete_details": {"reason": "max_output_tokens"}"#),
+            ],
+            "anthropic" => &[(r#""stop_reason": "tool_use""#, r#""stop_reason": "max_tokens""#)],
+            _ => &[(r#""finishReason": "STOP""#, r#""finishReason": "MAX_TOKENS""#)],
+        };
+        let body = cut.iter().fold(fixture(protocol.dir, "tool_calls.json"), |body, (from, to)| body.replace(from, to));
+        let calls = ResponseTemplate::new(200).insert_header("content-type", "application/json").set_body_string(body);
+        let server = serve(protocol.path, vec![calls, json_body(protocol.dir, "text.json")]).await;
+        let result = agent(protocol.model(&server.uri())).run("add 2 and 3").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        assert_eq!(finish_reasons(&result), [Some(FinishReason::Length), Some(FinishReason::Stop)], "{}", protocol.dir);
+        let returns = returns_of(&result);
+        assert_eq!(returns[0].1, json!(5), "{}: the calls before the cut run", protocol.dir);
+        assert_eq!(returns[1].1["kind"], json!("invalid_arguments"), "{}", protocol.dir);
+        let message = returns[1].1["message"].as_str().unwrap();
+        assert!(message.contains("token limit") && message.contains("cut off"), "{}: {message}", protocol.dir);
+        assert!(!everything(&result).contains("the disk is full"), "{}: `fail` never ran", protocol.dir);
     }
 }

@@ -175,9 +175,10 @@ class NativeAgent:
         Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
         added for this run only.
         """
-    def run_stream(self, prompt: builtins.str) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> RunStream:
         r"""
-        Runs `prompt` in a fresh session, yielding its events as they happen.
+        Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
+        `toolsets` are added for this run only.
         """
     def session(self, state: typing.Optional[typing.Any] = None, *, session_id: typing.Optional[builtins.str] = None) -> NativeSession:
         r"""
@@ -370,9 +371,10 @@ class NativeSession:
         Runs `prompt`, continuing the conversation; await the result. `tools` and
         `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> RunStream:
         r"""
-        Runs `prompt`, yielding its events as they happen.
+        Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
+        for this run only.
         """
     def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None) -> typing.Awaitable[RunResult]:
         r"""
@@ -586,11 +588,6 @@ class RunResult:
         The run's id.
         """
     @property
-    def status(self) -> builtins.str:
-        r"""
-        `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
-        """
-    @property
     def output(self) -> typing.Optional[builtins.str]:
         r"""
         The final answer, when completed.
@@ -614,6 +611,17 @@ class RunResult:
     def trace(self) -> Trace:
         r"""
         The run's spans with durations.
+        """
+    @property
+    def status(self) -> typing.Literal['completed', 'waiting', 'failed', 'cancelled']:
+        r"""
+        How it ended: `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
+        """
+    @property
+    def finish_reason(self) -> typing.Literal['stop', 'tool_calls', 'length'] | None:
+        r"""
+        Why the run's last answer ended, when the model said: `"length"` means it reached
+        the token limit and may be cut off, though the run completed.
         """
     @property
     def messages(self) -> list[types.Message]:
@@ -759,6 +767,13 @@ class ToolContext:
     def deps(self) -> typing.Any:
         r"""
         The dependencies object given to `create_agent(dependencies=...)`, or `None`.
+        """
+    @staticmethod
+    def detached(tool_name: builtins.str = 'tool', *, deps: typing.Optional[typing.Any] = None, approval: typing.Optional[typing.Any] = None) -> ToolContext:
+        r"""
+        A context outside any run, to call a tool's function directly in a unit test:
+        `deps` is what `ctx.deps` gives, and `approval` (an `ApprovalDecision`, `True`, or
+        the name of who approved) what `ctx.approval` gives.
         """
     def is_cancelled(self) -> builtins.bool:
         r"""

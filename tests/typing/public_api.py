@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from typing_extensions import assert_type
@@ -57,7 +57,7 @@ from starweaver.otel import export_trace
 from starweaver.providers import PROVIDERS, Provider, check, render, render_tools
 from starweaver.mcp import MCPServerStdio
 from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
-from starweaver.testing import FunctionModel, Messages, TestModel
+from starweaver.testing import FunctionModel, Messages, TestModel, tool_context
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
 from starweaver.types import (
     Event,
@@ -131,7 +131,13 @@ async def typed_usage() -> None:
     events = [event async for event in stream]
     assert_type(events, list[Event])
     assert_type(await stream.result(), RunResult)
-    assert_type(result.status, str)
+    assert_type(result.status, Literal["completed", "waiting", "failed", "cancelled"])
+    assert_type(result.finish_reason, Literal["stop", "tool_calls", "length"] | None)
+    assert_type(agent.run_stream("go", tools=[shout]), RunStream)
+    assert_type(agent.session().run_stream("go", toolsets=[]), RunStream)
+    ctx = tool_context(deps={"db": 1}, approval="alice")
+    assert_type(ctx, ToolContext)
+    assert_type(tool_context(approval=True).approval, ApprovalDecision | None)
     assert_type(result.output, str | None)
     assert_type(result.hitl, Hitl)
     assert_type(result.messages, list[Message])
@@ -277,3 +283,9 @@ async def typed_usage() -> None:
     assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
     assert_type(Tool(len).definition, ToolDefinition)
     del as_function, as_sync_function, original
+
+
+def sync_usage() -> None:
+    agent = create_agent(model=TestModel.responses([{"text": "ok"}]))
+    assert_type(agent.run_sync("go"), RunResult)
+    assert_type(agent.session().run_sync("go", tools=[shout]), RunResult)

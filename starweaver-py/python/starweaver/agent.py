@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, TypedDict, cast
 
@@ -50,6 +50,19 @@ def _run_tools(tools: Iterable[ToolLike], toolsets: Iterable[Toolset]) -> _RunTo
 
 
 
+def _run_sync(run: Coroutine[object, object, RunResult]) -> RunResult:
+    """Runs ``run`` on a fresh event loop; refused by name inside a running one, where
+    blocking would stall every other task on it."""
+    import asyncio  # loads `inspect`; kept out of `import starweaver`
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run)
+    run.close()
+    raise RuntimeError("run_sync() cannot be called from a running event loop: use `await agent.run(...)`")
+
+
 class _AsyncContext:
     """``async with`` support; nothing to open or close today, so both ends are no-ops."""
 
@@ -75,10 +88,20 @@ class Agent(_AsyncContext):
         run only (the agent is unchanged). To resume a waiting run, use a session."""
         return await self._native.run(prompt, **_run_tools(tools, toolsets))
 
-    def run_stream(self, prompt: str) -> RunStream:
+    def run_sync(
+        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
+    ) -> RunResult:
+        """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
+        ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
+        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets))
+
+    def run_stream(
+        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
+    ) -> RunStream:
         """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
-        as they happen; ``await stream.result()`` then gives the ``RunResult``."""
-        return self._native.run_stream(prompt)
+        as they happen; ``await stream.result()`` then gives the ``RunResult``. ``tools``
+        and ``toolsets`` are added for this run only."""
+        return self._native.run_stream(prompt, **_run_tools(tools, toolsets))
 
     def session(self, state: Mapping[str, object] | None = None, *, session_id: str | None = None) -> AgentSession:
         """A conversation that keeps its history across runs and can wait for humans.
@@ -148,9 +171,18 @@ class AgentSession(_AsyncContext):
         for this run only."""
         return await self._native.run(prompt, **_run_tools(tools, toolsets))
 
-    def run_stream(self, prompt: str) -> RunStream:
-        """Runs ``prompt`` in this conversation, yielding events as they happen."""
-        return self._native.run_stream(prompt)
+    def run_sync(
+        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
+    ) -> RunResult:
+        """``run`` for code without an event loop, continuing the conversation."""
+        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets))
+
+    def run_stream(
+        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
+    ) -> RunStream:
+        """Runs ``prompt`` in this conversation, yielding events as they happen; ``tools``
+        and ``toolsets`` are added for this run only."""
+        return self._native.run_stream(prompt, **_run_tools(tools, toolsets))
 
     async def resume_after_hitl(
         self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ._native import Messages, NativeFunctionModel, NativeTestModel
+from ._native import ApprovalDecision, Messages, NativeFunctionModel, NativeTestModel, ToolContext
 
 if TYPE_CHECKING:
     from .types import ModelRequestRecord
 
-__all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel"]
+__all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel", "tool_context"]
 
 ModelResponse: TypeAlias = Mapping[str, Any]
 """A scripted response: ``{"text": ...}``, ``{"tool_calls": [...]}`` or ``{"parts": [...]}``."""
@@ -52,3 +52,18 @@ class FunctionModel:
 
     def __init__(self, function: ModelFunction) -> None:
         self.native = NativeFunctionModel(function)
+
+
+def tool_context(
+    tool_name: str = "tool", *, deps: object = None, approval: ApprovalDecision | bool | str | None = None
+) -> ToolContext:
+    """A ``ToolContext`` outside any run, to call a tool's function directly in a unit
+    test: ``ctx.deps`` is ``deps``; ``ctx.approval`` is ``approval`` (a decision, ``True``,
+    or the name of who approved), or ``None``.
+
+    >>> ctx = tool_context(deps={"db": "test"}, approval="alice")
+    >>> (ctx.deps, ctx.approval.decided_by if ctx.approval else None)
+    ({'db': 'test'}, 'alice')
+    """
+    return ToolContext.detached(tool_name, deps=deps, approval=approval)
+

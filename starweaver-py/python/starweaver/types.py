@@ -266,6 +266,8 @@ class ModelResponseEvent(_EventHead):
     step: int
     message: ResponseMessage
     usage: NotRequired[UsageDict]
+    finish_reason: NotRequired[Literal["stop", "tool_calls", "length"]]
+    """Why the answer ended, when the model says (``"length"``: cut off at the token limit)."""
 
 
 class ToolCallEvent(_EventHead):

@@ -1,4 +1,4 @@
-//! The run loop as a deterministic state machine with no I/O of its own (DESIGN.md §15).
+//! The run loop as a deterministic state machine with no I/O of its own.
 //!
 //! It says what to do next ([`Next`]: request the model, start these calls, wait for the
 //! running ones, or the run's end) and takes each outcome back. The step limit, retry
@@ -19,7 +19,7 @@ use crate::hitl::{
     Resolution, fresh_id, resolve,
 };
 use crate::message::{History, Message, RequestPart, ToolCallPart};
-use crate::model::{ModelResponse, Usage};
+use crate::model::{FinishReason, ModelResponse, Usage};
 use crate::registry::{NameMap, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
@@ -242,6 +242,8 @@ pub(crate) struct Machine<S> {
     retries: NameMap<Arc<str>, u32>,
     /// Tokens the run's model requests used.
     pub usage: Usage,
+    /// Why the latest answer ended, when the model said.
+    finish_reason: Option<FinishReason>,
     phase: Phase,
 }
 
@@ -272,6 +274,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             max_steps,
             retries: NameMap::default(),
             usage: Usage::default(),
+            finish_reason: None,
             phase: Phase::Model,
         }
     }
@@ -324,7 +327,8 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             slots[*slot] = None;
         }
         let batch = Batch::new(response, slots, runs, registry);
-        Self { state, run_id, step, max_steps, retries, usage: Usage::default(), phase: Phase::Calls(batch) }
+        let usage = Usage::default();
+        Self { state, run_id, step, max_steps, retries, usage, finish_reason: None, phase: Phase::Calls(batch) }
     }
 
     /// What to do next.
@@ -368,20 +372,35 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// The model answered: the response enters the history; its calls come next, or the
     /// run ends with its text.
     pub fn model_responded(&mut self, response: ModelResponse, events: &EventLog, registry: &ToolRegistry) {
-        if let Some(usage) = response.usage {
-            self.usage += usage;
-        }
-        let empty = response.parts.is_empty();
-        let message = self.state.borrow_mut().history.push(Message::Response { parts: response.parts }).clone();
-        events.emit(EventKind::ModelResponse { step: self.step, message: message.clone(), usage: response.usage });
-        self.phase = if message.tool_calls().next().is_some() {
-            let count = message.tool_calls().count();
-            Phase::Calls(Batch::new(
-                message,
-                (0..count).map(|_| None).collect(),
-                (0..count).map(|i| (i, None)).collect(),
-                registry,
-            ))
+        // Every answer is one request, whether or not the model reports usage (a test or
+        // function model does not).
+        self.usage += Usage { requests: 1, ..response.usage.unwrap_or_default() };
+        let ModelResponse { parts, usage, finish_reason, .. } = response;
+        self.finish_reason = finish_reason;
+        let empty = parts.is_empty();
+        let message = self.state.borrow_mut().history.push(Message::Response { parts }).clone();
+        events.emit(EventKind::ModelResponse { step: self.step, message: message.clone(), usage, finish_reason });
+        self.phase = if let Some(last) = message.tool_calls().count().checked_sub(1) {
+            // The call being written when the token limit cut the answer may have cut-off
+            // arguments that still parse (a string value ends early): it is the model's to
+            // write again, never run.
+            let cut_off = (finish_reason == Some(FinishReason::Length)).then_some(last);
+            let slots = message
+                .tool_calls()
+                .enumerate()
+                .map(|(i, call)| {
+                    (Some(i) == cut_off).then(|| {
+                        let message = "the answer reached the model's token limit while this call was being \
+                                       written, so its arguments may be cut off: call it again with complete \
+                                       arguments (or raise `max_tokens`)";
+                        let ret = ToolReturn::failure(call, ToolError::invalid_arguments(message), Map::new());
+                        events.emit(ret.event());
+                        Slot::Done(ret)
+                    })
+                })
+                .collect();
+            let runs = (0..=last).filter(|i| Some(*i) != cut_off).map(|i| (i, None)).collect();
+            Phase::Calls(Batch::new(message, slots, runs, registry))
         } else if empty {
             Phase::Over(End::Failed(RunError::EmptyResponse))
         } else {
@@ -563,7 +582,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// go on from this run's events) and in the events, closes the events, and gives the
     /// result and the session. `trace` closes the run's trace once its status is known.
     pub fn finish(self, end: End, events: EventLog, trace: impl FnOnce(RunStatus) -> Trace) -> (RunResult, S) {
-        let Self { mut state, run_id, step, retries, usage, .. } = self;
+        let Self { mut state, run_id, step, retries, usage, finish_reason, .. } = self;
         let (status, output, error) = match end {
             End::Completed(output) => {
                 events.emit(EventKind::RunComplete { output: output.clone() });
@@ -593,8 +612,18 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             waiting.hitl()
         });
         let messages = session.history.clone();
-        let result =
-            RunResult { run_id: run_id.to_string(), status, output, error, hitl, messages, events, trace, usage };
+        let result = RunResult {
+            run_id: run_id.to_string(),
+            status,
+            output,
+            error,
+            hitl,
+            messages,
+            events,
+            trace,
+            usage,
+            finish_reason,
+        };
         (result, state)
     }
 }

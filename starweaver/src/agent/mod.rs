@@ -235,7 +235,13 @@ impl Agent {
 
     /// Runs `prompt` in a fresh session, yielding events as they happen.
     pub fn run_stream(&self, prompt: impl Into<String>) -> RunStream<'static> {
-        Session::run_stream_owned(Box::new(self.session()), prompt)
+        self.run_stream_with(prompt, RunOptions::default())
+    }
+
+    /// [`run_stream`](Self::run_stream) with options (tools and toolsets for this run,
+    /// cancellation, dependencies).
+    pub fn run_stream_with(&self, prompt: impl Into<String>, options: RunOptions) -> RunStream<'static> {
+        Session::run_stream_owned(Box::new(self.session()), prompt, options)
     }
 
     /// The tool definitions models are sent, in registration order.

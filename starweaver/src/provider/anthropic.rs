@@ -4,12 +4,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::model::{
-    Protocol, Settings, StreamState, ToolChoice, arguments, content_text, instructions, invalid, tools,
-};
+use super::model::{Protocol, Settings, StreamState, ToolChoice, arguments, instructions, invalid, text_of, tools};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
+use crate::model::{
+    FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+};
 use crate::render::Provider;
 
 /// Anthropic requires a token limit; this one applies unless `max_tokens` is set.
@@ -97,8 +97,9 @@ impl Protocol for Anthropic {
                 _ => {}
             }
         }
-        check_stop(body.get("stop_reason").and_then(Value::as_str))?;
+        let cut_off = check_stop(body.get("stop_reason").and_then(Value::as_str))?;
         Ok(ModelResponse {
+            finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
             usage: body.get("usage").map(|u| usage(u, None)),
             model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
@@ -139,7 +140,7 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
                         RequestPart::ToolReturn(ret) => Some(json!({
                             "type": "tool_result",
                             "tool_use_id": &*ret.tool_call_id,
-                            "content": content_text(&ret.content),
+                            "content": text_of(&ret.content),
                             "is_error": ret.is_error,
                         })),
                     })
@@ -168,9 +169,11 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
     out
 }
 
-fn check_stop(reason: Option<&str>) -> Result<(), ModelError> {
+/// Whether the token limit cut the answer, or why it is no answer at all.
+fn check_stop(reason: Option<&str>) -> Result<bool, ModelError> {
     match reason {
-        None | Some("end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "pause_turn") => Ok(()),
+        None | Some("end_turn" | "tool_use" | "stop_sequence" | "pause_turn") => Ok(false),
+        Some("max_tokens") => Ok(true),
         Some("refusal") => Err(ModelError::of(ModelErrorKind::Refusal, "the model refused to answer")),
         Some(other) => {
             Err(ModelError::of(ModelErrorKind::UnknownFinishReason, format!("unknown stop reason `{other}`")))
@@ -295,8 +298,8 @@ impl StreamState for MessagesStream {
         if !self.stopped {
             return Err(ModelError::of(ModelErrorKind::StreamInterrupted, "the stream ended before `message_stop`"));
         }
-        check_stop(self.stop.as_deref())?;
-        let parts = self
+        let cut_off = check_stop(self.stop.as_deref())?;
+        let parts: Vec<ResponsePart> = self
             .blocks
             .into_iter()
             .filter_map(|(_, block)| match block {
@@ -308,6 +311,7 @@ impl StreamState for MessagesStream {
             })
             .collect();
         Ok(ModelResponse {
+            finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
             usage: self.start_usage.as_ref().map(|u| usage(u, self.output_tokens)),
             model_name: self.model,

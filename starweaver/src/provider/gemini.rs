@@ -8,7 +8,9 @@ use serde_json::{Map, Value, json};
 use super::model::{Protocol, Settings, StreamState, ToolChoice, instructions, invalid, keep_wide_arguments, tools};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
+use crate::model::{
+    FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+};
 use crate::render::Provider;
 
 /// Ids this client made up for calls Gemini sent without one; they are not sent back.
@@ -239,8 +241,9 @@ impl GeminiStream {
     }
 
     fn response(self, whole: bool) -> Result<ModelResponse, ModelError> {
-        match self.finish.as_deref() {
-            Some("STOP" | "MAX_TOKENS") => {}
+        let cut_off = match self.finish.as_deref() {
+            Some("STOP") => false,
+            Some("MAX_TOKENS") => true,
             None if whole => return Err(invalid("the response has no candidate")),
             None => {
                 return Err(ModelError::of(
@@ -261,8 +264,13 @@ impl GeminiStream {
                     format!("unknown finish reason `{other}`"),
                 ));
             }
-        }
-        Ok(ModelResponse { parts: self.parts, usage: self.usage, model_name: self.model })
+        };
+        Ok(ModelResponse {
+            finish_reason: Some(FinishReason::of(&self.parts, cut_off)),
+            parts: self.parts,
+            usage: self.usage,
+            model_name: self.model,
+        })
     }
 }
 

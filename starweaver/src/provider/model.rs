@@ -733,17 +733,11 @@ fn holds_float(value: &Value) -> bool {
     }
 }
 
-/// Tool-call arguments as JSON text for a provider that wants text.
-pub(crate) fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// A tool return's content as text for providers that take text.
-pub(crate) fn content_text(content: &Value) -> String {
-    match content {
+/// A value as the text a provider wants where it takes text (tool-call arguments, a
+/// tool return's content): a string as it is, anything else as JSON.
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub(crate) fn text_of(value: &Value) -> String {
+    match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     }
@@ -755,7 +749,9 @@ pub(crate) fn tools(request: &ModelRequest<'_>, provider: crate::render::Provide
         .map_err(|e| ModelError::of(ModelErrorKind::Other, e.to_string()))
 }
 
-/// The text of consecutive system prompts, joined.
+/// The text of consecutive system prompts, joined (for providers that take it apart
+/// from the messages).
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
 pub(crate) fn instructions(request: &ModelRequest<'_>) -> Option<String> {
     let texts: Vec<&str> = request
         .messages

@@ -4,12 +4,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{
-    Protocol, Settings, StreamState, ToolChoice, arguments, arguments_text, content_text, invalid, tools,
-};
+use super::model::{Protocol, Settings, StreamState, ToolChoice, arguments, invalid, text_of, tools};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
+use crate::model::{
+    FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+};
 use crate::render::Provider;
 
 /// The Chat Completions protocol; use it as [`OpenAIChatModel`](super::OpenAIChatModel).
@@ -79,8 +79,9 @@ impl Protocol for OpenAIChat {
                 arguments(field("/function/arguments")),
             )));
         }
-        check_finish(choice.get("finish_reason").and_then(Value::as_str))?;
+        let cut_off = check_finish(choice.get("finish_reason").and_then(Value::as_str))?;
         Ok(ModelResponse {
+            finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
             usage: body.get("usage").map(usage),
             model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
@@ -105,7 +106,7 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
                         RequestPart::ToolReturn(ret) => json!({
                             "role": "tool",
                             "tool_call_id": &*ret.tool_call_id,
-                            "content": content_text(&ret.content),
+                            "content": text_of(&ret.content),
                         }),
                     });
                 }
@@ -118,7 +119,7 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
                     .tool_calls()
                     .map(|call| {
                         json!({"id": &*call.id, "type": "function",
-                            "function": {"name": &*call.name, "arguments": arguments_text(&call.arguments)}})
+                            "function": {"name": &*call.name, "arguments": text_of(&call.arguments)}})
                     })
                     .collect();
                 if !calls.is_empty() {
@@ -161,10 +162,12 @@ pub(crate) fn sampling(body: &mut Map<String, Value>, settings: &Settings, max_t
     }
 }
 
-/// `stop`, `tool_calls`, `length` and the legacy `function_call` end an answer normally.
-fn check_finish(reason: Option<&str>) -> Result<(), ModelError> {
+/// `stop`, `tool_calls`, `length` and the legacy `function_call` end an answer normally;
+/// whether the token limit cut it.
+fn check_finish(reason: Option<&str>) -> Result<bool, ModelError> {
     match reason {
-        None | Some("stop" | "tool_calls" | "length" | "function_call") => Ok(()),
+        None | Some("stop" | "tool_calls" | "function_call") => Ok(false),
+        Some("length") => Ok(true),
         Some("content_filter") => {
             Err(ModelError::of(ModelErrorKind::ContentFilter, "the provider's content filter stopped the answer"))
         }
@@ -288,7 +291,7 @@ impl StreamState for ChatStream {
         if !self.done && self.finish.is_none() {
             return Err(ModelError::of(ModelErrorKind::StreamInterrupted, "the stream ended before its last chunk"));
         }
-        check_finish(self.finish.as_deref())?;
+        let cut_off = check_finish(self.finish.as_deref())?;
         let mut parts = Vec::new();
         if !self.text.is_empty() {
             parts.push(ResponsePart::Text { text: self.text });
@@ -296,7 +299,12 @@ impl StreamState for ChatStream {
         for call in self.calls {
             parts.push(ResponsePart::ToolCall(ToolCallPart::new(call.id, call.name, arguments(&call.arguments))));
         }
-        Ok(ModelResponse { parts, usage: self.usage, model_name: self.model })
+        Ok(ModelResponse {
+            finish_reason: Some(FinishReason::of(&parts, cut_off)),
+            parts,
+            usage: self.usage,
+            model_name: self.model,
+        })
     }
 }
 

@@ -3,11 +3,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, arguments, arguments_text, content_text, invalid, tools};
+use super::model::{Protocol, Settings, StreamState, arguments, invalid, text_of, tools};
 use super::openai_chat::{sampling, tool_choice_value};
 use super::sse::SseEvent;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
-use crate::model::{ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage};
+use crate::model::{
+    FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+};
 use crate::render::Provider;
 
 /// The Responses protocol; use it as [`OpenAIResponsesModel`](super::OpenAIResponsesModel).
@@ -65,8 +67,8 @@ impl Protocol for OpenAIResponses {
     }
 
     fn parse(&self, body: Value, _step: u32) -> Result<ModelResponse, ModelError> {
-        match body.get("status").and_then(Value::as_str) {
-            None | Some("completed") => {}
+        let cut_off = match body.get("status").and_then(Value::as_str) {
+            None | Some("completed") => false,
             Some("incomplete") => {
                 let reason = body.pointer("/incomplete_details/reason").and_then(Value::as_str).unwrap_or_default();
                 if reason == "content_filter" {
@@ -81,6 +83,7 @@ impl Protocol for OpenAIResponses {
                         format!("the response is incomplete for an unknown reason `{reason}`"),
                     ));
                 }
+                true
             }
             Some("failed") => {
                 return Err(invalid(format!("the response failed: {}", body.get("error").unwrap_or(&Value::Null))));
@@ -88,7 +91,7 @@ impl Protocol for OpenAIResponses {
             Some(other) => {
                 return Err(ModelError::of(ModelErrorKind::UnknownFinishReason, format!("unknown status `{other}`")));
             }
-        }
+        };
         let output = body.get("output").and_then(Value::as_array).ok_or_else(|| invalid("no `output`"))?;
         let mut parts = Vec::new();
         for item in output {
@@ -121,6 +124,7 @@ impl Protocol for OpenAIResponses {
             }
         }
         Ok(ModelResponse {
+            finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
             usage: body.get("usage").map(usage),
             model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
@@ -144,7 +148,7 @@ fn input(request: &ModelRequest<'_>) -> Vec<Value> {
                         RequestPart::ToolReturn(ret) => json!({
                             "type": "function_call_output",
                             "call_id": &*ret.tool_call_id,
-                            "output": content_text(&ret.content),
+                            "output": text_of(&ret.content),
                         }),
                     });
                 }
@@ -157,7 +161,7 @@ fn input(request: &ModelRequest<'_>) -> Vec<Value> {
                             "type": "function_call",
                             "call_id": &*call.id,
                             "name": &*call.name,
-                            "arguments": arguments_text(&call.arguments),
+                            "arguments": text_of(&call.arguments),
                         }),
                     });
                 }

@@ -96,6 +96,14 @@ impl ToolContext {
         self
     }
 
+    /// Gives the call a human's decision (for direct calls in tests of tools that need
+    /// approval).
+    #[must_use]
+    pub fn with_approval(mut self, decision: ApprovalDecision) -> Self {
+        self.approval = Some(Arc::new(decision));
+        self
+    }
+
     /// The run this call belongs to.
     pub fn run_id(&self) -> &str {
         &self.run_id
