@@ -72,8 +72,15 @@ test-rust: install  ## every Rust test: unit, integration, doc, snapshot and com
 test-python: build-dev  ## pytest: spec samples, control flow, scheduling, HITL, snapshots
 	$(BIN)/python -m pytest tests/python -q
 
+.PHONY: docs
+docs: install  ## the documentation site (mkdocs-material) into target/site; any warning fails it
+	@# The first build of a venv made before mkdocs-material joined requirements-dev.txt installs it.
+	test -x $(BIN)/mkdocs || $(BIN)/pip install --quiet -r requirements-dev.txt
+	@# NO_MKDOCS_2_WARNING: mkdocs-material prints a banner about its own end of life on every build.
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir target/site
+
 .PHONY: test
-test: lint-rust test-rust lint-python test-python  ## every check and every test (what CI runs)
+test: lint-rust test-rust lint-python test-python docs  ## every check and every test (what CI runs)
 
 .PHONY: real-model
 real-model: build-dev  ## an agent on a real small model, offline (Gemma 3 270M via node-llama-cpp); not in make test

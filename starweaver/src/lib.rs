@@ -204,6 +204,11 @@ pub use tokio_util::sync::CancellationToken;
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+/// The Rust samples of each `docs/` page that has any, run as doc tests like the README's.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/rust-tools.md")]
+pub struct RustToolsDoctests;
+
 pub use tool::{
     ChainedCall, DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunAhead, TOOL_OPTIONS, Tool, ToolBuilder,
     ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args,
