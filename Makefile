@@ -29,8 +29,8 @@ build-dev: install  ## build the Python package (release) into .venv
 
 .PHONY: run
 run: build-dev  ## the main job: the quickstart agents (Rust tools, then Python tools) on the test model
-	# The Rust quickstart builds in the Python package's release profile and target dir, so
-	# the dependency tree is compiled once for both.
+	@# The Rust quickstart builds in the Python package's release profile and target dir, so
+	@# the dependency tree is compiled once for both.
 	CARGO_TARGET_DIR=$(MATURIN_TARGET) $(CARGO) run --release --quiet --example quickstart
 	$(BIN)/python examples/quickstart.py
 
@@ -52,7 +52,7 @@ format:  ## format the Rust code
 lint-rust: install  ## rustfmt check, clippy and rustdoc with warnings denied
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	# Every feature's docs build with no broken link or warning (as docs.rs builds them).
+	@# Every feature's docs build with no broken link or warning (as docs.rs builds them).
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --all-features
 
 .PHONY: lint-python

@@ -103,7 +103,11 @@ def serve_mcp(target: str, name: str | None, http: str | None = None) -> None:
     from ._native import NativeMcpService
 
     module = load(target)
-    tools, toolsets = tools_of(module), toolsets_of(module)
+    toolsets = toolsets_of(module)
+    # A tool at the top level that a served toolset also holds is served once, as the
+    # toolset shows it (its prefix, its approval policy).
+    in_toolsets = {id(member) for toolset in toolsets for member in toolset._members}
+    tools = [tool for tool in tools_of(module) if id(tool) not in in_toolsets]
     if not tools and not toolsets:
         raise InspectError(f"{target} holds no tools or toolsets to serve")
     service = NativeMcpService(

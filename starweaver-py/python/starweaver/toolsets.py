@@ -29,14 +29,19 @@ class Toolset:
     (``approval_required_tools``) may name the toolset or its id."""
 
     native: NativeToolset
+    # The tool objects it was made of (none for a dynamic one), whatever its prefix, filter
+    # or names: ``serve-mcp`` serves these through the toolset alone.
+    _members: tuple[ToolLike, ...]
 
     def __init__(self, name: str, tools: Iterable[ToolLike] = (), *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
-        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in tools], id=id)
+        self._members = tuple(tools)
+        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self._members], id=id)
 
-    @classmethod
-    def _wrap(cls, native: NativeToolset) -> Toolset:
-        toolset = cls.__new__(cls)
+    def _wrap(self, native: NativeToolset) -> Toolset:
+        """A toolset derived from this one: its native form, the same members."""
+        toolset = Toolset.__new__(Toolset)
         toolset.native = native
+        toolset._members = self._members
         return toolset
 
     @property
@@ -54,19 +59,19 @@ class Toolset:
 
     def prefixed(self, prefix: str) -> Toolset:
         """The same tools, each name with ``prefix`` in front."""
-        return Toolset._wrap(self.native.prefixed(prefix))
+        return self._wrap(self.native.prefixed(prefix))
 
     def filtered(self, keep: Callable[[ToolDefinition], bool]) -> Toolset:
         """Only the tools ``keep(definition)`` accepts."""
-        return Toolset._wrap(self.native.filtered(keep))
+        return self._wrap(self.native.filtered(keep))
 
     def renamed(self, names: Mapping[str, str]) -> Toolset:
         """The same tools, renamed by ``names`` (old name → new name)."""
-        return Toolset._wrap(self.native.renamed(dict(names)))
+        return self._wrap(self.native.renamed(dict(names)))
 
     def approval_required(self) -> Toolset:
         """The same tools, each call needing a human decision first."""
-        return Toolset._wrap(self.native.approval_required())
+        return self._wrap(self.native.approval_required())
 
     def __repr__(self) -> str:
         return repr(self.native)
@@ -88,3 +93,4 @@ class DynamicToolset(Toolset):
             return [native_tool(tool) for tool in tools]
 
         self.native = NativeToolset.dynamic(name, listed, id=id)
+        self._members = ()
