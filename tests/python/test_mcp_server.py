@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -192,3 +195,68 @@ def test_the_official_client_lists_and_calls_rust_tools_from_our_rust_server() -
 
     asyncio.run(main())
     assert len(asked) == 1 and "`deploy`" in asked[0]
+
+
+class RawServer:
+    """`serve-mcp` over stdio, spoken to in raw JSON-RPC lines; every line it writes to
+    stdout must be JSON (a line that is not fails the test)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        line = self.lines.get(timeout=20)
+        try:
+            message: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError:
+            pytest.fail(f"stdout carried a line that is not JSON-RPC: {line!r}")
+        return message
+
+    def initialize(self) -> None:
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}))
+        assert self.answer()["result"]["protocolVersion"] == "2025-11-25"
+        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def call(self, id_: int, name: str, arguments: Any) -> None:
+        params = {"name": name, "arguments": arguments}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}))
+
+    def close(self) -> tuple[str, int]:
+        """Ends the session: its stderr and exit status."""
+        _, stderr = self.process.communicate(timeout=30)
+        return stderr, self.process.returncode
+
+
+def test_protocol_misuse_is_answered_with_json_rpc_errors_and_the_server_keeps_serving() -> None:
+    server = RawServer()
+    # A response and a notification before `initialize`: nothing to answer, no reason to stop.
+    server.send('{"jsonrpc": "2.0", "id": 99, "result": {}}')
+    server.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    server.call(1, "add", {"left": 1, "right": 2})
+    early = server.answer()
+    assert early["id"] == 1 and "error" in early
+    server.initialize()
+    server.send('{"jsonrpc": "2.0", "id": 2, "method": "tools/li')
+    server.send('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": "add"}')
+    server.call(4, "add", {"left": json.loads("[" * 200 + "]" * 200)})
+    answers = [server.answer() for _ in range(3)]
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(None, -32700), (3, -32602), (4, -32602)]
+    server.call(5, "add", {"left": 1, "right": 2})
+    assert server.answer()["result"]["content"][0]["text"] == "3"
+    _, status = server.close()
+    assert status == 0

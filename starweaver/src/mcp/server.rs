@@ -18,9 +18,11 @@ use rmcp::model::{
 };
 use rmcp::service::{ElicitationError, Peer, RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::wire::StdioTransport;
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
@@ -181,9 +183,24 @@ impl McpService {
     /// # Errors
     /// The MCP handshake failed.
     pub async fn serve_stdio(self) -> std::result::Result<(), String> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one client over a byte stream carrying a JSON-RPC message a line (what stdio
+    /// carries), until it closes. Every request is answered, a malformed one with the
+    /// JSON-RPC error it calls for; a response or notification sent before `initialize` is
+    /// set aside.
+    ///
+    /// # Errors
+    /// The MCP handshake failed.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> std::result::Result<(), String>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (handler, queue) = self.handler();
-        let service =
-            handler.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
+        let transport = StdioTransport::new(tokio::io::BufReader::new(reader), writer);
+        let service = handler.serve(transport).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
         tokio::select! {
             _ = service.waiting() => Ok(()),
             () = self.run_calls(queue) => Ok(()),
