@@ -317,3 +317,50 @@ async fn malformed_requests_get_the_json_rpc_error_they_call_for_with_their_id_o
     client.send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#).await;
     assert_eq!(client.answer().await["id"], 9);
 }
+
+/// One raw HTTP/1.1 exchange: the status and the body.
+async fn raw_http(address: &str, request: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer)).await.unwrap().unwrap();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default())
+}
+
+fn post(target: &str, headers: &str, body: &str) -> String {
+    format!(
+        "POST {target} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn http_refuses_foreign_origins_hosts_and_targets_and_answers_unreadable_bodies_in_json_rpc() {
+    let url = serve(calculator_service()).await;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let port: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let own = format!("Host: {address}\r\n");
+    let (status, _) = raw_http(&address, &post("/mcp", &own, initialize)).await;
+    assert_eq!(status, 200);
+    let refused = [
+        (post("/mcp", &format!("{own}Origin: http://evil.example\r\n"), initialize), 403),
+        (post("/mcp", &format!("{own}Origin: http://127.0.0.1:{}\r\n", port.wrapping_add(1)), initialize), 403),
+        (post("/mcp", &format!("Host: 127.0.0.1:{}\r\n", port.wrapping_add(1)), initialize), 403),
+        (post("http://evil.example/mcp", &own, initialize), 400),
+        (post("/mcp", &format!("{own}Host: evil.example\r\n"), initialize), 400),
+    ];
+    for (request, expected) in refused {
+        let (status, body) = raw_http(&address, &request).await;
+        assert_eq!(status, expected, "{request:.120}: {body}");
+    }
+    let (status, _) =
+        raw_http(&address, &post("/mcp", &format!("{own}Origin: http://{address}\r\n"), initialize)).await;
+    assert_eq!(status, 200);
+    let (status, body) =
+        raw_http(&address, &post("/mcp", &own, r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#)).await;
+    assert_eq!(status, 400);
+    assert!(body.contains(r#""id":18446744073709551616"#) && body.contains("-32600"), "{body}");
+}

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::wire::StdioTransport;
+use super::wire::{self, Incoming, StdioTransport};
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
@@ -210,8 +210,11 @@ impl McpService {
     /// Serves MCP's streamable HTTP at `/mcp` on `listener`, for any number of clients,
     /// until the returned future is dropped.
     ///
-    /// Requests must name the listener's host (or `localhost`) in `Host`, which keeps a
-    /// browser page on another origin from reaching a local server (DNS rebinding).
+    /// Requests must name the listener (its address or `localhost`, with its port) in one
+    /// `Host` header, target a path (not an absolute URL) and, from a browser, come from
+    /// that same origin (`Origin`, else 403): this keeps a page on another origin from
+    /// reaching a local server (DNS rebinding). A body that is not a readable JSON-RPC
+    /// message is answered with a JSON-RPC error.
     ///
     /// ```no_run
     /// # async fn serve(service: starweaver::mcp::McpService) -> Result<(), Box<dyn std::error::Error>> {
@@ -227,14 +230,20 @@ impl McpService {
         use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
         let (handler, queue) = self.handler();
-        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
-        if let Ok(address) = listener.local_addr() {
-            hosts.push(address.ip().to_string());
-        }
-        let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+        // Only this listener's own authority, port included: another local service's port
+        // is another origin, as is any page a browser serves.
+        let address = listener.local_addr().map_err(|e| format!("the MCP HTTP listener has no address: {e}"))?;
+        let own = match address.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        let hosts = ["localhost", "127.0.0.1", "[::1]", &own].map(|host| format!("{host}:{}", address.port()));
+        let origins = hosts.clone().map(|host| format!("http://{host}"));
+        let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts).with_allowed_origins(origins);
+        config.max_request_body_bytes = MAX_HTTP_BODY_BYTES;
         let sessions = Arc::new(LocalSessionManager::default());
         let http = StreamableHttpService::new(move || Ok(handler.clone()), sessions, config);
-        let router = axum::Router::new().nest_service("/mcp", http);
+        let router = axum::Router::new().nest_service("/mcp", http).layer(axum::middleware::from_fn(check_request));
         tokio::select! {
             served = axum::serve(listener, router) => served.map_err(|e| format!("the MCP HTTP server failed: {e}")),
             () = self.run_calls(queue) => Ok(()),
@@ -296,6 +305,36 @@ impl McpService {
         }
         drop(job.reply.send(result_of(outcome)));
     }
+}
+
+/// The largest request body the HTTP server reads (rmcp's default).
+const MAX_HTTP_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What rmcp's HTTP service lets through but must not: a request target in absolute form
+/// (whose authority is not the one `Host` names), several `Host` headers, and a POST body
+/// it cannot read, which rmcp answers with a bare 415 where JSON-RPC calls for an error.
+async fn check_request(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+
+    let text = |status: StatusCode, message: &'static str| (status, message).into_response();
+    if request.uri().scheme().is_some() || request.uri().authority().is_some() {
+        return text(StatusCode::BAD_REQUEST, "Bad Request: the request target must be a path");
+    }
+    if request.headers().get_all(header::HOST).iter().count() > 1 {
+        return text(StatusCode::BAD_REQUEST, "Bad Request: more than one Host header");
+    }
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_HTTP_BODY_BYTES).await else {
+        return text(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is too large or broken");
+    };
+    if let Incoming::Refused(error) = wire::read(&bytes) {
+        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], error).into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }
 
 /// Asks the client whether `call` may run, by elicitation. The error is what the client
