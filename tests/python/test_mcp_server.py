@@ -70,7 +70,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "wipe"}
+        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "chatty", "wipe"}
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -240,6 +240,16 @@ class RawServer:
         """Ends the session: its stderr and exit status."""
         _, stderr = self.process.communicate(timeout=30)
         return stderr, self.process.returncode
+
+
+def test_a_tools_prints_go_to_stderr_and_stdout_carries_json_rpc_alone() -> None:
+    server = RawServer()
+    server.initialize()
+    server.call(1, "chatty", {})
+    assert server.answer()["result"]["content"][0]["text"] == "quiet"
+    stderr, status = server.close()
+    assert "a tool's print" in stderr and "a library's write to fd 1" in stderr
+    assert status == 0
 
 
 def test_protocol_misuse_is_answered_with_json_rpc_errors_and_the_server_keeps_serving() -> None:

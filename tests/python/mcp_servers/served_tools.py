@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
@@ -49,6 +50,14 @@ async def waits(ctx: ToolContext, marker: str) -> str:
     await ctx.cancelled()
     Path(marker).write_text("cancelled")
     return "cancelled"
+
+
+@tool
+def chatty() -> str:
+    """Prints, as tools and the libraries they use do, then answers."""
+    print("a tool's print")
+    os.write(1, b"a library's write to fd 1\n")
+    return "quiet"
 
 
 def _wipe(path: str) -> str:
