@@ -70,7 +70,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "chatty", "wipe"}
+        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "sleeps", "chatty", "wipe"}
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -127,6 +127,22 @@ def test_a_clients_cancel_reaches_the_tool(with_client: WithClient, tmp_path: Pa
 
     with_client(scenario)
     assert marker.read_text() == "cancelled", "the tool saw ctx.cancelled() resolve"
+
+
+def test_a_clients_cancel_interrupts_a_tool_that_does_not_stop_by_itself(with_client: WithClient, tmp_path: Path) -> None:
+    marker = tmp_path / "ended"
+
+    async def scenario(session: ClientSession) -> None:
+        call = asyncio.ensure_future(session.call_tool("sleeps", {"seconds": 30, "marker": str(marker)}))
+        await asyncio.sleep(0.2)
+        call.cancel()  # the client sends notifications/cancelled
+        for _ in range(300):
+            if marker.exists():
+                return
+            await asyncio.sleep(0.1)
+
+    with_client(scenario)
+    assert marker.read_text() == "interrupted", "the coroutine got CancelledError"
 
 
 def elicitation(answer: types.ElicitResult, asked: list[str]) -> Any:

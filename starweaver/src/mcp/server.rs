@@ -116,6 +116,9 @@ impl McpServiceBuilder {
     }
 }
 
+/// How long a call the client cancelled may take to end by itself before it is dropped.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One `tools/call`, handed from rmcp's task to the future that runs calls.
 struct Job {
     name: String,
@@ -276,7 +279,21 @@ impl McpService {
         while running.next().await.is_some() {}
     }
 
+    /// Runs one call. When the client cancels it, the tool sees `ctx.cancelled()` resolve;
+    /// one that does not end within [`CANCEL_GRACE`] is dropped, which cancels it where it
+    /// waits (a Python coroutine gets `CancelledError`). A cancelled call is not answered.
     async fn run_call(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
+        let cancelled = job.cancellation.clone();
+        let call = self.answer(job, barrier, by_name);
+        tokio::pin!(call);
+        tokio::select! {
+            () = &mut call => return,
+            () = cancelled.cancelled() => {}
+        }
+        drop(tokio::time::timeout(CANCEL_GRACE, call).await);
+    }
+
+    async fn answer(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
         let sequential = self.registry.get(&job.name).is_some_and(|t| t.sequential);
         let _order = match by_name.get(&job.name) {
             Some(lock) => Some(lock.lock().await),

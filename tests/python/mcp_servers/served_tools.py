@@ -53,6 +53,18 @@ async def waits(ctx: ToolContext, marker: str) -> str:
 
 
 @tool
+async def sleeps(seconds: float, marker: str) -> str:
+    """Sleeps, then leaves in `marker` how the sleep ended."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        Path(marker).write_text("interrupted")
+        raise
+    Path(marker).write_text("done")
+    return "slept"
+
+
+@tool
 def chatty() -> str:
     """Prints, as tools and the libraries they use do, then answers."""
     print("a tool's print")
