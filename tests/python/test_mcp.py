@@ -189,3 +189,20 @@ def test_a_tool_can_be_called_directly_outside_any_run() -> None:
             assert await server.call_tool("shout", {"text": "still here"}) == {"result": "STILL HERE"}
 
     asyncio.run(scenario())
+
+
+HOSTILE = str(Path(__file__).parent / "mcp_servers" / "hostile_server.py")
+
+
+def hostile(mode: str, *more: str, timeout_ms: int = 400) -> MCPServerStdio:
+    return MCPServerStdio("hostile", sys.executable, args=[HOSTILE, mode, *more], timeout_ms=timeout_ms)
+
+
+def test_a_server_flooding_stderr_with_bytes_that_are_not_utf8_keeps_working() -> None:
+    async def scenario() -> None:
+        async with hostile("noisy", timeout_ms=10_000) as server:
+            for _ in range(4):
+                assert await server.call_tool("echo") == "echoed"
+
+    asyncio.run(scenario())
+

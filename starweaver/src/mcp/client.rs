@@ -11,13 +11,14 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::toolset::{Toolset, ToolsetContext};
 
-/// How many stderr lines of a server are kept to explain its failures.
+/// How many stderr lines of a server are kept to explain its failures, and how much of
+/// each: its stderr is read to the end, whatever it holds, so it never fills its pipe.
 const STDERR_TAIL: usize = 20;
+const STDERR_LINE_BYTES: usize = 1024;
 /// How many times a call is repeated after the server's transport failed.
 const TRANSPORT_RETRIES: u32 = 1;
 /// How many times a broken HTTP event stream is reopened before its calls fail; rmcp's
@@ -218,17 +219,30 @@ impl Inner {
         Ok(client)
     }
 
-    /// Keeps the last lines of a server's stderr, to explain its failures.
-    fn keep_tail(&self, stderr: tokio::process::ChildStderr) {
+    /// Keeps the last lines of a server's stderr, to explain its failures. It reads to the
+    /// end whatever comes (any bytes, lines of any length), holding a bounded tail.
+    fn keep_tail(&self, mut stderr: tokio::process::ChildStderr) {
+        use tokio::io::AsyncReadExt;
         let tail = self.stderr.clone();
         tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if tail.len() == STDERR_TAIL {
-                    tail.pop_front();
+            let mut chunk = vec![0; 8192];
+            let mut line = Vec::new();
+            while let Ok(read) = stderr.read(&mut chunk).await
+                && read > 0
+            {
+                for piece in chunk[..read].split_inclusive(|&b| b == b'\n') {
+                    let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+                    line.extend_from_slice(&piece[..piece.len().min(room)]);
+                    if piece.ends_with(b"\n") {
+                        let text = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
+                        line.clear();
+                        let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if tail.len() == STDERR_TAIL {
+                            tail.pop_front();
+                        }
+                        tail.push_back(text);
+                    }
                 }
-                tail.push_back(line);
             }
         });
     }
