@@ -145,7 +145,7 @@ pub struct PyMcpServer(McpServer);
 #[pymethods]
 impl PyMcpServer {
     /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-    /// `timeout_ms` bounds each call of its tools.
+    /// `timeout_ms` bounds each request to it (calls, the handshake, listings).
     #[new]
     #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None))]
     fn new(

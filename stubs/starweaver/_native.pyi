@@ -272,7 +272,7 @@ class NativeMcpServer:
     def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:
         r"""
         `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-        `timeout_ms` bounds each call of its tools.
+        `timeout_ms` bounds each request to it (calls, the handshake, listings).
         """
     @staticmethod
     def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:

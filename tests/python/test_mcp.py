@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_a_timeout_or_a_cancel_stops_the_call_and_the_server_keeps_working() -> 
                 {"text": "done"},
             ]
         )
-        server = MCPServerStdio("echo", sys.executable, args=[SERVER], timeout_ms=300)
+        server = MCPServerStdio("echo", sys.executable, args=[SERVER], timeout_ms=2_000)
         async with server:
             agent = create_agent(model=model, toolsets=[server])
             timed_out = await asyncio.wait_for(agent.run("go"), timeout=20)
@@ -198,6 +199,75 @@ def hostile(mode: str, *more: str, timeout_ms: int = 400) -> MCPServerStdio:
     return MCPServerStdio("hostile", sys.executable, args=[HOSTILE, mode, *more], timeout_ms=timeout_ms)
 
 
+async def listing_error(server: MCPServerStdio) -> str:
+    """Why an agent run on `server` could not list its tools (within 10 s in any case)."""
+    model = TestModel.responses([{"text": "done"}])
+    with pytest.raises(ToolsetError) as raised:
+        await asyncio.wait_for(create_agent(model=model, toolsets=[server]).run("go"), timeout=10)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("init-hang", "did not complete the MCP handshake within 400 ms"),
+        ("list-hang", "did not list its tools within 400 ms"),
+    ],
+)
+def test_a_server_that_never_finishes_answering_fails_within_timeout_ms(mode: str, expected: str) -> None:
+    async def scenario() -> None:
+        server = hostile(mode)
+        message = await listing_error(server)
+        assert "MCP server `hostile`" in message and expected in message, message
+        await server.server.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("wrong-id", "answered request id"),
+        ("half-line", "sent a message that cannot be read"),
+        ("deep-schema", "sent a message that cannot be read"),
+        ("endless-pages", "listed more than 100 pages of tools"),
+    ],
+)
+def test_an_answer_the_client_cannot_read_fails_at_once_naming_the_server(mode: str, expected: str) -> None:
+    async def scenario() -> None:
+        # A long timeout: the failure must come from reading the answer, not from waiting.
+        server = hostile(mode, timeout_ms=60_000)
+        message = await listing_error(server)
+        assert "MCP server `hostile`" in message and expected in message, message
+        await server.server.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_call_that_hangs_after_one_that_worked_fails_within_timeout_ms() -> None:
+    async def scenario() -> None:
+        async with hostile("hang-second-call") as server:
+            assert await server.call_tool("echo") == "echoed"
+            with pytest.raises(ToolsetError, match="MCP server `hostile` did not answer `echo` within 400 ms"):
+                await asyncio.wait_for(server.call_tool("echo"), timeout=10)
+
+    asyncio.run(scenario())
+
+
+def test_close_stops_a_hung_server_process(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+
+    async def scenario() -> None:
+        server = hostile("hung", str(pid_file))
+        with pytest.raises(ToolsetError, match="within 400 ms"):
+            await server.call_tool("echo")
+        await asyncio.wait_for(server.server.close(), timeout=10)
+
+    asyncio.run(scenario())
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
 def test_a_server_flooding_stderr_with_bytes_that_are_not_utf8_keeps_working() -> None:
     async def scenario() -> None:
         async with hostile("noisy", timeout_ms=10_000) as server:
@@ -206,3 +276,14 @@ def test_a_server_flooding_stderr_with_bytes_that_are_not_utf8_keeps_working() -
 
     asyncio.run(scenario())
 
+
+def test_a_bad_tool_is_refused_by_name_and_the_servers_other_tools_are_offered() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses([TestModel.tool_call_response([call("c1", "echo")]), {"text": "done"}])
+        async with hostile("bad-tool") as server:
+            result = await create_agent(model=model, toolsets=[server]).run("go")
+        assert result.status == "completed", result.error
+        assert [t["name"] for t in model.requests[0]["tools"]] == ["echo"]
+        assert returns(result.messages)[0]["content"] == "echoed"
+
+    asyncio.run(scenario())

@@ -2,12 +2,16 @@
 //! (DESIGN.md §16, §21): rmcp drops a line that is not JSON, nests past serde's depth limit
 //! or is too long, and answers a request with params of the wrong shape without its `id`.
 //! [`read`] sorts each incoming message; [`StdioTransport`] is the stdio transport built on
-//! it.
+//! it, and the HTTP server checks bodies with it too (`server.rs`). [`ClientTransport`] is
+//! the other side: a server's stdio, where what cannot be read fails the session at once.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
-use rmcp::service::RoleServer;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcError, JsonRpcResponse, RequestId, ServerJsonRpcMessage,
+};
+use rmcp::service::{RoleClient, RoleServer};
 use rmcp::transport::Transport;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -248,6 +252,103 @@ where
                         return None;
                     }
                 }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.close().await
+    }
+}
+
+/// What a server did wrong, kept to name the failure of the calls it ended.
+pub(crate) type Fault = Arc<std::sync::Mutex<Option<String>>>;
+
+/// How many unanswered request ids a client remembers (a server may never answer the
+/// ones it was told to cancel); the oldest are forgotten first.
+const PENDING_IDS: usize = 1024;
+
+/// MCP to a server over its stdio, a JSON message a line. A message that cannot be read or
+/// an answer to a request never sent ends the session at once, the reason in `fault`, so
+/// the calls waiting on the server fail now rather than at their timeout. Lines that are not
+/// a JSON object (a banner some servers print) are skipped.
+pub(crate) struct ClientTransport<R, W> {
+    lines: LineReader<R>,
+    writer: LineWriter<W>,
+    pending: Arc<std::sync::Mutex<VecDeque<RequestId>>>,
+    fault: Fault,
+}
+
+impl<R, W> ClientTransport<R, W> {
+    pub(crate) fn new(reader: R, writer: W, fault: Fault) -> Self {
+        Self {
+            lines: LineReader::new(reader),
+            writer: LineWriter(Arc::new(tokio::sync::Mutex::new(writer))),
+            pending: Arc::default(),
+            fault,
+        }
+    }
+
+    /// Records why the session ends; `None` for the transport to return.
+    fn fail(&self, why: String) -> Option<ServerJsonRpcMessage> {
+        *self.fault.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        None
+    }
+
+    /// Whether `id` names a request sent and not yet answered (it is answered now).
+    fn answers(&self, id: &RequestId) -> bool {
+        let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.iter().position(|sent| sent == id).and_then(|at| pending.remove(at)).is_some()
+    }
+}
+
+impl<R, W> Transport<RoleClient> for ClientTransport<R, W>
+where
+    R: AsyncBufRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(&mut self, item: ClientJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let ClientJsonRpcMessage::Request(request) = &item {
+            let mut pending = self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if pending.len() == PENDING_IDS {
+                pending.pop_front();
+            }
+            pending.push_back(request.id.clone());
+        }
+        self.writer.send(&item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            let line = match self.lines.next().await {
+                Line::End => return None,
+                Line::TooLong => return self.fail(format!("sent a message longer than {MAX_MESSAGE_BYTES} bytes")),
+                Line::Read(line) => line,
+            };
+            let line = line.trim_ascii();
+            if !line.starts_with(b"{") {
+                continue;
+            }
+            let message = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
+                Ok(message) => message,
+                Err(error) => {
+                    let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+                    return self.fail(format!("sent a message that cannot be read ({error}): {text}"));
+                }
+            };
+            match &message {
+                ServerJsonRpcMessage::Response(JsonRpcResponse { id, .. })
+                | ServerJsonRpcMessage::Error(JsonRpcError { id: Some(id), .. })
+                    if !self.answers(id) =>
+                {
+                    return self.fail(format!("answered request id {id}, which it was never sent"));
+                }
+                ServerJsonRpcMessage::Error(JsonRpcError { id: None, error, .. }) => {
+                    return self.fail(format!("answered with an error for no request: {}", error.message));
+                }
+                _ => return Some(message),
             }
         }
     }
