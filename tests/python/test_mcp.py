@@ -287,3 +287,21 @@ def test_a_bad_tool_is_refused_by_name_and_the_servers_other_tools_are_offered()
         assert returns(result.messages)[0]["content"] == "echoed"
 
     asyncio.run(scenario())
+
+
+def test_a_failed_or_cancelled_handshake_is_a_named_error_every_time_never_a_panic() -> None:
+    async def scenario() -> None:
+        failing = hostile("init-error")
+        for _ in range(2):
+            with pytest.raises(ToolsetError, match="MCP server `hostile` did not complete the MCP handshake"):
+                await failing.__aenter__()
+        hanging = hostile("init-hang", timeout_ms=60_000)
+        for _ in range(2):
+            connecting = asyncio.ensure_future(hanging.__aenter__())
+            await asyncio.sleep(0.2)
+            connecting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await connecting
+        await hanging.server.close()
+
+    asyncio.run(scenario())

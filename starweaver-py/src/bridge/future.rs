@@ -110,6 +110,9 @@ impl LoopFuture {
     }
 
     fn step(&self, py: Python<'_>, thrown: Option<PyErr>) -> PyResult<Py<PyAny>> {
+        // The future is polled and also dropped here, and dropping one (a child process,
+        // an MCP session) may spawn cleanup on the runtime: both need its context.
+        let _runtime = runtime().enter();
         let mut slot = self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(future) = slot.as_mut() else {
             return Err(PyRuntimeError::new_err("cannot reuse an already awaited starweaver call"));
@@ -125,7 +128,6 @@ impl LoopFuture {
             state.waiter = None;
         }
         let poll = {
-            let _runtime = runtime().enter();
             let waker = Waker::from(self.waker.clone());
             future.as_mut().poll(&mut Context::from_waker(&waker))
         };
@@ -193,11 +195,13 @@ impl LoopFuture {
     /// the cancellation, and one more poll lets it record `cancelled` returns and free its
     /// session, instead of vanishing mid-step.
     fn settle(&self) {
+        // Dropping the future may spawn cleanup on the runtime (see `step`); the guard is
+        // made first so that it outlives the future.
+        let _runtime = runtime().enter();
         let future = self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let Some(mut future) = future else { return };
         if let Some(cancellation) = &self.cancellation {
             cancellation.cancel();
-            let _runtime = runtime().enter();
             let poll = AssertUnwindSafe(|| future.as_mut().poll(&mut Context::from_waker(Waker::noop())));
             drop(std::panic::catch_unwind(poll));
         }
@@ -208,5 +212,31 @@ impl LoopFuture {
 impl Drop for LoopFuture {
     fn drop(&mut self) {
         self.settle();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spawns its cleanup on the runtime when dropped, as an MCP session or a child
+    /// process does.
+    struct SpawnsOnDrop;
+
+    impl Drop for SpawnsOnDrop {
+        fn drop(&mut self) {
+            tokio::spawn(async {});
+        }
+    }
+
+    #[test]
+    fn an_unfinished_call_dropped_from_python_may_spawn_its_cleanup() {
+        let cleanup = SpawnsOnDrop;
+        let call = async move {
+            let _cleanup = cleanup;
+            std::future::pending::<PyResult<Py<PyAny>>>().await
+        };
+        // What happens when the awaiting Task is garbage-collected: no panic.
+        drop(LoopFuture::new(Box::pin(call), None));
     }
 }
