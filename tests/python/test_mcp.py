@@ -305,3 +305,31 @@ def test_a_failed_or_cancelled_handshake_is_a_named_error_every_time_never_a_pan
         await hanging.server.close()
 
     asyncio.run(scenario())
+
+
+USE_AND_EXIT = """
+import asyncio, sys
+from starweaver.mcp import MCPServerStdio
+
+async def main() -> None:
+    async with MCPServerStdio("echo", sys.executable, args=[sys.argv[1]], timeout_ms=20_000) as closed:
+        print(await closed.call_tool("add", {"left": 1, "right": 2}))
+    # Left open: it stops with the process.
+    print(await MCPServerStdio("echo", sys.executable, args=[sys.argv[1]], timeout_ms=20_000).call_tool("add", {"left": 2, "right": 2}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_process_that_used_mcp_clients_exits_cleanly_every_time() -> None:
+    """Background tasks woke Python wakers while the interpreter finalized (SIGABRT): a
+    few processes side by side, each must exit with status 0."""
+    import subprocess
+
+    runs = [
+        subprocess.Popen([sys.executable, "-c", USE_AND_EXIT, SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=60)
+        assert (run.returncode, stdout.split()) == (0, ["{'result':", "3}", "{'result':", "4}"]), stderr

@@ -286,3 +286,16 @@ def test_protocol_misuse_is_answered_with_json_rpc_errors_and_the_server_keeps_s
     assert server.answer()["result"]["content"][0]["text"] == "3"
     _, status = server.close()
     assert status == 0
+
+
+def test_ordinary_sessions_end_with_exit_status_zero_every_time() -> None:
+    """Answers were delivered, then the process aborted at exit (a timer thread woke the
+    loop while the interpreter finalized): several sessions side by side, each must end
+    cleanly."""
+    servers = [RawServer() for _ in range(6)]
+    for server in servers:
+        server.initialize()
+        server.call(1, "add", {"left": 2, "right": 2})
+    for server in servers:
+        assert server.answer()["result"]["content"][0]["text"] == "4"
+    assert [server.close()[1] for server in servers] == [0] * 6
