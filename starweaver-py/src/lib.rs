@@ -52,6 +52,9 @@ mod _native {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        // Registered at import, so it runs after the hooks of anything imported later.
+        let before_exit = wrap_pyfunction!(crate::bridge::before_exit, m)?;
+        m.py().import("atexit")?.call_method1("register", (before_exit,))?;
         m.add("PROVIDERS", starweaver::render::Provider::ALL.map(starweaver::render::Provider::as_str))
     }
 }

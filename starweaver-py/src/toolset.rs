@@ -145,7 +145,7 @@ pub struct PyMcpServer(McpServer);
 #[pymethods]
 impl PyMcpServer {
     /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-    /// `timeout_ms` bounds each call of its tools.
+    /// `timeout_ms` bounds each request to it (calls, the handshake, listings).
     #[new]
     #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None))]
     fn new(
@@ -281,11 +281,14 @@ impl PyMcpService {
         Ok(Self(std::sync::Mutex::new(Some(service))))
     }
 
-    /// Serves over stdin and stdout until the client disconnects.
+    /// Serves over stdin and stdout until the client disconnects. The protocol is written
+    /// to a copy of stdout (fd 1) taken by this call, so the caller may point fd 1
+    /// elsewhere before awaiting, keeping tools' prints out of the protocol stream.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     fn serve_stdio(&self) -> PyResult<LoopFuture> {
+        let protocol = protocol_output()?;
         let service = self.take()?;
-        Ok(Self::serving(async move { service.serve_stdio().await }.boxed()))
+        Ok(Self::serving(async move { service.serve_io(tokio::io::stdin(), protocol).await }.boxed()))
     }
 
     /// Serves MCP's streamable HTTP at `http://ADDRESS/mcp` until cancelled. The address
@@ -327,4 +330,18 @@ impl PyMcpService {
         };
         LoopFuture::new(serve.boxed(), None)
     }
+}
+
+/// Where the stdio protocol is written: a duplicate of fd 1 as it is now.
+#[cfg(unix)]
+fn protocol_output() -> PyResult<tokio::fs::File> {
+    use std::os::fd::AsFd;
+    let copy = std::io::stdout().as_fd().try_clone_to_owned()?;
+    Ok(tokio::fs::File::from_std(std::fs::File::from(copy)))
+}
+
+/// Where the stdio protocol is written: stdout itself, where fd 1 cannot be copied safely.
+#[cfg(not(unix))]
+fn protocol_output() -> PyResult<tokio::io::Stdout> {
+    Ok(tokio::io::stdout())
 }

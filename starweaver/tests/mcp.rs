@@ -219,3 +219,148 @@ async fn a_server_that_goes_away_mid_call_is_a_named_error_and_comes_back_on_nex
     let returns = tool_returns(again.messages.messages());
     assert_eq!((returns[0].is_error, returns[0].content.clone()), (false, json!("grown_1")));
 }
+
+/// Our service over an in-memory byte stream, as stdio carries it: lines in, lines out.
+struct RawClient {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+}
+
+impl RawClient {
+    fn serve(service: McpService) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (server_read, server_write) = tokio::io::split(server);
+        tokio::spawn(service.serve_io(server_read, server_write));
+        let (read, writer) = tokio::io::split(client);
+        Self { lines: tokio::io::BufReader::new(read).lines(), writer }
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.writer.write_all(line.as_bytes()).await.unwrap();
+        self.writer.write_all(b"\n").await.unwrap();
+    }
+
+    /// The next message the service writes, which must be JSON.
+    async fn answer(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line()).await;
+        let line = line.expect("no answer within 5 s").unwrap().expect("the service closed its output");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    async fn initialize(&mut self) {
+        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+        assert_eq!(self.answer().await["result"]["protocolVersion"], "2025-11-25");
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    }
+}
+
+fn calculator_service() -> McpService {
+    McpService::builder("calculator").toolset(calculator()).build().unwrap()
+}
+
+#[tokio::test]
+async fn messages_before_initialize_are_answered_or_set_aside_and_the_session_goes_on() {
+    let mut client = RawClient::serve(calculator_service());
+    // A notification and a response first: nothing to answer, and no reason to stop.
+    client.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+    client.send(r#"{"jsonrpc":"2.0","id":99,"result":{}}"#).await;
+    client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    let early = client.answer().await;
+    assert_eq!(early["id"], 1);
+    assert!(early["error"]["code"].is_i64(), "{early}");
+    client.initialize().await;
+    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"left":2,"right":3}}}"#).await;
+    let added = client.answer().await;
+    assert_eq!((added["id"].clone(), added["result"]["content"][0]["text"].clone()), (json!(2), json!("5")));
+}
+
+#[tokio::test]
+async fn malformed_requests_get_the_json_rpc_error_they_call_for_with_their_id_or_null() {
+    let mut client = RawClient::serve(calculator_service());
+    client.initialize().await;
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let cases = [
+        ("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/li".to_owned(), json!(null), -32700),
+        (r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":[1,2]}"#.to_owned(), json!(4), -32602),
+        (
+            r#"{"jsonrpc":"2.0","id":"5","method":"tools/call","params":{"name":"add","arguments":7}}"#.to_owned(),
+            json!("5"),
+            -32602,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"add","arguments":{{"left":{deep}}}}}}}"#
+            ),
+            json!(6),
+            -32602,
+        ),
+        (r#"{"jsonrpc":"2.0","id":7}"#.to_owned(), json!(7), -32600),
+        (r#"[1]"#.to_owned(), json!(null), -32600),
+    ];
+    for (line, id, code) in cases {
+        client.send(&line).await;
+        let answer = client.answer().await;
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].as_i64()), (id, Some(code)), "{line:.80}: {answer}");
+        assert!(answer.as_object().unwrap().contains_key("id"), "{answer}");
+    }
+    // A message past the size cap is refused without being held, and serving goes on.
+    let huge = format!(r#"{{"jsonrpc":"2.0","id":8,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(17 << 20));
+    client.send(&huge).await;
+    let refused = client.answer().await;
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].as_i64()), (json!(null), Some(-32600)));
+    client.send(r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#).await;
+    let big = client.answer().await;
+    assert_eq!(big["error"]["code"], -32600, "{big}");
+    client.send(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#).await;
+    assert_eq!(client.answer().await["id"], 9);
+}
+
+/// One raw HTTP/1.1 exchange: the status and the body.
+async fn raw_http(address: &str, request: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer)).await.unwrap().unwrap();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default())
+}
+
+fn post(target: &str, headers: &str, body: &str) -> String {
+    format!(
+        "POST {target} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn http_refuses_foreign_origins_hosts_and_targets_and_answers_unreadable_bodies_in_json_rpc() {
+    let url = serve(calculator_service()).await;
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let port: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let own = format!("Host: {address}\r\n");
+    let (status, _) = raw_http(&address, &post("/mcp", &own, initialize)).await;
+    assert_eq!(status, 200);
+    let refused = [
+        (post("/mcp", &format!("{own}Origin: http://evil.example\r\n"), initialize), 403),
+        (post("/mcp", &format!("{own}Origin: http://127.0.0.1:{}\r\n", port.wrapping_add(1)), initialize), 403),
+        (post("/mcp", &format!("Host: 127.0.0.1:{}\r\n", port.wrapping_add(1)), initialize), 403),
+        (post("http://evil.example/mcp", &own, initialize), 400),
+        (post("/mcp", &format!("{own}Host: evil.example\r\n"), initialize), 400),
+    ];
+    for (request, expected) in refused {
+        let (status, body) = raw_http(&address, &request).await;
+        assert_eq!(status, expected, "{request:.120}: {body}");
+    }
+    let (status, _) =
+        raw_http(&address, &post("/mcp", &format!("{own}Origin: http://{address}\r\n"), initialize)).await;
+    assert_eq!(status, 200);
+    let (status, body) =
+        raw_http(&address, &post("/mcp", &own, r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#)).await;
+    assert_eq!(status, 400);
+    assert!(body.contains(r#""id":18446744073709551616"#) && body.contains("-32600"), "{body}");
+}

@@ -273,7 +273,7 @@ class NativeMcpServer:
     def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:
         r"""
         `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-        `timeout_ms` bounds each call of its tools.
+        `timeout_ms` bounds each request to it (calls, the handshake, listings).
         """
     @staticmethod
     def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:
@@ -312,7 +312,9 @@ class NativeMcpService:
         """
     def serve_stdio(self) -> typing.Awaitable[None]:
         r"""
-        Serves over stdin and stdout until the client disconnects.
+        Serves over stdin and stdout until the client disconnects. The protocol is written
+        to a copy of stdout (fd 1) taken by this call, so the caller may point fd 1
+        elsewhere before awaiting, keeping tools' prints out of the protocol stream.
         """
     def serve_http(self, address: builtins.str, ready: typing.Optional[typing.Any] = None) -> typing.Awaitable[None]:
         r"""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_a_timeout_or_a_cancel_stops_the_call_and_the_server_keeps_working() -> 
                 {"text": "done"},
             ]
         )
-        server = MCPServerStdio("echo", sys.executable, args=[SERVER], timeout_ms=300)
+        server = MCPServerStdio("echo", sys.executable, args=[SERVER], timeout_ms=2_000)
         async with server:
             agent = create_agent(model=model, toolsets=[server])
             timed_out = await asyncio.wait_for(agent.run("go"), timeout=20)
@@ -189,3 +190,146 @@ def test_a_tool_can_be_called_directly_outside_any_run() -> None:
             assert await server.call_tool("shout", {"text": "still here"}) == {"result": "STILL HERE"}
 
     asyncio.run(scenario())
+
+
+HOSTILE = str(Path(__file__).parent / "mcp_servers" / "hostile_server.py")
+
+
+def hostile(mode: str, *more: str, timeout_ms: int = 400) -> MCPServerStdio:
+    return MCPServerStdio("hostile", sys.executable, args=[HOSTILE, mode, *more], timeout_ms=timeout_ms)
+
+
+async def listing_error(server: MCPServerStdio) -> str:
+    """Why an agent run on `server` could not list its tools (within 10 s in any case)."""
+    model = TestModel.responses([{"text": "done"}])
+    with pytest.raises(ToolsetError) as raised:
+        await asyncio.wait_for(create_agent(model=model, toolsets=[server]).run("go"), timeout=10)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("init-hang", "did not complete the MCP handshake within 400 ms"),
+        ("list-hang", "did not list its tools within 400 ms"),
+    ],
+)
+def test_a_server_that_never_finishes_answering_fails_within_timeout_ms(mode: str, expected: str) -> None:
+    async def scenario() -> None:
+        server = hostile(mode)
+        message = await listing_error(server)
+        assert "MCP server `hostile`" in message and expected in message, message
+        await server.server.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("wrong-id", "answered request id"),
+        ("half-line", "sent a message that cannot be read"),
+        ("deep-schema", "sent a message that cannot be read"),
+        ("endless-pages", "listed more than 100 pages of tools"),
+    ],
+)
+def test_an_answer_the_client_cannot_read_fails_at_once_naming_the_server(mode: str, expected: str) -> None:
+    async def scenario() -> None:
+        # A long timeout: the failure must come from reading the answer, not from waiting.
+        server = hostile(mode, timeout_ms=60_000)
+        message = await listing_error(server)
+        assert "MCP server `hostile`" in message and expected in message, message
+        await server.server.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_call_that_hangs_after_one_that_worked_fails_within_timeout_ms() -> None:
+    async def scenario() -> None:
+        async with hostile("hang-second-call") as server:
+            assert await server.call_tool("echo") == "echoed"
+            with pytest.raises(ToolsetError, match="MCP server `hostile` did not answer `echo` within 400 ms"):
+                await asyncio.wait_for(server.call_tool("echo"), timeout=10)
+
+    asyncio.run(scenario())
+
+
+def test_close_stops_a_hung_server_process(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+
+    async def scenario() -> None:
+        server = hostile("hung", str(pid_file))
+        with pytest.raises(ToolsetError, match="within 400 ms"):
+            await server.call_tool("echo")
+        await asyncio.wait_for(server.server.close(), timeout=10)
+
+    asyncio.run(scenario())
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
+def test_a_server_flooding_stderr_with_bytes_that_are_not_utf8_keeps_working() -> None:
+    async def scenario() -> None:
+        async with hostile("noisy", timeout_ms=10_000) as server:
+            for _ in range(4):
+                assert await server.call_tool("echo") == "echoed"
+
+    asyncio.run(scenario())
+
+
+def test_a_bad_tool_is_refused_by_name_and_the_servers_other_tools_are_offered() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses([TestModel.tool_call_response([call("c1", "echo")]), {"text": "done"}])
+        async with hostile("bad-tool") as server:
+            result = await create_agent(model=model, toolsets=[server]).run("go")
+        assert result.status == "completed", result.error
+        assert [t["name"] for t in model.requests[0]["tools"]] == ["echo"]
+        assert returns(result.messages)[0]["content"] == "echoed"
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_or_cancelled_handshake_is_a_named_error_every_time_never_a_panic() -> None:
+    async def scenario() -> None:
+        failing = hostile("init-error")
+        for _ in range(2):
+            with pytest.raises(ToolsetError, match="MCP server `hostile` did not complete the MCP handshake"):
+                await failing.__aenter__()
+        hanging = hostile("init-hang", timeout_ms=60_000)
+        for _ in range(2):
+            connecting = asyncio.ensure_future(hanging.__aenter__())
+            await asyncio.sleep(0.2)
+            connecting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await connecting
+        await hanging.server.close()
+
+    asyncio.run(scenario())
+
+
+USE_AND_EXIT = """
+import asyncio, sys
+from starweaver.mcp import MCPServerStdio
+
+async def main() -> None:
+    async with MCPServerStdio("echo", sys.executable, args=[sys.argv[1]], timeout_ms=20_000) as closed:
+        print(await closed.call_tool("add", {"left": 1, "right": 2}))
+    # Left open: it stops with the process.
+    print(await MCPServerStdio("echo", sys.executable, args=[sys.argv[1]], timeout_ms=20_000).call_tool("add", {"left": 2, "right": 2}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_process_that_used_mcp_clients_exits_cleanly_every_time() -> None:
+    """Background tasks woke Python wakers while the interpreter finalized (SIGABRT): a
+    few processes side by side, each must exit with status 0."""
+    import subprocess
+
+    runs = [
+        subprocess.Popen([sys.executable, "-c", USE_AND_EXIT, SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=60)
+        assert (run.returncode, stdout.split()) == (0, ["{'result':", "3}", "{'result':", "4}"]), stderr

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -67,7 +70,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "wipe"}
+        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "sleeps", "chatty", "wipe"}
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -124,6 +127,22 @@ def test_a_clients_cancel_reaches_the_tool(with_client: WithClient, tmp_path: Pa
 
     with_client(scenario)
     assert marker.read_text() == "cancelled", "the tool saw ctx.cancelled() resolve"
+
+
+def test_a_clients_cancel_interrupts_a_tool_that_does_not_stop_by_itself(with_client: WithClient, tmp_path: Path) -> None:
+    marker = tmp_path / "ended"
+
+    async def scenario(session: ClientSession) -> None:
+        call = asyncio.ensure_future(session.call_tool("sleeps", {"seconds": 30, "marker": str(marker)}))
+        await asyncio.sleep(0.2)
+        call.cancel()  # the client sends notifications/cancelled
+        for _ in range(300):
+            if marker.exists():
+                return
+            await asyncio.sleep(0.1)
+
+    with_client(scenario)
+    assert marker.read_text() == "interrupted", "the coroutine got CancelledError"
 
 
 def elicitation(answer: types.ElicitResult, asked: list[str]) -> Any:
@@ -192,3 +211,91 @@ def test_the_official_client_lists_and_calls_rust_tools_from_our_rust_server() -
 
     asyncio.run(main())
     assert len(asked) == 1 and "`deploy`" in asked[0]
+
+
+class RawServer:
+    """`serve-mcp` over stdio, spoken to in raw JSON-RPC lines; every line it writes to
+    stdout must be JSON (a line that is not fails the test)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        line = self.lines.get(timeout=20)
+        try:
+            message: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError:
+            pytest.fail(f"stdout carried a line that is not JSON-RPC: {line!r}")
+        return message
+
+    def initialize(self) -> None:
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}))
+        assert self.answer()["result"]["protocolVersion"] == "2025-11-25"
+        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def call(self, id_: int, name: str, arguments: Any) -> None:
+        params = {"name": name, "arguments": arguments}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}))
+
+    def close(self) -> tuple[str, int]:
+        """Ends the session: its stderr and exit status."""
+        _, stderr = self.process.communicate(timeout=30)
+        return stderr, self.process.returncode
+
+
+def test_a_tools_prints_go_to_stderr_and_stdout_carries_json_rpc_alone() -> None:
+    server = RawServer()
+    server.initialize()
+    server.call(1, "chatty", {})
+    assert server.answer()["result"]["content"][0]["text"] == "quiet"
+    stderr, status = server.close()
+    assert "a tool's print" in stderr and "a library's write to fd 1" in stderr
+    assert status == 0
+
+
+def test_protocol_misuse_is_answered_with_json_rpc_errors_and_the_server_keeps_serving() -> None:
+    server = RawServer()
+    # A response and a notification before `initialize`: nothing to answer, no reason to stop.
+    server.send('{"jsonrpc": "2.0", "id": 99, "result": {}}')
+    server.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    server.call(1, "add", {"left": 1, "right": 2})
+    early = server.answer()
+    assert early["id"] == 1 and "error" in early
+    server.initialize()
+    server.send('{"jsonrpc": "2.0", "id": 2, "method": "tools/li')
+    server.send('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": "add"}')
+    server.call(4, "add", {"left": json.loads("[" * 200 + "]" * 200)})
+    answers = [server.answer() for _ in range(3)]
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(None, -32700), (3, -32602), (4, -32602)]
+    server.call(5, "add", {"left": 1, "right": 2})
+    assert server.answer()["result"]["content"][0]["text"] == "3"
+    _, status = server.close()
+    assert status == 0
+
+
+def test_ordinary_sessions_end_with_exit_status_zero_every_time() -> None:
+    """Answers were delivered, then the process aborted at exit (a timer thread woke the
+    loop while the interpreter finalized): several sessions side by side, each must end
+    cleanly."""
+    servers = [RawServer() for _ in range(6)]
+    for server in servers:
+        server.initialize()
+        server.call(1, "add", {"left": 2, "right": 2})
+    for server in servers:
+        assert server.answer()["result"]["content"][0]["text"] == "4"
+    assert [server.close()[1] for server in servers] == [0] * 6

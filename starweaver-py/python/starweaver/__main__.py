@@ -17,6 +17,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -121,13 +122,24 @@ def serve_mcp(target: str, name: str | None, http: str | None = None) -> None:
 
 async def _serve(service: NativeMcpService, http: str | None) -> None:
     if http is None:
-        await service.serve_stdio()
+        serving = service.serve_stdio()
+        _stdout_to_stderr()
+        await serving
         return
     try:
         serving = service.serve_http(http, ready=_announce)
     except OSError as error:
         raise InspectError(f"cannot listen on {http}: {error}") from error
     await serving
+
+
+def _stdout_to_stderr() -> None:
+    """Points fd 1 and ``sys.stdout`` at stderr while serving stdio: the protocol keeps its
+    own copy of fd 1 (``serve_stdio`` took it), and a tool's ``print`` or a library writing
+    to fd 1 would otherwise corrupt it."""
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
 
 
 def _announce(url: str) -> None:

@@ -50,7 +50,8 @@ class _MCPServer(Toolset):
 class MCPServerStdio(_MCPServer):
     """An MCP server started as ``command args...`` speaking MCP over stdio; ``name``
     names it in errors (which end with the tail of its stderr) and approval rules;
-    ``timeout_ms`` bounds each call of its tools (the server is told to cancel)."""
+    ``timeout_ms`` bounds each request to it: a call of its tools (the server is told to
+    cancel), starting it and its handshake, a listing of its tools (30 s when unset)."""
 
     def __init__(
         self,
@@ -70,7 +71,7 @@ class MCPServerStdio(_MCPServer):
 
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
-    request; ``timeout_ms`` bounds each call of its tools."""
+    request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings)."""
 
     def __init__(
         self, name: str, url: str, *, headers: Mapping[str, str] | None = None, timeout_ms: int | None = None

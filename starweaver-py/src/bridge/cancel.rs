@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use starweaver::ToolContext;
 
-use super::runtime;
+use super::{attach_unless_exiting, runtime};
 
 /// A future on the running loop, done once `ctx` is cancelled.
 pub(crate) fn cancelled(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>> {
@@ -17,7 +17,7 @@ pub(crate) fn cancelled(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>>
     let (event_loop, waiter) = (event_loop.unbind(), future.clone().unbind());
     runtime().spawn(async move {
         ctx.cancelled().await;
-        Python::attach(|py| {
+        attach_unless_exiting(|py| {
             let set = waiter.getattr(py, "set_result");
             if let Ok(set) = set
                 && !waiter.call_method0(py, "done").and_then(|d| d.extract::<bool>(py)).unwrap_or(true)

@@ -7,6 +7,7 @@
 //! tokio runtime) go through `call_soon_threadsafe`.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
@@ -31,6 +32,44 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
             .build()
             .expect("the starweaver timer runtime starts")
     })
+}
+
+/// Whether the interpreter is shutting down (set by an `atexit` hook), and how many
+/// threads are inside [`attach_unless_exiting`]. CPython ends a thread that asks for the
+/// GIL during finalization with `pthread_exit`, which aborts the process when it unwinds
+/// through Rust frames: a timer or an MCP task finishing at exit must not ask.
+static EXITING: AtomicBool = AtomicBool::new(false);
+static ATTACHED: AtomicUsize = AtomicUsize::new(0);
+
+/// `Python::attach` for threads Python does not own (the timer runtime's): `None`, without
+/// touching Python, once the interpreter is shutting down.
+pub(crate) fn attach_unless_exiting<R>(run: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            ATTACHED.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    ATTACHED.fetch_add(1, Ordering::SeqCst);
+    let _leave = Leave;
+    if EXITING.load(Ordering::SeqCst) {
+        return None;
+    }
+    Some(Python::attach(run))
+}
+
+/// The `atexit` hook: no background thread enters Python from now on, and those already
+/// entering get the GIL and leave before finalization starts (within a second, in case
+/// one waits on something that will never come).
+#[pyfunction]
+pub(crate) fn before_exit(py: Python<'_>) {
+    EXITING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while ATTACHED.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
 }
 
 /// Where a waiting Task parks: the loop and the asyncio future it awaits.
@@ -62,7 +101,9 @@ impl Wake for LoopWaker {
             state.waiter.take()
         };
         let Some(waiter) = waiter else { return };
-        Python::attach(|py| {
+        // From the loop thread this holds the GIL already; from the timer runtime it may
+        // come while Python exits, when there is nothing left to wake.
+        attach_unless_exiting(|py| {
             let result = if waiter.thread == std::thread::current().id() {
                 release_waiter(waiter.future.bind(py))
             } else {
@@ -110,6 +151,9 @@ impl LoopFuture {
     }
 
     fn step(&self, py: Python<'_>, thrown: Option<PyErr>) -> PyResult<Py<PyAny>> {
+        // The future is polled and also dropped here, and dropping one (a child process,
+        // an MCP session) may spawn cleanup on the runtime: both need its context.
+        let _runtime = runtime().enter();
         let mut slot = self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(future) = slot.as_mut() else {
             return Err(PyRuntimeError::new_err("cannot reuse an already awaited starweaver call"));
@@ -125,7 +169,6 @@ impl LoopFuture {
             state.waiter = None;
         }
         let poll = {
-            let _runtime = runtime().enter();
             let waker = Waker::from(self.waker.clone());
             future.as_mut().poll(&mut Context::from_waker(&waker))
         };
@@ -193,11 +236,13 @@ impl LoopFuture {
     /// the cancellation, and one more poll lets it record `cancelled` returns and free its
     /// session, instead of vanishing mid-step.
     fn settle(&self) {
+        // Dropping the future may spawn cleanup on the runtime (see `step`); the guard is
+        // made first so that it outlives the future.
+        let _runtime = runtime().enter();
         let future = self.future.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let Some(mut future) = future else { return };
         if let Some(cancellation) = &self.cancellation {
             cancellation.cancel();
-            let _runtime = runtime().enter();
             let poll = AssertUnwindSafe(|| future.as_mut().poll(&mut Context::from_waker(Waker::noop())));
             drop(std::panic::catch_unwind(poll));
         }
@@ -208,5 +253,31 @@ impl LoopFuture {
 impl Drop for LoopFuture {
     fn drop(&mut self) {
         self.settle();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spawns its cleanup on the runtime when dropped, as an MCP session or a child
+    /// process does.
+    struct SpawnsOnDrop;
+
+    impl Drop for SpawnsOnDrop {
+        fn drop(&mut self) {
+            tokio::spawn(async {});
+        }
+    }
+
+    #[test]
+    fn an_unfinished_call_dropped_from_python_may_spawn_its_cleanup() {
+        let cleanup = SpawnsOnDrop;
+        let call = async move {
+            let _cleanup = cleanup;
+            std::future::pending::<PyResult<Py<PyAny>>>().await
+        };
+        // What happens when the awaiting Task is garbage-collected: no panic.
+        drop(LoopFuture::new(Box::pin(call), None));
     }
 }

@@ -17,4 +17,4 @@ mod future;
 pub(crate) use ahead::Ahead;
 pub(crate) use awaitable::PyAwait;
 pub(crate) use cancel::cancelled;
-pub(crate) use future::{LoopFuture, runtime};
+pub(crate) use future::{LoopFuture, attach_unless_exiting, before_exit, runtime};

@@ -5,19 +5,27 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 
+use super::wire::{ClientTransport, Fault};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::toolset::{Toolset, ToolsetContext};
 
-/// How many stderr lines of a server are kept to explain its failures.
+/// How many stderr lines of a server are kept to explain its failures, and how much of
+/// each: its stderr is read to the end, whatever it holds, so it never fills its pipe.
 const STDERR_TAIL: usize = 20;
+const STDERR_LINE_BYTES: usize = 1024;
+/// How long the handshake and each listing of tools may take when no `timeout_ms` is set.
+const DEFAULT_REQUEST_MS: u64 = 30_000;
+/// How many pages of tools a server may list: a cursor that never ends is an error.
+const MAX_PAGES: usize = 100;
+/// How long a stopped server has to exit once its stdin is closed before it is killed.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// How many times a call is repeated after the server's transport failed.
 const TRANSPORT_RETRIES: u32 = 1;
 /// How many times a broken HTTP event stream is reopened before its calls fail; rmcp's
@@ -47,8 +55,31 @@ struct Inner {
     name: String,
     launch: Launch,
     timeout_ms: Option<u64>,
-    client: tokio::sync::Mutex<Option<Arc<RunningService<RoleClient, ()>>>>,
+    connection: tokio::sync::Mutex<Option<Connection>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// What the server did wrong that ended its session, if it did.
+    fault: Fault,
+}
+
+/// A started server: the rmcp session, and for stdio the child process, kept to stop it.
+struct Connection {
+    service: RunningService<RoleClient, ()>,
+    child: Option<tokio::process::Child>,
+    /// Tells connections apart, so a failed one is discarded only if still current.
+    generation: u64,
+}
+
+impl Connection {
+    /// Ends the session and waits for rmcp's task, then for the process, killing it if it
+    /// does not exit (a hung server ignores its closed stdin).
+    async fn stop(mut self) {
+        drop(self.service.close_with_timeout(EXIT_GRACE).await);
+        if let Some(mut child) = self.child.take()
+            && tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err()
+        {
+            drop(child.kill().await);
+        }
+    }
 }
 
 impl McpServer {
@@ -69,8 +100,9 @@ impl McpServer {
             name,
             launch,
             timeout_ms: None,
-            client: tokio::sync::Mutex::new(None),
+            connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
+            fault: Arc::default(),
         }))
     }
 
@@ -79,8 +111,9 @@ impl McpServer {
             name: shared.name.clone(),
             launch: shared.launch.clone(),
             timeout_ms: shared.timeout_ms,
-            client: tokio::sync::Mutex::new(None),
+            connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
+            fault: Arc::default(),
         });
         change(&mut inner);
         Self(Arc::new(inner))
@@ -126,7 +159,8 @@ impl McpServer {
         })
     }
 
-    /// A timeout for each call of the server's tools (cancelled on the server when it fires).
+    /// A timeout for each request to the server: each call of its tools (cancelled on the
+    /// server when it fires), the handshake, and each listing of its tools (30 s without it).
     #[must_use]
     pub fn timeout_ms(self, timeout_ms: u64) -> Self {
         self.edit(|inner| inner.timeout_ms = Some(timeout_ms))
@@ -166,36 +200,65 @@ impl McpServer {
         outcome(result).map(|result| result.value)
     }
 
-    /// Stops the server; the next use starts it again.
+    /// Stops the server, waiting for it to go (a stdio server that does not exit within a
+    /// second of its stdin closing is killed); the next use starts it again.
     pub async fn close(&self) {
-        if let Some(client) = self.0.client.lock().await.take() {
-            client.cancellation_token().cancel();
+        let connection = self.0.connection.lock().await.take();
+        if let Some(connection) = connection {
+            connection.stop().await;
         }
     }
 }
 
 impl Inner {
-    /// The running client, started if needed.
-    async fn client(&self) -> Result<Arc<RunningService<RoleClient, ()>>, String> {
-        let mut slot = self.client.lock().await;
-        if let Some(client) = slot.as_ref().filter(|c| !c.is_closed()) {
-            return Ok(client.clone());
+    /// The time the handshake and each listing may take.
+    fn request_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_REQUEST_MS))
+    }
+
+    /// The running session (its peer and generation), started if needed.
+    async fn client(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref().filter(|c| !c.service.is_closed()) {
+            return Ok((connection.service.peer().clone(), connection.generation));
         }
-        let client = match &self.launch {
+        let generation = slot.as_ref().map_or(0, |c| c.generation + 1);
+        if let Some(closed) = slot.take() {
+            tokio::spawn(closed.stop());
+        }
+        *self.fault.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        let (service, child) = self.start().await?;
+        let peer = service.peer().clone();
+        *slot = Some(Connection { service, child, generation });
+        Ok((peer, generation))
+    }
+
+    /// Starts the server and completes the handshake within the request timeout.
+    async fn start(&self) -> Result<(RunningService<RoleClient, ()>, Option<tokio::process::Child>), String> {
+        match &self.launch {
             Launch::Stdio { command, args, env, cwd } => {
                 let mut process = tokio::process::Command::new(command);
-                process.args(args).envs(env).kill_on_drop(true);
+                process
+                    .args(args)
+                    .envs(env)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .kill_on_drop(true);
                 if let Some(dir) = cwd {
                     process.current_dir(dir);
                 }
-                let (transport, stderr) = TokioChildProcess::builder(process)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| self.failure(&format!("failed to start `{command}`: {e}")))?;
-                if let Some(stderr) = stderr {
-                    self.keep_tail(stderr);
-                }
-                ().serve(transport).await
+                let mut child =
+                    process.spawn().map_err(|e| self.failure(&format!("failed to start `{command}`: {e}")))?;
+                let (Some(stdin), Some(stdout), Some(stderr)) =
+                    (child.stdin.take(), child.stdout.take(), child.stderr.take())
+                else {
+                    return Err(self.failure("started without the pipes it was given"));
+                };
+                self.keep_tail(stderr);
+                let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
+                // On failure the child is dropped here, which kills it.
+                Ok((self.handshake(().serve(transport)).await?, Some(child)))
             }
             Launch::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -209,26 +272,48 @@ impl Inner {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
-                ().serve(StreamableHttpClientTransport::from_config(config)).await
+                Ok((self.handshake(().serve(StreamableHttpClientTransport::from_config(config))).await?, None))
             }
-        };
-        let client = client.map_err(|e| self.failure(&format!("did not complete the MCP handshake: {e}")))?;
-        let client = Arc::new(client);
-        *slot = Some(client.clone());
-        Ok(client)
+        }
     }
 
-    /// Keeps the last lines of a server's stderr, to explain its failures.
-    fn keep_tail(&self, stderr: tokio::process::ChildStderr) {
+    /// The MCP handshake, within the request timeout.
+    async fn handshake(
+        &self,
+        handshake: impl Future<Output = Result<RunningService<RoleClient, ()>, rmcp::service::ClientInitializeError>>,
+    ) -> Result<RunningService<RoleClient, ()>, String> {
+        let limit = self.request_timeout();
+        match tokio::time::timeout(limit, handshake).await {
+            Ok(Ok(service)) => Ok(service),
+            Ok(Err(e)) => Err(self.failure(&format!("did not complete the MCP handshake: {}", self.fault_or(e)))),
+            Err(_) => Err(self.failure(&format!("did not complete the MCP handshake within {} ms", limit.as_millis()))),
+        }
+    }
+
+    /// Keeps the last lines of a server's stderr, to explain its failures. It reads to the
+    /// end whatever comes (any bytes, lines of any length), holding a bounded tail.
+    fn keep_tail(&self, mut stderr: tokio::process::ChildStderr) {
+        use tokio::io::AsyncReadExt;
         let tail = self.stderr.clone();
         tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if tail.len() == STDERR_TAIL {
-                    tail.pop_front();
+            let mut chunk = vec![0; 8192];
+            let mut line = Vec::new();
+            while let Ok(read) = stderr.read(&mut chunk).await
+                && read > 0
+            {
+                for piece in chunk[..read].split_inclusive(|&b| b == b'\n') {
+                    let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+                    line.extend_from_slice(&piece[..piece.len().min(room)]);
+                    if piece.ends_with(b"\n") {
+                        let text = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
+                        line.clear();
+                        let mut tail = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if tail.len() == STDERR_TAIL {
+                            tail.pop_front();
+                        }
+                        tail.push_back(text);
+                    }
                 }
-                tail.push_back(line);
             }
         });
     }
@@ -244,13 +329,20 @@ impl Inner {
         message
     }
 
-    /// Forgets a client that failed, so the next use starts the server again.
-    async fn discard(&self, failed: &Arc<RunningService<RoleClient, ()>>) {
-        let mut slot = self.client.lock().await;
-        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed))
-            && let Some(client) = slot.take()
+    /// Why a request failed: what the server did wrong if that ended the session, else
+    /// the error rmcp gave.
+    fn fault_or(&self, error: impl std::fmt::Display) -> String {
+        let fault = self.fault.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        fault.unwrap_or_else(|| error.to_string())
+    }
+
+    /// Forgets a session that failed, so the next use starts the server again.
+    async fn discard(&self, generation: u64) {
+        let mut slot = self.connection.lock().await;
+        if slot.as_ref().is_some_and(|c| c.generation == generation)
+            && let Some(connection) = slot.take()
         {
-            client.cancellation_token().cancel();
+            tokio::spawn(connection.stop());
         }
     }
 
@@ -261,18 +353,47 @@ impl Inner {
         }
         let mut attempt = 0;
         loop {
-            let client = self.client().await?;
+            let (client, generation) = self.client().await?;
             match client.call_tool(params.clone()).await {
                 Ok(result) => return Ok(result),
                 Err(error) => {
-                    self.discard(&client).await;
-                    if attempt >= TRANSPORT_RETRIES {
-                        return Err(self.failure(&format!("failed during `{name}`: {error}")));
+                    self.discard(generation).await;
+                    let faulty = self.fault.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
+                    // A server that broke the protocol would break it again: no retry.
+                    if faulty || attempt >= TRANSPORT_RETRIES {
+                        return Err(self.failure(&format!("failed during `{name}`: {}", self.fault_or(&error))));
                     }
                     attempt += 1;
                 }
             }
         }
+    }
+
+    /// Every page of the server's tools, within the request timeout, at most [`MAX_PAGES`].
+    async fn list(&self) -> Result<Vec<rmcp::model::Tool>, String> {
+        let (client, generation) = self.client().await?;
+        let limit = self.request_timeout();
+        let listing = async {
+            let mut tools = Vec::new();
+            let mut cursor = None;
+            for _ in 0..MAX_PAGES {
+                let page = client.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
+                tools.extend(page.tools);
+                cursor = page.next_cursor;
+                if cursor.is_none() {
+                    return Ok(Some(tools));
+                }
+            }
+            Ok::<_, rmcp::ServiceError>(None)
+        };
+        let failed = match tokio::time::timeout(limit, listing).await {
+            Ok(Ok(Some(tools))) => return Ok(tools),
+            Ok(Ok(None)) => format!("listed more than {MAX_PAGES} pages of tools"),
+            Ok(Err(error)) => format!("could not list its tools: {}", self.fault_or(&error)),
+            Err(_) => format!("did not list its tools within {} ms", limit.as_millis()),
+        };
+        self.discard(generation).await;
+        Err(self.failure(&failed))
     }
 }
 
@@ -283,30 +404,34 @@ impl Toolset for McpServer {
 
     fn list_tools<'a>(&'a self, _: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
         Box::pin(async move {
-            let client = self.0.client().await?;
-            let listed = match client.list_all_tools().await {
-                Ok(listed) => listed,
-                Err(error) => {
-                    self.0.discard(&client).await;
-                    return Err(self.0.failure(&format!("could not list its tools: {error}")));
+            let mut seen = std::collections::HashSet::new();
+            let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+            for tool in self.0.list().await? {
+                let definition = ToolDefinition {
+                    name: tool.name.to_string(),
+                    description: tool.description.map(|d| d.to_string()),
+                    parameters: Value::Object((*tool.input_schema).clone()),
+                    strict: None,
+                    sequential: false,
+                    timeout_ms: self.0.timeout_ms,
+                    max_retries: None,
+                    metadata: annotations(tool.annotations.as_ref()),
+                };
+                // One bad tool is refused by name; the server's other tools stay usable.
+                let refused = match definition.validate() {
+                    Err(error) => Some(error.to_string()),
+                    Ok(()) if !seen.insert(definition.name.clone()) => {
+                        Some(format!("it lists `{}` twice", definition.name))
+                    }
+                    Ok(()) => None,
+                };
+                if let Some(why) = refused {
+                    tracing::warn!(server = %self.0.name, tool = %definition.name, "MCP server `{}` offers a tool that cannot be used: {why}", self.0.name);
+                    continue;
                 }
-            };
-            Ok(listed
-                .into_iter()
-                .map(|tool| {
-                    let definition = ToolDefinition {
-                        name: tool.name.to_string(),
-                        description: tool.description.map(|d| d.to_string()),
-                        parameters: Value::Object((*tool.input_schema).clone()),
-                        strict: None,
-                        sequential: false,
-                        timeout_ms: self.0.timeout_ms,
-                        max_retries: None,
-                        metadata: annotations(tool.annotations.as_ref()),
-                    };
-                    Arc::new(McpTool { server: self.0.clone(), definition }) as Arc<dyn Tool>
-                })
-                .collect())
+                tools.push(Arc::new(McpTool { server: self.0.clone(), definition }));
+            }
+            Ok(tools)
         })
     }
 }

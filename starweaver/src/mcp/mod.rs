@@ -23,6 +23,7 @@
 
 mod client;
 mod server;
+mod wire;
 
 pub use client::McpServer;
 pub use server::McpService;

@@ -18,9 +18,11 @@ use rmcp::model::{
 };
 use rmcp::service::{ElicitationError, Peer, RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::wire::{self, Incoming, StdioTransport};
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
@@ -114,6 +116,9 @@ impl McpServiceBuilder {
     }
 }
 
+/// How long a call the client cancelled may take to end by itself before it is dropped.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One `tools/call`, handed from rmcp's task to the future that runs calls.
 struct Job {
     name: String,
@@ -181,9 +186,24 @@ impl McpService {
     /// # Errors
     /// The MCP handshake failed.
     pub async fn serve_stdio(self) -> std::result::Result<(), String> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one client over a byte stream carrying a JSON-RPC message a line (what stdio
+    /// carries), until it closes. Every request is answered, a malformed one with the
+    /// JSON-RPC error it calls for; a response or notification sent before `initialize` is
+    /// set aside.
+    ///
+    /// # Errors
+    /// The MCP handshake failed.
+    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> std::result::Result<(), String>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (handler, queue) = self.handler();
-        let service =
-            handler.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
+        let transport = StdioTransport::new(tokio::io::BufReader::new(reader), writer);
+        let service = handler.serve(transport).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
         tokio::select! {
             _ = service.waiting() => Ok(()),
             () = self.run_calls(queue) => Ok(()),
@@ -193,8 +213,11 @@ impl McpService {
     /// Serves MCP's streamable HTTP at `/mcp` on `listener`, for any number of clients,
     /// until the returned future is dropped.
     ///
-    /// Requests must name the listener's host (or `localhost`) in `Host`, which keeps a
-    /// browser page on another origin from reaching a local server (DNS rebinding).
+    /// Requests must name the listener (its address or `localhost`, with its port) in one
+    /// `Host` header, target a path (not an absolute URL) and, from a browser, come from
+    /// that same origin (`Origin`, else 403): this keeps a page on another origin from
+    /// reaching a local server (DNS rebinding). A body that is not a readable JSON-RPC
+    /// message is answered with a JSON-RPC error.
     ///
     /// ```no_run
     /// # async fn serve(service: starweaver::mcp::McpService) -> Result<(), Box<dyn std::error::Error>> {
@@ -210,14 +233,20 @@ impl McpService {
         use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
         let (handler, queue) = self.handler();
-        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
-        if let Ok(address) = listener.local_addr() {
-            hosts.push(address.ip().to_string());
-        }
-        let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+        // Only this listener's own authority, port included: another local service's port
+        // is another origin, as is any page a browser serves.
+        let address = listener.local_addr().map_err(|e| format!("the MCP HTTP listener has no address: {e}"))?;
+        let own = match address.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        let hosts = ["localhost", "127.0.0.1", "[::1]", &own].map(|host| format!("{host}:{}", address.port()));
+        let origins = hosts.clone().map(|host| format!("http://{host}"));
+        let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts).with_allowed_origins(origins);
+        config.max_request_body_bytes = MAX_HTTP_BODY_BYTES;
         let sessions = Arc::new(LocalSessionManager::default());
         let http = StreamableHttpService::new(move || Ok(handler.clone()), sessions, config);
-        let router = axum::Router::new().nest_service("/mcp", http);
+        let router = axum::Router::new().nest_service("/mcp", http).layer(axum::middleware::from_fn(check_request));
         tokio::select! {
             served = axum::serve(listener, router) => served.map_err(|e| format!("the MCP HTTP server failed: {e}")),
             () = self.run_calls(queue) => Ok(()),
@@ -250,7 +279,21 @@ impl McpService {
         while running.next().await.is_some() {}
     }
 
+    /// Runs one call. When the client cancels it, the tool sees `ctx.cancelled()` resolve;
+    /// one that does not end within [`CANCEL_GRACE`] is dropped, which cancels it where it
+    /// waits (a Python coroutine gets `CancelledError`). A cancelled call is not answered.
     async fn run_call(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
+        let cancelled = job.cancellation.clone();
+        let call = self.answer(job, barrier, by_name);
+        tokio::pin!(call);
+        tokio::select! {
+            () = &mut call => return,
+            () = cancelled.cancelled() => {}
+        }
+        drop(tokio::time::timeout(CANCEL_GRACE, call).await);
+    }
+
+    async fn answer(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
         let sequential = self.registry.get(&job.name).is_some_and(|t| t.sequential);
         let _order = match by_name.get(&job.name) {
             Some(lock) => Some(lock.lock().await),
@@ -279,6 +322,36 @@ impl McpService {
         }
         drop(job.reply.send(result_of(outcome)));
     }
+}
+
+/// The largest request body the HTTP server reads (rmcp's default).
+const MAX_HTTP_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What rmcp's HTTP service lets through but must not: a request target in absolute form
+/// (whose authority is not the one `Host` names), several `Host` headers, and a POST body
+/// it cannot read, which rmcp answers with a bare 415 where JSON-RPC calls for an error.
+async fn check_request(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+
+    let text = |status: StatusCode, message: &'static str| (status, message).into_response();
+    if request.uri().scheme().is_some() || request.uri().authority().is_some() {
+        return text(StatusCode::BAD_REQUEST, "Bad Request: the request target must be a path");
+    }
+    if request.headers().get_all(header::HOST).iter().count() > 1 {
+        return text(StatusCode::BAD_REQUEST, "Bad Request: more than one Host header");
+    }
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_HTTP_BODY_BYTES).await else {
+        return text(StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the request body is too large or broken");
+    };
+    if let Incoming::Refused(error) = wire::read(&bytes) {
+        return (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], error).into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }
 
 /// Asks the client whether `call` may run, by elicitation. The error is what the client

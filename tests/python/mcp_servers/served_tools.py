@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
@@ -49,6 +50,26 @@ async def waits(ctx: ToolContext, marker: str) -> str:
     await ctx.cancelled()
     Path(marker).write_text("cancelled")
     return "cancelled"
+
+
+@tool
+async def sleeps(seconds: float, marker: str) -> str:
+    """Sleeps, then leaves in `marker` how the sleep ended."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        Path(marker).write_text("interrupted")
+        raise
+    Path(marker).write_text("done")
+    return "slept"
+
+
+@tool
+def chatty() -> str:
+    """Prints, as tools and the libraries they use do, then answers."""
+    print("a tool's print")
+    os.write(1, b"a library's write to fd 1\n")
+    return "quiet"
 
 
 def _wipe(path: str) -> str:
