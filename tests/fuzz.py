@@ -36,7 +36,7 @@ def main() -> int:
         print(f"round {rounds}: seed {seed}", flush=True)
         env = dict(os.environ, PROPTEST_CASES=str(options.cases), PROPTEST_RNG_SEED=str(seed))
         rust = subprocess.run(
-            ["cargo", "test", "--quiet", "-p", "starweaver", "--features", "providers", "--test", "properties", "--", "--nocapture"],
+            ["cargo", "test", "--quiet", "-p", "starweaver", "--features", "providers,mcp", "--test", "properties", "--", "--nocapture"],
             cwd=ROOT, env=env, capture_output=True, text=True,
         )
         if rust.returncode != 0:

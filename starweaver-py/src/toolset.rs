@@ -8,13 +8,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::mcp::{McpServer, McpService};
-use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
+use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
 
 use crate::bridge::LoopFuture;
 use crate::bridge::PyAwait;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
-use crate::tool::{PyNativeTool, PyToolDefinition};
+use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
 
 /// A named group of tools with an id. Use `starweaver.toolsets`.
 #[gen_stub_pyclass]
@@ -258,17 +258,22 @@ pub struct PyMcpService(std::sync::Mutex<Option<McpService>>);
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyMcpService {
-    /// Raises `RegistrationError` for an invalid tool or two tools of one name.
+    /// Raises `RegistrationError` for an invalid tool or two tools of one name. The tools
+    /// get `dependencies` as `ctx.deps`, as in an agent.
     #[new]
-    #[pyo3(signature = (name, tools, *, toolsets=None, approval_required_tools=None))]
+    #[pyo3(signature = (name, tools, *, toolsets=None, approval_required_tools=None, dependencies=None))]
     fn new(
         py: Python<'_>,
         name: String,
         tools: Vec<PyRef<'_, PyNativeTool>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         approval_required_tools: Option<Vec<String>>,
+        dependencies: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let mut builder = McpService::builder(name);
+        if let Some(dependencies) = dependencies {
+            builder = builder.dependencies(Dependencies::new().with(PyDependencies(dependencies)));
+        }
         for tool in tools {
             builder = builder.shared_tool(tool.tool.clone());
         }

@@ -348,3 +348,88 @@ fn any_json_text_has_a_wide_integer_found_exactly_when_it_holds_one() {
         Ok(())
     });
 }
+
+#[cfg(feature = "mcp")]
+#[test]
+fn any_json_rpc_a_client_sends_is_answered_and_the_server_keeps_serving() {
+    use std::time::Duration;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct AddArgs {
+        left: i64,
+        right: i64,
+    }
+    let method = prop_oneof![
+        Just("tools/list".to_owned()),
+        Just("tools/call".to_owned()),
+        Just("ping".to_owned()),
+        Just("initialize".to_owned()),
+        Just("notifications/cancelled".to_owned()),
+        "[a-z/]{0,12}",
+    ];
+    // A request with an id, a notification, a response, or a line that is no message.
+    let message = prop_oneof![
+        3 => (method.clone(), prop::option::of(json_value())).prop_map(|(m, p)| (Some(m), p, true)),
+        1 => (method, prop::option::of(json_value())).prop_map(|(m, p)| (Some(m), p, false)),
+        1 => ".{0,40}".prop_map(|junk| (None, Some(Value::String(junk)), false)),
+    ];
+    check_property("mcp json-rpc", prop::collection::vec(message, 1..10), |messages| {
+        let add = ToolBuilder::new("add")
+            .handler(|_: ToolContext, a: AddArgs| async move { Ok(json!(a.left + a.right)) })
+            .unwrap();
+        let service = starweaver::mcp::McpService::builder("calc").tool(add).build().unwrap();
+        block_on(async move {
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let (server_read, server_write) = tokio::io::split(server);
+            tokio::spawn(service.serve_io(server_read, server_write));
+            let (read, mut writer) = tokio::io::split(client);
+            let mut lines = tokio::io::BufReader::new(read).lines();
+            let hello = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"p","version":"0"}}}"#;
+            writer.write_all(format!("{hello}\n").as_bytes()).await.unwrap();
+            let mut expected = vec![json!(0)];
+            for (i, (method, params, request)) in messages.into_iter().enumerate() {
+                let line = match (method, params) {
+                    (None, Some(Value::String(junk))) => junk.replace('\n', " "),
+                    (method, params) => {
+                        let mut message = json!({"jsonrpc": "2.0", "method": method});
+                        if let Some(params) = params {
+                            message["params"] = params;
+                        }
+                        if request {
+                            message["id"] = json!(i + 1);
+                            expected.push(json!(i + 1));
+                        }
+                        message.to_string()
+                    }
+                };
+                writer.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+            }
+            writer.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n").await.unwrap();
+            // Every answer is JSON-RPC; every request is answered by its id, and the server
+            // still answers the last ping.
+            let mut answered = Vec::new();
+            loop {
+                let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await;
+                let line = line.map_err(|_| TestCaseError::fail("no answer within 10 s"))?;
+                let line = line.map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let line = line.ok_or_else(|| TestCaseError::fail("the server closed its output"))?;
+                let answer: Value =
+                    serde_json::from_str(&line).map_err(|e| TestCaseError::fail(format!("{e}: {line}")))?;
+                if answer.get("method").is_some() {
+                    continue; // a request or notification of the server's own
+                }
+                prop_assert_eq!(&answer["jsonrpc"], "2.0", "{}", line);
+                prop_assert!(answer.get("id").is_some(), "{}", line);
+                if answer["id"] == "last" {
+                    break;
+                }
+                answered.push(answer["id"].clone());
+            }
+            for id in &expected {
+                prop_assert!(answered.contains(id), "request {} got no answer: {:?}", id, answered);
+            }
+            Ok(())
+        })
+    });
+}

@@ -306,9 +306,10 @@ class NativeMcpService:
     through the scheduler, with Python tools stepped on the loop that awaits the serving. Use
     `python -m starweaver serve-mcp`.
     """
-    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None) -> NativeMcpService:
+    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, dependencies: typing.Optional[typing.Any] = None) -> NativeMcpService:
         r"""
-        Raises `RegistrationError` for an invalid tool or two tools of one name.
+        Raises `RegistrationError` for an invalid tool or two tools of one name. The tools
+        get `dependencies` as `ctx.deps`, as in an agent.
         """
     def serve_stdio(self) -> typing.Awaitable[None]:
         r"""

@@ -70,7 +70,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "shout", "loud_shout", "waits", "sleeps", "chatty", "wipe"}
+        assert set(tools) == {"add", "refuse", "slow", "report", "loud_shout", "waits", "sleeps", "chatty", "wipe"}, "a tool in a served toolset is served once, as the toolset shows it"
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -299,3 +299,51 @@ def test_ordinary_sessions_end_with_exit_status_zero_every_time() -> None:
     for server in servers:
         assert server.answer()["result"]["content"][0]["text"] == "4"
     assert [server.close()[1] for server in servers] == [0] * 6
+
+
+WITH_DEPS = str(Path(__file__).parent / "mcp_servers" / "served_with_deps.py")
+
+
+async def _served(args: list[str], scenario: Scenario) -> None:
+    server = StdioServerParameters(command=sys.executable, args=["-m", "starweaver", "serve-mcp", *args])
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await scenario(session)
+
+
+@pytest.mark.parametrize(("extra", "expected"), [([], "ops"), (["--deps", f"{WITH_DEPS}:other_deps"], "sre")])
+def test_served_tools_get_the_modules_deps_or_the_factorys(extra: list[str], expected: str) -> None:
+    async def scenario(session: ClientSession) -> None:
+        answered = await session.call_tool("team", {})
+        assert (answered.is_error, text_of(answered)) == (False, expected)
+
+    asyncio.run(_served([WITH_DEPS, *extra], scenario))
+
+
+@pytest.mark.parametrize(
+    ("deps", "named"),
+    [
+        ("nope", "expected MODULE_OR_FILE:FACTORY"),
+        (f"{WITH_DEPS}:missing", "`missing` is not a callable"),
+        (f"{WITH_DEPS}:broken_deps", "the factory raised RuntimeError: no database"),
+    ],
+)
+def test_a_deps_factory_that_cannot_give_deps_is_named(deps: str, named: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "starweaver", "serve-mcp", WITH_DEPS, "--deps", deps],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and named in done.stderr, done.stderr
+
+
+def test_schemas_are_served_with_their_defs_inlined_so_clients_can_read_them() -> None:
+    async def scenario(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        schema = tools["greet"].input_schema
+        assert "$defs" not in json.dumps(schema) and "$ref" not in json.dumps(schema), schema
+        home = schema["properties"]["home"]
+        assert home["properties"]["city"]["type"] == "string", home
+        greeted = await session.call_tool("greet", {"name": "Ada", "home": {"street": "x", "city": "London"}})
+        assert text_of(greeted) == "hello Ada of London"
+
+    asyncio.run(_served([WITH_DEPS], scenario))

@@ -1,9 +1,10 @@
 """``python -m starweaver inspect MODULE_OR_FILE [--provider NAME] [--strict]`` and
-``python -m starweaver serve-mcp MODULE_OR_FILE [--name NAME] [--http HOST:PORT]``.
+``python -m starweaver serve-mcp MODULE_OR_FILE [--name NAME] [--http HOST:PORT] [--deps MODULE:FACTORY]``.
 
 ``serve-mcp`` serves the module's tools (and its static toolsets) to MCP clients over stdio,
 or with ``--http`` over streamable HTTP at ``http://HOST:PORT/mcp`` (the URL is printed on
 stderr once it is listening): each call runs through the same scheduler as in an agent.
+The tools' ``ctx.deps`` is ``FACTORY()`` with ``--deps``, else the module's top-level ``deps``.
 
 Prints, as JSON, the definitions of the tools a module holds (``@tool`` functions and
 ``BaseTool`` instances at its top level or in its top-level lists), or with ``--provider`` those tools in that
@@ -96,9 +97,27 @@ def toolsets_of(module: ModuleType) -> list[Toolset]:
     return found
 
 
-def serve_mcp(target: str, name: str | None, http: str | None = None) -> None:
+def dependencies_of(module: ModuleType, target: str, factory: str | None) -> object:
+    """What served tools get as ``ctx.deps``: ``factory()`` for ``--deps MODULE:FACTORY``,
+    else the module's own top-level ``deps``, else ``None``."""
+    if factory is None:
+        return getattr(module, "deps", None)
+    where, _, attribute = factory.rpartition(":")
+    if not where or not attribute:
+        raise InspectError(f"--deps {factory}: expected MODULE_OR_FILE:FACTORY, a callable that returns the dependencies")
+    make = getattr(module if where in (target, module.__name__) else load(where), attribute, None)
+    if not callable(make):
+        raise InspectError(f"--deps {factory}: `{attribute}` is not a callable in {where}")
+    try:
+        return make()
+    except Exception as error:  # noqa: BLE001 (the factory is the user's: any failure is reported by name)
+        raise InspectError(f"--deps {factory}: the factory raised {type(error).__name__}: {error}") from error
+
+
+def serve_mcp(target: str, name: str | None, http: str | None = None, deps: str | None = None) -> None:
     """Serves ``target``'s tools over stdio until the client disconnects, or over HTTP at
-    ``http`` (``HOST:PORT``) until interrupted."""
+    ``http`` (``HOST:PORT``) until interrupted; the tools get ``dependencies_of(deps)`` as
+    ``ctx.deps``."""
     import asyncio
 
     from ._native import NativeMcpService
@@ -107,12 +126,15 @@ def serve_mcp(target: str, name: str | None, http: str | None = None) -> None:
     toolsets = toolsets_of(module)
     # A tool at the top level that a served toolset also holds is served once, as the
     # toolset shows it (its prefix, its approval policy).
-    in_toolsets = {id(member) for toolset in toolsets for member in toolset._members}
+    in_toolsets = {id(member) for toolset in toolsets for member in toolset.members}
     tools = [tool for tool in tools_of(module) if id(tool) not in in_toolsets]
     if not tools and not toolsets:
         raise InspectError(f"{target} holds no tools or toolsets to serve")
     service = NativeMcpService(
-        name or module.__name__, [tool.native for tool in tools], toolsets=[t.native for t in toolsets]
+        name or module.__name__,
+        [tool.native for tool in tools],
+        toolsets=[t.native for t in toolsets],
+        dependencies=dependencies_of(module, target, deps),
     )
     try:
         asyncio.run(_serve(service, http))
@@ -174,10 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("target", metavar="MODULE_OR_FILE", help="a dotted module name or a .py file")
     serve_cmd.add_argument("--name", help="the server name clients see (default: the module's)")
     serve_cmd.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    serve_cmd.add_argument(
+        "--deps", metavar="MODULE_OR_FILE:FACTORY",
+        help="call FACTORY() for the tools' ctx.deps (default: the served module's top-level `deps`)",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve-mcp":
         try:
-            serve_mcp(args.target, args.name, args.http)
+            serve_mcp(args.target, args.name, args.http, args.deps)
         except (InspectError, StarweaverError) as error:
             print(f"starweaver serve-mcp: {error}", file=sys.stderr)
             return 2

@@ -29,19 +29,19 @@ class Toolset:
     (``approval_required_tools``) may name the toolset or its id."""
 
     native: NativeToolset
-    # The tool objects it was made of (none for a dynamic one), whatever its prefix, filter
-    # or names: ``serve-mcp`` serves these through the toolset alone.
-    _members: tuple[ToolLike, ...]
+    members: tuple[ToolLike, ...]
+    """The tool objects it was made of (none for a dynamic one), whatever its prefix,
+    filter or names: ``serve-mcp`` serves these through the toolset alone."""
 
     def __init__(self, name: str, tools: Iterable[ToolLike] = (), *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
-        self._members = tuple(tools)
-        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self._members], id=id)
+        self.members = tuple(tools)
+        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self.members], id=id)
 
     def _wrap(self, native: NativeToolset) -> Toolset:
         """A toolset derived from this one: its native form, the same members."""
         toolset = Toolset.__new__(Toolset)
         toolset.native = native
-        toolset._members = self._members
+        toolset.members = self.members
         return toolset
 
     @property
@@ -93,4 +93,4 @@ class DynamicToolset(Toolset):
             return [native_tool(tool) for tool in tools]
 
         self.native = NativeToolset.dynamic(name, listed, id=id)
-        self._members = ()
+        self.members = ()

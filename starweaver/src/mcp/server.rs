@@ -45,6 +45,7 @@ use crate::toolset::Toolset;
 pub struct McpService {
     name: String,
     registry: Arc<ToolRegistry>,
+    dependencies: Dependencies,
 }
 
 /// Builds an [`McpService`]; registration rules are checked in [`build`](Self::build).
@@ -55,12 +56,19 @@ pub struct McpServiceBuilder {
     /// Dynamic toolsets given: an error at build, as their tools are not known up front.
     dynamic: Vec<Arc<dyn Toolset>>,
     approval_rules: Vec<crate::hitl::ApprovalRule>,
+    dependencies: Dependencies,
 }
 
 impl McpService {
     /// A service named `name` (what clients see as the server's name).
     pub fn builder(name: impl Into<String>) -> McpServiceBuilder {
-        McpServiceBuilder { name: name.into(), tools: Vec::new(), dynamic: Vec::new(), approval_rules: Vec::new() }
+        McpServiceBuilder {
+            name: name.into(),
+            tools: Vec::new(),
+            dynamic: Vec::new(),
+            approval_rules: Vec::new(),
+            dependencies: Dependencies::new(),
+        }
     }
 }
 
@@ -99,6 +107,12 @@ impl McpServiceBuilder {
         self
     }
 
+    /// What the served tools get from `ctx.dependency::<T>()`, as in an agent.
+    pub fn dependencies(mut self, dependencies: Dependencies) -> Self {
+        self.dependencies = dependencies;
+        self
+    }
+
     /// Checks every tool as an agent would.
     ///
     /// # Errors
@@ -112,7 +126,7 @@ impl McpServiceBuilder {
         }
         let policy = ApprovalPolicy::new(self.approval_rules);
         let registry = ToolRegistry::new(self.tools, &policy, RegistrationRules::default())?;
-        Ok(McpService { name: self.name, registry: Arc::new(registry) })
+        Ok(McpService { name: self.name, registry: Arc::new(registry), dependencies: self.dependencies })
     }
 }
 
@@ -302,12 +316,11 @@ impl McpService {
         let (_shared, _alone) =
             if sequential { (None, Some(barrier.write().await)) } else { (Some(barrier.read().await), None) };
         let run_id: Arc<str> = Arc::from(format!("mcp_{}", uuid::Uuid::new_v4().simple()));
-        let dependencies = Dependencies::new();
         let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
         let call = |approval| {
             let request = CallRequest { part: &part, approval, retry: 0 };
             let (registry, dependencies, run_id, cancellation) =
-                (&self.registry, &dependencies, &run_id, &job.cancellation);
+                (&self.registry, &self.dependencies, &run_id, &job.cancellation);
             async move { invoke_alone(registry, dependencies, run_id, cancellation, &request).await.0 }
         };
         let mut outcome = call(None).await;
@@ -410,9 +423,12 @@ fn result_of(outcome: CallOutcome) -> CallToolResult {
 }
 
 /// A definition as an MCP tool: name, description, input schema, and annotations from
-/// the metadata's MCP hint keys.
+/// the metadata's MCP hint keys. The schema goes with its `$defs` inlined: MCP clients
+/// (the Inspector among them) do not follow a `$ref`, and send such an argument as a
+/// string. A recursive schema, which no inlining can finish, keeps its `$defs`.
 fn describe(definition: &crate::tool::ToolDefinition) -> McpTool {
-    let schema = definition.parameters.as_object().cloned().unwrap_or_default();
+    let inlined = crate::schema::inline_defs(&definition.parameters, crate::schema::DEFAULT_INLINE_LIMIT);
+    let schema = inlined.as_ref().unwrap_or(&definition.parameters).as_object().cloned().unwrap_or_default();
     let mut tool =
         McpTool::new_with_raw(definition.name.clone(), definition.description.clone().map(Into::into), schema);
     let hint = |key: &str| definition.metadata.get(key).and_then(Value::as_bool);
@@ -440,5 +456,22 @@ mod tests {
         let dynamic = DynamicToolset::new("phases", |_| Box::pin(async { Ok(Vec::new()) }));
         let err = McpService::builder("x").toolset(dynamic).build().err().unwrap();
         assert!(err.to_string().contains("toolset `phases`") && err.to_string().contains("dynamic"), "{err}");
+    }
+
+    #[test]
+    fn schemas_are_served_inlined_and_a_recursive_one_keeps_its_defs() {
+        let with_defs = |defs: Value| {
+            let parameters =
+                serde_json::json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}, "$defs": defs});
+            crate::tool::ToolDefinition::new("t", parameters)
+        };
+        let flat = describe(&with_defs(serde_json::json!({"P": {"type": "string"}})));
+        assert_eq!(
+            Value::Object((*flat.input_schema).clone()),
+            serde_json::json!({"type": "object", "properties": {"p": {"type": "string"}}})
+        );
+        let recursive = serde_json::json!({"P": {"type": "object", "properties": {"next": {"$ref": "#/$defs/P"}}}});
+        let kept = describe(&with_defs(recursive.clone()));
+        assert_eq!(kept.input_schema.get("$defs"), Some(&recursive));
     }
 }
