@@ -350,7 +350,7 @@ async fn arguments_that_are_not_a_json_object_and_unknown_tools_become_returns_t
     let dir = "openai_chat";
     let (result, _) =
         failed_with(vec![json_body(dir, "bad_arguments.json"), json_body(dir, "text.json")], PROTOCOLS[0]).await;
-    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     let kinds: Vec<Value> = returns_of(&result).into_iter().map(|(_, content, _)| content["kind"].clone()).collect();
     assert_eq!(kinds, [json!("invalid_arguments"), json!("invalid_arguments"), json!("not_found")]);
 }
