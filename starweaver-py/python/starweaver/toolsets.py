@@ -29,9 +29,9 @@ class Toolset:
     (``approval_required_tools``) may name the toolset or its id."""
 
     native: NativeToolset
-    members: tuple[ToolLike, ...]
-    """The tool objects it was made of (none for a dynamic one), whatever its prefix,
-    filter or names: ``serve-mcp`` serves these through the toolset alone."""
+    members: tuple[ToolLike, ...] = ()
+    """The tool objects it was made of (none for a dynamic one or an MCP server's), whatever
+    its prefix, filter or names: ``serve-mcp`` serves these through the toolset alone."""
 
     def __init__(self, name: str, tools: Iterable[ToolLike] = (), *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
         self.members = tuple(tools)
@@ -93,4 +93,3 @@ class DynamicToolset(Toolset):
             return [native_tool(tool) for tool in tools]
 
         self.native = NativeToolset.dynamic(name, listed, id=id)
-        self.members = ()
