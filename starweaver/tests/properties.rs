@@ -338,7 +338,10 @@ fn any_json_text_has_a_wide_integer_found_exactly_when_it_holds_one() {
         let text = value.to_string();
         prop_assert_eq!(starweaver::json::wide_integer(&text), None, "{}", text);
         if inject {
-            let text = json!({"outer": [value, "x"]}).to_string().replacen("\"x\"", wide, 1);
+            // The marker is longer than any generated key or string, so only it is replaced.
+            let marker = "\"__the_wide_integer_goes_here__\"";
+            let text =
+                json!({"outer": [value, "__the_wide_integer_goes_here__"]}).to_string().replacen(marker, wide, 1);
             let found = starweaver::json::wide_integer(&text);
             prop_assert_eq!(
                 found,
