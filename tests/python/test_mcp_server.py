@@ -113,35 +113,31 @@ def test_fifty_calls_in_flight_all_answer(with_client: WithClient) -> None:
     with_client(scenario)
 
 
-def test_a_clients_cancel_reaches_the_tool(with_client: WithClient, tmp_path: Path) -> None:
-    marker = tmp_path / "cancelled"
+def cancelled_after(delay: float, tool: str, arguments: dict[str, Any], marker: Path) -> Scenario:
+    """Calls `tool`, cancels the call after `delay` seconds (the client sends
+    notifications/cancelled), then waits up to 30 s for the tool to write `marker`."""
 
     async def scenario(session: ClientSession) -> None:
-        call = asyncio.ensure_future(session.call_tool("waits", {"marker": str(marker)}))
-        await asyncio.sleep(0.5)
-        call.cancel()  # the client sends notifications/cancelled
+        call = asyncio.ensure_future(session.call_tool(tool, {**arguments, "marker": str(marker)}))
+        await asyncio.sleep(delay)
+        call.cancel()
         for _ in range(300):
             if marker.exists():
                 return
             await asyncio.sleep(0.1)
 
-    with_client(scenario)
+    return scenario
+
+
+def test_a_clients_cancel_reaches_the_tool(with_client: WithClient, tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled"
+    with_client(cancelled_after(0.5, "waits", {}, marker))
     assert marker.read_text() == "cancelled", "the tool saw ctx.cancelled() resolve"
 
 
 def test_a_clients_cancel_interrupts_a_tool_that_does_not_stop_by_itself(with_client: WithClient, tmp_path: Path) -> None:
     marker = tmp_path / "ended"
-
-    async def scenario(session: ClientSession) -> None:
-        call = asyncio.ensure_future(session.call_tool("sleeps", {"seconds": 30, "marker": str(marker)}))
-        await asyncio.sleep(0.2)
-        call.cancel()  # the client sends notifications/cancelled
-        for _ in range(300):
-            if marker.exists():
-                return
-            await asyncio.sleep(0.1)
-
-    with_client(scenario)
+    with_client(cancelled_after(0.2, "sleeps", {"seconds": 30}, marker))
     assert marker.read_text() == "interrupted", "the coroutine got CancelledError"
 
 
