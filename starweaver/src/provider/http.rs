@@ -181,22 +181,19 @@ pub(crate) fn status_failure(
     request_id_header: &str,
     body: &str,
 ) -> Failure {
-    if (300..400).contains(&status) {
-        let to = headers.get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("?");
-        let mut error = ModelError::of(
-            ModelErrorKind::Http,
-            format!(
-                "the provider redirected the request to another origin (`{to}`); a key is never sent \
-                 across origins: set the model's base URL to the new address if it is trusted"
-            ),
-        );
-        error.provider = Some(provider.to_owned());
-        error.status = Some(status);
-        return Failure::fatal(error);
-    }
+    // A redirect that reached here left the request's origin (same-origin ones were
+    // followed): never retried, whatever the server says.
+    let redirect = (300..400).contains(&status);
     let quota = status == 429 && is_quota(body);
     let kind = if quota { ModelErrorKind::QuotaExhausted } else { ModelErrorKind::Http };
     let message = match (status, quota) {
+        _ if redirect => {
+            let to = headers.get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("?");
+            format!(
+                "the provider redirected the request to another origin (`{to}`); a key is never sent \
+                 across origins: set the model's base URL to the new address if it is trusted"
+            )
+        }
         (_, true) => "the account's quota or billing limit is exhausted".to_owned(),
         (401, _) => "the API key was refused".to_owned(),
         (403, _) => "the API key may not use this model or endpoint".to_owned(),
@@ -211,11 +208,12 @@ pub(crate) fn status_failure(
     error.request_id = headers.get(request_id_header).and_then(|v| v.to_str().ok()).map(str::to_owned);
     error.body = Some(excerpt(body)).filter(|b| !b.is_empty());
     let should_retry = headers.get("x-should-retry").and_then(|v| v.to_str().ok());
-    let retryable = match should_retry {
-        Some("true") => true,
-        Some("false") => false,
-        _ => !quota && (matches!(status, 408 | 409 | 429) || status >= 500),
-    };
+    let retryable = !redirect
+        && match should_retry {
+            Some("true") => true,
+            Some("false") => false,
+            _ => !quota && (matches!(status, 408 | 409 | 429) || status >= 500),
+        };
     Failure { error, retry: if retryable { Retry::Yes(retry_after(headers)) } else { Retry::No } }
 }
 
