@@ -352,17 +352,10 @@ fn any_json_text_has_a_wide_integer_found_exactly_when_it_holds_one() {
     });
 }
 
+/// What a client may send an MCP server: a request with an id, a notification, a response,
+/// or text that is no message; as `(method, params, is a request)`.
 #[cfg(feature = "mcp")]
-#[test]
-fn any_json_rpc_a_client_sends_is_answered_and_the_server_keeps_serving() {
-    use std::time::Duration;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct AddArgs {
-        left: i64,
-        right: i64,
-    }
+fn json_rpc_messages() -> impl Strategy<Value = Vec<(Option<String>, Option<Value>, bool)>> {
     let method = prop_oneof![
         Just("tools/list".to_owned()),
         Just("tools/call".to_owned()),
@@ -371,41 +364,73 @@ fn any_json_rpc_a_client_sends_is_answered_and_the_server_keeps_serving() {
         Just("notifications/cancelled".to_owned()),
         "[a-z/]{0,12}",
     ];
-    // A request with an id, a notification, a response, or a line that is no message.
     let message = prop_oneof![
         3 => (method.clone(), prop::option::of(json_value())).prop_map(|(m, p)| (Some(m), p, true)),
         1 => (method, prop::option::of(json_value())).prop_map(|(m, p)| (Some(m), p, false)),
         1 => ".{0,40}".prop_map(|junk| (None, Some(Value::String(junk)), false)),
     ];
-    check_property("mcp json-rpc", prop::collection::vec(message, 1..10), |messages| {
-        let add = ToolBuilder::new("add")
-            .handler(|_: ToolContext, a: AddArgs| async move { Ok(json!(a.left + a.right)) })
-            .unwrap();
-        let service = starweaver::mcp::McpService::builder("calc").tool(add).build().unwrap();
+    prop::collection::vec(message, 1..10)
+}
+
+/// The text of message `i` of [`json_rpc_messages`] (one line), and the id it must be
+/// answered by, if it is a request.
+#[cfg(feature = "mcp")]
+fn json_rpc_line(
+    i: usize,
+    (method, params, request): (Option<String>, Option<Value>, bool),
+) -> (String, Option<Value>) {
+    match (method, params) {
+        (None, Some(Value::String(junk))) => (junk.replace('\n', " "), None),
+        (method, params) => {
+            let mut message = json!({"jsonrpc": "2.0", "method": method});
+            if let Some(params) = params {
+                message["params"] = params;
+            }
+            let id = request.then(|| json!(i + 1));
+            if let Some(id) = &id {
+                message["id"] = id.clone();
+            }
+            (message.to_string(), id)
+        }
+    }
+}
+
+/// A service of one tool, `add`.
+#[cfg(feature = "mcp")]
+fn calc_service() -> starweaver::mcp::McpService {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct AddArgs {
+        left: i64,
+        right: i64,
+    }
+    let add = ToolBuilder::new("add")
+        .handler(|_: ToolContext, a: AddArgs| async move { Ok(json!(a.left + a.right)) })
+        .unwrap();
+    starweaver::mcp::McpService::builder("calc").tool(add).build().unwrap()
+}
+
+#[cfg(feature = "mcp")]
+const MCP_HELLO: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"p","version":"0"}}}"#;
+
+#[cfg(feature = "mcp")]
+#[test]
+fn any_json_rpc_a_client_sends_is_answered_and_the_server_keeps_serving() {
+    use std::time::Duration;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    check_property("mcp json-rpc", json_rpc_messages(), |messages| {
+        let service = calc_service();
         block_on(async move {
             let (client, server) = tokio::io::duplex(1 << 16);
             let (server_read, server_write) = tokio::io::split(server);
             tokio::spawn(service.serve_io(server_read, server_write));
             let (read, mut writer) = tokio::io::split(client);
             let mut lines = tokio::io::BufReader::new(read).lines();
-            let hello = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"p","version":"0"}}}"#;
-            writer.write_all(format!("{hello}\n").as_bytes()).await.unwrap();
+            writer.write_all(format!("{MCP_HELLO}\n").as_bytes()).await.unwrap();
             let mut expected = vec![json!(0)];
-            for (i, (method, params, request)) in messages.into_iter().enumerate() {
-                let line = match (method, params) {
-                    (None, Some(Value::String(junk))) => junk.replace('\n', " "),
-                    (method, params) => {
-                        let mut message = json!({"jsonrpc": "2.0", "method": method});
-                        if let Some(params) = params {
-                            message["params"] = params;
-                        }
-                        if request {
-                            message["id"] = json!(i + 1);
-                            expected.push(json!(i + 1));
-                        }
-                        message.to_string()
-                    }
-                };
+            for (i, message) in messages.into_iter().enumerate() {
+                let (line, id) = json_rpc_line(i, message);
+                expected.extend(id);
                 writer.write_all(format!("{line}\n").as_bytes()).await.unwrap();
             }
             writer.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n").await.unwrap();
@@ -434,5 +459,212 @@ fn any_json_rpc_a_client_sends_is_answered_and_the_server_keeps_serving() {
             }
             Ok(())
         })
+    });
+}
+
+/// One POST to an MCP HTTP endpoint: its status, the session it names, and the JSON-RPC
+/// messages its body holds (a JSON body, or the data of an event stream).
+#[cfg(feature = "mcp")]
+async fn post_json_rpc(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: String,
+) -> Result<(u16, Option<String>, Vec<Value>), TestCaseError> {
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body.clone());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.map_err(|e| TestCaseError::fail(format!("{body}: no answer: {e}")))?;
+    let status = response.status().as_u16();
+    let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let json = response.headers().get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let text = response.text().await.map_err(|e| TestCaseError::fail(format!("{body}: the answer broke: {e}")))?;
+    let parse = |t: &str| serde_json::from_str::<Value>(t).map_err(|e| TestCaseError::fail(format!("{e}: {t}")));
+    let messages = if json {
+        vec![parse(&text)?]
+    } else {
+        let data = text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty());
+        data.map(parse).collect::<Result<_, _>>()?
+    };
+    Ok((status, session, messages))
+}
+
+#[cfg(feature = "mcp")]
+#[test]
+fn any_json_rpc_a_client_posts_is_answered_over_http_and_the_server_keeps_serving() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let url = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(calc_service().serve_http(listener));
+        url
+    });
+    let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(10)).build().unwrap();
+    // One server for every case: each case is a session of its own, and the server must
+    // still serve the next.
+    check_property("mcp json-rpc over http", json_rpc_messages(), |messages| {
+        runtime.block_on(async {
+            let (status, session, _) = post_json_rpc(&client, &url, None, MCP_HELLO.to_owned()).await?;
+            prop_assert_eq!(status, 200);
+            let session = session.ok_or_else(|| TestCaseError::fail("initialize named no session"))?;
+            let id = session.as_str();
+            let session = Some(id);
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+            prop_assert_eq!(post_json_rpc(&client, &url, session, initialized).await?.0, 202);
+            for (i, message) in messages.into_iter().enumerate() {
+                let (line, id) = json_rpc_line(i, message);
+                let (status, _, answers) = post_json_rpc(&client, &url, session, line.clone()).await?;
+                prop_assert!(status < 500, "{}: status {}", line, status);
+                // An error status carries a JSON-RPC error, if anything: with an id, `null` when
+                // the request's cannot be read.
+                for answer in &answers {
+                    prop_assert_eq!(&answer["jsonrpc"], "2.0", "{}: {}", line, answer);
+                    prop_assert!(answer.get("id").is_some() || answer.get("method").is_some(), "{}: {}", line, answer);
+                }
+                if let (Some(id), 200) = (id, status) {
+                    prop_assert!(answers.iter().any(|a| a["id"] == id), "{}: {:?}", line, answers);
+                }
+            }
+            let last = json!({"jsonrpc": "2.0", "id": "last", "method": "ping"}).to_string();
+            let (status, _, answers) = post_json_rpc(&client, &url, session, last).await?;
+            prop_assert_eq!(status, 200);
+            prop_assert!(answers.iter().any(|a| a["id"] == "last"), "{:?}", answers);
+            drop(client.delete(&url).header("mcp-session-id", id).send().await);
+            Ok(())
+        })
+    });
+}
+
+/// The events `chunks` give, parsed with a `limit` on the bytes read.
+#[cfg(feature = "providers")]
+fn sse_events(chunks: Vec<Vec<u8>>, limit: usize) -> Vec<Result<(String, String), starweaver::provider::SseError>> {
+    use futures::StreamExt;
+    let chunks = futures::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::convert::Infallible>(c.into())));
+    block_on(starweaver::provider::parse_sse(chunks, limit).map(|e| e.map(|e| (e.event, e.data))).collect())
+}
+
+/// `body` cut at `cuts` (taken modulo its length, in order).
+fn cut(body: &[u8], cuts: Vec<usize>) -> Vec<Vec<u8>> {
+    let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (body.len() + 1)).collect();
+    cuts.sort_unstable();
+    let mut from = 0;
+    let mut chunks = Vec::new();
+    for at in cuts.into_iter().chain([body.len()]) {
+        chunks.push(body[from..at].to_vec());
+        from = at;
+    }
+    chunks
+}
+
+#[cfg(feature = "providers")]
+#[test]
+fn any_sse_body_gives_its_events_however_it_is_cut_and_whatever_its_line_endings() {
+    use starweaver::provider::SseError;
+    // Events of one or more data lines, some named, with comments between them.
+    let event = (
+        prop::option::of("[a-z_]{1,8}"),
+        prop::collection::vec("[a-zA-Z0-9{}\":,\\[\\]][a-zA-Z0-9{}\":,\\[\\] ]{0,11}", 1..4),
+        any::<bool>(),
+    );
+    let ending = prop_oneof![Just("\n"), Just("\r\n"), Just("\r")];
+    let cuts = prop::collection::vec(any::<usize>(), 0..16);
+    let limit = prop_oneof![3 => Just(usize::MAX), 1 => 0usize..400];
+    check_property(
+        "sse framing",
+        (prop::collection::vec(event, 0..6), ending, cuts, limit),
+        |(events, ending, cuts, limit)| {
+            let mut body = String::new();
+            let mut expected = Vec::new();
+            for (name, lines, comment) in events {
+                if comment {
+                    body.push_str(": keep-alive\n");
+                }
+                if let Some(name) = &name {
+                    body.push_str(&format!("event: {name}\n"));
+                }
+                for line in &lines {
+                    body.push_str(&format!("data: {line}\n"));
+                }
+                body.push('\n');
+                expected.push((name.unwrap_or_else(|| "message".into()), lines.join("\n")));
+            }
+            let body = body.replace('\n', ending).into_bytes();
+            let got = sse_events(cut(&body, cuts), limit);
+            if body.len() <= limit {
+                prop_assert_eq!(got, expected.into_iter().map(Ok).collect::<Vec<_>>());
+            } else {
+                // Past the limit: the events read so far, then the named error, then nothing.
+                prop_assert_eq!(got.last(), Some(&Err(SseError::TooLarge)));
+                let read: Vec<(String, String)> = got[..got.len() - 1].iter().flatten().cloned().collect();
+                prop_assert_eq!(read.len(), got.len() - 1, "an error before the end: {:?}", got);
+                prop_assert!(expected.starts_with(&read), "{:?} is not a prefix of {:?}", read, expected);
+            }
+            Ok(())
+        },
+    );
+    check_property(
+        "sse bytes",
+        (prop::collection::vec(prop::collection::vec(any::<u8>(), 0..64), 0..8), 0usize..512),
+        |(chunks, limit)| {
+            let size: usize = chunks.iter().map(Vec::len).sum();
+            let got = sse_events(chunks, limit);
+            for error in got.iter().filter_map(|e| e.as_ref().err()) {
+                prop_assert!(!error.to_string().is_empty());
+            }
+            // Nothing follows an error; a body past the limit ends in one.
+            prop_assert!(got.iter().rev().skip(1).all(Result::is_ok), "{:?}", got);
+            if size > limit {
+                prop_assert!(matches!(got.last(), Some(Err(_))), "{} bytes past a limit of {}: {:?}", size, limit, got);
+            }
+            Ok(())
+        },
+    );
+}
+
+#[cfg(feature = "providers")]
+#[test]
+fn any_retry_after_value_is_a_wait_a_duration_holds_or_no_wish() {
+    use reqwest::header::{HeaderMap, HeaderValue};
+    use std::time::Duration;
+    let text = prop_oneof![
+        any::<f64>().prop_map(|f| f.to_string()),
+        any::<f64>().prop_map(|f| format!("{f:e}")),
+        any::<u32>().prop_map(|n| n.to_string()),
+        "[0-9eE.+-]{0,24}",
+        "(inf|-inf|NaN|infinity)",
+        ".{0,24}",
+    ];
+    check_property("retry-after", (text, any::<bool>()), |(text, ms)| {
+        let Ok(value) = HeaderValue::from_str(&text) else { return Ok(()) };
+        let (name, scale) = if ms { ("retry-after-ms", 1000.0) } else { ("retry-after", 1.0) };
+        let mut headers = HeaderMap::new();
+        headers.insert(name, value);
+        let wait = starweaver::provider::retry_after(&headers);
+        match text.trim().parse::<f64>() {
+            Ok(seconds) if seconds.is_finite() && (0.0..=1e9).contains(&seconds) => {
+                let wait = wait.ok_or_else(|| TestCaseError::fail(format!("{name}: {text} is a wait")))?;
+                let asked = seconds / scale;
+                prop_assert!(
+                    (wait.as_secs_f64() - asked).abs() <= 1e-6 * asked.max(1.0),
+                    "{}: {} gave {:?}",
+                    name,
+                    text,
+                    wait
+                );
+            }
+            // Negative, infinite, not a number, or past what a `Duration` holds: no wish.
+            Ok(seconds) if !seconds.is_finite() || seconds < 0.0 || seconds / scale > Duration::MAX.as_secs_f64() => {
+                prop_assert_eq!(wait, None, "{}: {}", name, text);
+            }
+            Ok(_) => {}
+            Err(_) => prop_assert_eq!(wait, None, "{}: {}", name, text),
+        }
+        Ok(())
     });
 }

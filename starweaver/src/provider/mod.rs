@@ -44,8 +44,11 @@ pub use model::{Protocol, StreamState};
 pub use openai_chat::OpenAIChat;
 #[cfg(feature = "openai")]
 pub use openai_responses::OpenAIResponses;
+// The parsers a hostile server feeds, for the property tests and `make fuzz`.
 #[doc(hidden)]
-pub use sse::SseEvent;
+pub use http::retry_after;
+#[doc(hidden)]
+pub use sse::{SseError, SseEvent, parse as parse_sse};
 
 /// OpenAI Chat Completions, or any OpenAI-compatible server (`base_url`).
 #[cfg(feature = "openai")]
