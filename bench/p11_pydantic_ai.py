@@ -43,7 +43,7 @@ agent = Agent(
 
 @workflow.defn
 class P11Workflow(PydanticAIWorkflow):
-    __pydantic_ai_agents__ = [agent]
+    __pydantic_ai_agents__ = [agent]  # noqa: RUF012 (pydantic-ai reads it from the class)
 
     @workflow.run
     async def run(self, prompt: str) -> str:

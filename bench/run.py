@@ -141,7 +141,7 @@ def main() -> int:
     theirs_python = peer_python()
     print(f"{'id':<4} {'scenario':<8} {'starweaver':>12} {'pydantic-ai':>12} {'ratio':>8}  {'target':<36} result")
     missed = 0
-    for row_id, scenario, unit, target, check in ROWS:
+    for row_id, scenario, _unit, target, check in ROWS:
         if args.only and row_id not in args.only:
             continue
         if scenario is None:

@@ -5,16 +5,16 @@ the Rust ones in `snapshots/` and in the same format, so a changed schema shows 
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 import enum
 import uuid
+from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
+import test_spec_samples as spec
 from pydantic import BaseModel, Field
 from snapshot import assert_snapshot
 
-import test_spec_samples as spec
 from starweaver import Tool, ToolContext, tool
 
 

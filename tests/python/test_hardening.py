@@ -15,11 +15,11 @@ from supervisor import run_isolated
 
 from starweaver import (
     Agent,
-    Tool,
     DecisionError,
     FormatError,
     RegistrationError,
     RenderError,
+    Tool,
     ToolContext,
     create_agent,
     tool,

@@ -62,7 +62,7 @@ def with_client(request: pytest.FixtureRequest) -> Iterator[WithClient]:
 
 
 def text_of(result: object) -> str:
-    content = getattr(result, "content")
+    content = getattr(result, "content")  # noqa: B009 (`result` is an `object` to the type checkers)
     return " ".join(getattr(block, "text", "") for block in content)
 
 

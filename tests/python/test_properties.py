@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any, cast
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
 from conftest import call, returns

@@ -21,8 +21,8 @@ import json
 import os
 import sys
 import traceback
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
