@@ -21,6 +21,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart(f"fetch{i}", {"i": i}, tool_call_id=f"c{i}") for i in range(10)])

@@ -243,7 +243,9 @@ def test_cancelling_the_awaiting_task_cancels_running_tools() -> None:
         observed.append("cancelled() completed")
 
     async def go() -> None:
-        agent = create_agent(model=calls_then_text([call("c1", "waits"), call("c2", "watches")]), tools=[waits, watches])
+        agent = create_agent(
+            model=calls_then_text([call("c1", "waits"), call("c2", "watches")]), tools=[waits, watches]
+        )
         task = asyncio.ensure_future(agent.run("go"))
         await asyncio.sleep(0.05)
         task.cancel()

@@ -136,7 +136,9 @@ def test_parameter_descriptions_come_from_docstrings_and_fields() -> None:
     assert documented.definition.description == "Read a file."
 
 
-def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import snapshot
 
     monkeypatch.setattr(snapshot, "SNAPSHOTS", tmp_path)

@@ -190,7 +190,9 @@ def test_bad_model_options_are_registration_errors() -> None:
         OpenAIChatModel("m", tool_choice="sometimes")  # type: ignore[arg-type]
     with pytest.raises(RegistrationError, match=r"option `timeout`: .*`-1.0`, expected a positive number of seconds"):
         OpenAIChatModel("m", timeout=-1.0)
-    with pytest.raises(RegistrationError, match=r"option `headers.x-team`: invalid type: integer `1`, expected a string"):
+    with pytest.raises(
+        RegistrationError, match=r"option `headers.x-team`: invalid type: integer `1`, expected a string"
+    ):
         OpenAIChatModel("m", headers={"x-team": 1})  # type: ignore[dict-item]
     with pytest.raises(RegistrationError, match="option `temprature`: unknown field `temprature`, expected one of"):
         OpenAIChatModel("m", temprature=0.0)  # type: ignore[call-arg]

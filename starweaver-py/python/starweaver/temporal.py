@@ -242,7 +242,9 @@ class _AgentRun:
         timeout_ms = task.get("timeout_ms")
         attempts = int(task["max_retries"]) + 1
         # The tool's own timeout bounds each of its internal attempts.
-        timeout = timedelta(milliseconds=timeout_ms * attempts) + config.heartbeat if timeout_ms else config.call_timeout
+        timeout = (
+            timedelta(milliseconds=timeout_ms * attempts) + config.heartbeat if timeout_ms else config.call_timeout
+        )
         return workflow.start_activity(
             f"{config.name}.run_call",
             args=[run_id, task],

@@ -32,6 +32,7 @@ def __getattr__(name: str) -> object:
         return ToolOptions
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = ["BaseTool", "Tool", "tool"]
 
 P = ParamSpec("P")
