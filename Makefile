@@ -10,6 +10,8 @@ MATURIN_TARGET := target/maturin
 # Every cargo command builds the bindings against the same interpreter, so pyo3 is
 # configured once (and embedded-Python links find its libpython).
 export PYO3_PYTHON := $(abspath $(BIN)/python)
+# The Python code ruff formats and lints (ruff.toml lists what it leaves out).
+PYTHON_SOURCES := starweaver-py/python tests bench examples
 
 .PHONY: help
 help:  ## list the targets
@@ -45,8 +47,13 @@ stubs: install  ## regenerate stubs/starweaver/_native.pyi from the bindings
 	rmdir starweaver-py/python/starweaver/_native
 
 .PHONY: format
-format:  ## format the Rust code
+format: install  ## format the Rust and Python code (cargo fmt; ruff's safe fixes, then ruff format)
 	$(CARGO) fmt --all
+	@# The first use in a venv made before ruff joined requirements-dev.txt installs it.
+	test -x $(BIN)/ruff || $(BIN)/pip install --quiet -r requirements-dev.txt
+	@# --exit-zero: what needs a hand is listed, and the formatting still happens.
+	$(BIN)/ruff check --fix --exit-zero $(PYTHON_SOURCES)
+	$(BIN)/ruff format $(PYTHON_SOURCES)
 
 .PHONY: lint-rust
 lint-rust: install  ## rustfmt check, clippy and rustdoc with warnings denied
@@ -55,8 +62,15 @@ lint-rust: install  ## rustfmt check, clippy and rustdoc with warnings denied
 	@# Every feature's docs build with no broken link or warning (as docs.rs builds them).
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --all-features
 
+.PHONY: ruff
+ruff: install  ## ruff format --check and ruff check on the Python code (no build needed)
+	@# The first use in a venv made before ruff joined requirements-dev.txt installs it.
+	test -x $(BIN)/ruff || $(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/ruff format --check $(PYTHON_SOURCES)
+	$(BIN)/ruff check $(PYTHON_SOURCES)
+
 .PHONY: lint-python
-lint-python: stubs build-dev  ## stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing; mypy --strict on the Python tests
+lint-python: ruff stubs build-dev  ## ruff, then stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing; mypy --strict on the Python tests
 	git diff --exit-code -- stubs/ || (echo "stubs/ is stale: run 'make stubs' and commit" && exit 1)
 	$(BIN)/python -m mypy.stubtest starweaver._native --allowlist stubs/stubtest-allowlist.txt
 	$(BIN)/mypy --strict starweaver-py/python/starweaver tests/typing/public_api.py tests/typing/check_misuse.py

@@ -57,12 +57,16 @@ async def our_client() -> tuple[float, float]:
 async def main() -> None:
     ours_server, sdk_server = await official_client(OURS), await official_client(SDK)
     ours_client, sdk_client = await our_client(), await official_client(SDK)
-    print(json.dumps({
-        "server_latency_ms": [ours_server[0], sdk_server[0]],
-        "server_throughput": [ours_server[1], sdk_server[1]],
-        "client_latency_ms": [ours_client[0], sdk_client[0]],
-        "client_throughput": [ours_client[1], sdk_client[1]],
-    }))
+    print(
+        json.dumps(
+            {
+                "server_latency_ms": [ours_server[0], sdk_server[0]],
+                "server_throughput": [ours_server[1], sdk_server[1]],
+                "client_latency_ms": [ours_client[0], sdk_client[0]],
+                "client_throughput": [ours_client[1], sdk_client[1]],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

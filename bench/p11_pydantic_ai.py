@@ -21,6 +21,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(messages) == 1:
         return ModelResponse(parts=[ToolCallPart(f"fetch{i}", {"i": i}, tool_call_id=f"c{i}") for i in range(10)])
@@ -43,7 +44,7 @@ agent = Agent(
 
 @workflow.defn
 class P11Workflow(PydanticAIWorkflow):
-    __pydantic_ai_agents__ = [agent]
+    __pydantic_ai_agents__ = [agent]  # noqa: RUF012 (pydantic-ai reads it from the class)
 
     @workflow.run
     async def run(self, prompt: str) -> str:

@@ -20,6 +20,7 @@ from starweaver import create_agent, tool
 from starweaver.temporal import TemporalAgent
 from starweaver.testing import FunctionModel
 
+
 async def fetch(i: int) -> int:
     """Fetch one thing."""
     return i

@@ -101,7 +101,9 @@ def p10(runs: int) -> int:
         ratio = theirs / ours if lower else ours / theirs
         ok = ratio >= 5
         missed += not ok
-        print(f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {'≥ 5× (' + unit + ')':<36} {'met' if ok else 'MISSED'}")
+        print(
+            f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {'≥ 5× (' + unit + ')':<36} {'met' if ok else 'MISSED'}"
+        )
     return missed
 
 
@@ -113,9 +115,22 @@ def temporal_dev_server() -> Iterator[str]:
         port = s.getsockname()[1]
     cli = Path(OURS).parent / "temporal"
     server = subprocess.Popen(
-        [str(cli), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless",
-         "--ui-port", str(port + 1), "--log-level", "error"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(cli),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--headless",
+            "--ui-port",
+            str(port + 1),
+            "--log-level",
+            "error",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
@@ -141,11 +156,13 @@ def main() -> int:
     theirs_python = peer_python()
     print(f"{'id':<4} {'scenario':<8} {'starweaver':>12} {'pydantic-ai':>12} {'ratio':>8}  {'target':<36} result")
     missed = 0
-    for row_id, scenario, unit, target, check in ROWS:
+    for row_id, scenario, _unit, target, check in ROWS:
         if args.only and row_id not in args.only:
             continue
         if scenario is None:
-            print(f"{row_id:<4} {'rust':<8} {'see cargo bench':>12} {'-':>12} {'-':>8}  {target:<36} (reported by `cargo bench`)")
+            print(
+                f"{row_id:<4} {'rust':<8} {'see cargo bench':>12} {'-':>12} {'-':>8}  {target:<36} (reported by `cargo bench`)"
+            )
             continue
         if scenario == "mcp":
             missed += p10(args.runs)
@@ -171,7 +188,9 @@ def main() -> int:
             f"{row_id:<4} {scenario:<8} {ours['value']:>12.1f} {theirs['value']:>12.1f} {ratio:>7.1f}×  "
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
-    print(f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK, P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians")
+    print(
+        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK, P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians"
+    )
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0
 

@@ -24,9 +24,22 @@ def long_answer() -> bytes:
     half = CHUNKS // 2
     parts = [chunk({"role": "assistant", "content": ""})]
     parts += [chunk({"content": f"word{i} "}) for i in range(half - 1)]
-    parts.append(chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "echo", "arguments": "{\"text\": \""}}]}))
+    parts.append(
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": '{"text": "'},
+                    }
+                ]
+            }
+        )
+    )
     parts += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": f"p{i}"}}]}) for i in range(half - 2)]
-    parts.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"}"}}]}, "tool_calls"))
+    parts.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]}, "tool_calls"))
     return b"".join(parts) + b"data: [DONE]\n\n"
 
 

@@ -50,7 +50,11 @@ def scripted() -> TestModel:
             TestModel.tool_call_response(
                 [
                     {"id": "call_add", "name": "add", "arguments": {"left": 2, "right": 3}},
-                    {"id": "call_release", "name": "release", "arguments": {"version": "1.4.0", "environment": "production"}},
+                    {
+                        "id": "call_release",
+                        "name": "release",
+                        "arguments": {"version": "1.4.0", "environment": "production"},
+                    },
                 ]
             ),
             {"text": "2 + 3 = 5, and 1.4.0 is live in production."},

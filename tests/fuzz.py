@@ -36,8 +36,23 @@ def main() -> int:
         print(f"round {rounds}: seed {seed}", flush=True)
         env = dict(os.environ, PROPTEST_CASES=str(options.cases), PROPTEST_RNG_SEED=str(seed))
         rust = subprocess.run(
-            ["cargo", "test", "--quiet", "-p", "starweaver", "--features", "providers,mcp", "--test", "properties", "--", "--nocapture"],
-            cwd=ROOT, env=env, capture_output=True, text=True,
+            [
+                "cargo",
+                "test",
+                "--quiet",
+                "-p",
+                "starweaver",
+                "--features",
+                "providers,mcp",
+                "--test",
+                "properties",
+                "--",
+                "--nocapture",
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         if rust.returncode != 0:
             print(rust.stdout[-5000:], rust.stderr[-5000:], sep="\n")
@@ -48,9 +63,20 @@ def main() -> int:
         with tempfile.NamedTemporaryFile("r", suffix=".jsonl") as counts:
             env = dict(os.environ, STARWEAVER_FUZZ_EXAMPLES=str(options.cases // 4), STARWEAVER_FUZZ_COUNTS=counts.name)
             python = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--hypothesis-seed={seed}",
-                 "tests/python/test_properties.py"],
-                cwd=ROOT, env=env, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    f"--hypothesis-seed={seed}",
+                    "tests/python/test_properties.py",
+                ],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
             )
             if python.returncode != 0:
                 print(python.stdout[-8000:], python.stderr[-3000:], sep="\n")

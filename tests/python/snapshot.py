@@ -27,4 +27,6 @@ def assert_snapshot(name: str, body: str, source: str = SOURCE) -> None:
     if mode != "no":
         path.with_name(f"{name}.snap.new").write_text(content)
     old = path.read_text() if path.exists() else "(no snapshot)"
-    raise AssertionError(f"snapshot `{name}` changed; review with `cargo insta review`\n--- old\n{old}\n--- new\n{content}")
+    raise AssertionError(
+        f"snapshot `{name}` changed; review with `cargo insta review`\n--- old\n{old}\n--- new\n{content}"
+    )

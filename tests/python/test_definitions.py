@@ -5,16 +5,16 @@ the Rust ones in `snapshots/` and in the same format, so a changed schema shows 
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 import enum
 import uuid
+from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
+import test_spec_samples as spec
 from pydantic import BaseModel, Field
 from snapshot import assert_snapshot
 
-import test_spec_samples as spec
 from starweaver import Tool, ToolContext, tool
 
 
@@ -136,7 +136,9 @@ def test_parameter_descriptions_come_from_docstrings_and_fields() -> None:
     assert documented.definition.description == "Read a file."
 
 
-def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_definition_fails_and_leaves_a_pending_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import snapshot
 
     monkeypatch.setattr(snapshot, "SNAPSHOTS", tmp_path)

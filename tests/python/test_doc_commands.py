@@ -49,7 +49,14 @@ def documented_commands() -> dict[str, str]:
 
 def shell(command: str, timeout: float = 300, **kwargs: object) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        command, shell=True, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout, **kwargs  # type: ignore[call-overload]
+        command,
+        shell=True,
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,  # type: ignore[call-overload]
     )
     assert done.returncode == 0, f"`{command}` exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done  # type: ignore[no-any-return]

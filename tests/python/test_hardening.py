@@ -15,11 +15,11 @@ from supervisor import run_isolated
 
 from starweaver import (
     Agent,
-    Tool,
     DecisionError,
     FormatError,
     RegistrationError,
     RenderError,
+    Tool,
     ToolContext,
     create_agent,
     tool,
@@ -71,8 +71,14 @@ result = [run.status, content["kind"], content["message"], len(calls)]
 @pytest.mark.parametrize(
     ("where", "expected"),
     [
-        ("TestModel.responses([TestModel.tool_call_response([{'id': 'c', 'name': 't', 'arguments': {'x': BAD}}])])", "FormatError"),
-        ("FunctionModel(lambda messages, info: {'tool_calls': [{'id': 'c', 'name': 't', 'arguments': {'x': BAD}}]})", "model"),
+        (
+            "TestModel.responses([TestModel.tool_call_response([{'id': 'c', 'name': 't', 'arguments': {'x': BAD}}])])",
+            "FormatError",
+        ),
+        (
+            "FunctionModel(lambda messages, info: {'tool_calls': [{'id': 'c', 'name': 't', 'arguments': {'x': BAD}}]})",
+            "model",
+        ),
         ("tool(parameters_schema={'type': 'object', 'properties': {'x': BAD}})(lambda args: 1)", "RegistrationError"),
         ("DECISION", "DecisionError"),
     ],
@@ -159,6 +165,7 @@ def test_integers_beyond_64_bits_are_refused_never_rounded() -> None:
     assert isinstance(content, dict) and content["kind"] == "execution"
     assert "64-bit" in str(content["message"])
     assert "1e+30" not in str(run.messages)
+
     # The widest exact integers still cross unchanged, both ways.
     @tool
     async def echo(a: int, b: int) -> list[int]:
@@ -414,10 +421,12 @@ def test_a_function_model_call_with_an_integer_beyond_64_bits_is_the_models_to_c
     def answer(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
         if messages[-1]["parts"][-1]["kind"] == "tool_return":
             return {"text": "done"}
-        return {"tool_calls": [
-            {"id": "wide", "name": "keep", "arguments": {"n": {"items": [10**23]}}},
-            {"id": "fine", "name": "keep", "arguments": {"n": 2**64 - 1}},
-        ]}
+        return {
+            "tool_calls": [
+                {"id": "wide", "name": "keep", "arguments": {"n": {"items": [10**23]}}},
+                {"id": "fine", "name": "keep", "arguments": {"n": 2**64 - 1}},
+            ]
+        }
 
     run = asyncio.run(create_agent(model=FunctionModel(answer), tools=[keep]).run("go"))
     assert run.status == "completed", run.error

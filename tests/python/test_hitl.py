@@ -165,11 +165,11 @@ def test_refused_decisions_are_clear_errors_and_leave_the_session_waiting() -> N
             await session.hitl.resume()
         with pytest.raises(DecisionError, match="belongs to run"):
             await session.hitl.resume(approvals=[foreign.hitl.approvals[0].approve()])
+        pending = waiting.hitl.approvals[0]
         with pytest.raises(DecisionError, match="two decisions"):
-            pending = waiting.hitl.approvals[0]
             await session.hitl.resume(approvals=[pending.approve(), pending.deny()])
+        stale = waiting.hitl.approvals[0].approve().to_dict() | {"arguments": {"env": "staging"}}
         with pytest.raises(DecisionError, match="approved arguments"):
-            stale = waiting.hitl.approvals[0].approve().to_dict() | {"arguments": {"env": "staging"}}
             await session.hitl.resume(approvals=[stale])
         with pytest.raises(DecisionError, match="invalid decisions"):
             await session.hitl.resume(approvals=[{"id": "call_1", "approved": "yes"}])

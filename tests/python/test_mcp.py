@@ -27,7 +27,11 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         model = TestModel.responses(
             [
                 TestModel.tool_call_response(
-                    [call("c1", "add", {"left": 2, "right": 3}), call("c2", "shout", {"text": "hi"}), call("c3", "refuse")]
+                    [
+                        call("c1", "add", {"left": 2, "right": 3}),
+                        call("c2", "shout", {"text": "hi"}),
+                        call("c3", "refuse"),
+                    ]
                 ),
                 {"text": "done"},
             ]
@@ -327,7 +331,9 @@ def test_a_process_that_used_mcp_clients_exits_cleanly_every_time() -> None:
     import subprocess
 
     runs = [
-        subprocess.Popen([sys.executable, "-c", USE_AND_EXIT, SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", USE_AND_EXIT, SERVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(6)
     ]
     for run in runs:

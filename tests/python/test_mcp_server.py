@@ -62,7 +62,7 @@ def with_client(request: pytest.FixtureRequest) -> Iterator[WithClient]:
 
 
 def text_of(result: object) -> str:
-    content = getattr(result, "content")
+    content = getattr(result, "content")  # noqa: B009 (`result` is an `object` to the type checkers)
     return " ".join(getattr(block, "text", "") for block in content)
 
 
@@ -70,7 +70,9 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert set(tools) == {"add", "refuse", "slow", "report", "loud_shout", "waits", "sleeps", "chatty", "wipe"}, "a tool in a served toolset is served once, as the toolset shows it"
+        assert set(tools) == {"add", "refuse", "slow", "report", "loud_shout", "waits", "sleeps", "chatty", "wipe"}, (
+            "a tool in a served toolset is served once, as the toolset shows it"
+        )
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
         assert tools["add"].annotations is not None and tools["add"].annotations.read_only_hint is True
@@ -135,7 +137,9 @@ def test_a_clients_cancel_reaches_the_tool(with_client: WithClient, tmp_path: Pa
     assert marker.read_text() == "cancelled", "the tool saw ctx.cancelled() resolve"
 
 
-def test_a_clients_cancel_interrupts_a_tool_that_does_not_stop_by_itself(with_client: WithClient, tmp_path: Path) -> None:
+def test_a_clients_cancel_interrupts_a_tool_that_does_not_stop_by_itself(
+    with_client: WithClient, tmp_path: Path
+) -> None:
     marker = tmp_path / "ended"
     with_client(cancelled_after(0.2, "sleeps", {"seconds": 30}, marker))
     assert marker.read_text() == "interrupted", "the coroutine got CancelledError"
@@ -156,12 +160,18 @@ def test_a_tool_that_needs_approval_asks_the_client_by_elicitation(with_client: 
         result = await session.call_tool("wipe", {"path": "/tmp/x"})
         assert (result.is_error, text_of(result)) == (False, "wiped /tmp/x")
 
-    with_client(scenario, elicitation_callback=elicitation(types.ElicitResult(action="accept", content={"approve": True}), asked))
+    with_client(
+        scenario,
+        elicitation_callback=elicitation(types.ElicitResult(action="accept", content={"approve": True}), asked),
+    )
     assert len(asked) == 1 and "`wipe`" in asked[0] and "/tmp/x" in asked[0], asked
 
 
 def test_a_declined_or_refused_approval_is_an_error_and_the_tool_does_not_run(with_client: WithClient) -> None:
-    for answer in (types.ElicitResult(action="decline"), types.ElicitResult(action="accept", content={"approve": False})):
+    for answer in (
+        types.ElicitResult(action="decline"),
+        types.ElicitResult(action="accept", content={"approve": False}),
+    ):
         asked: list[str] = []
 
         async def scenario(session: ClientSession) -> None:
@@ -184,7 +194,9 @@ def rust_server() -> str:
     """The Rust example server (starweaver/examples/mcp_server), built now if needed."""
     root = Path(__file__).resolve().parents[2]
     subprocess.run(
-        ["cargo", "build", "--quiet", "-p", "starweaver", "--features", "mcp", "--example", "mcp_server"], cwd=root, check=True
+        ["cargo", "build", "--quiet", "-p", "starweaver", "--features", "mcp", "--example", "mcp_server"],
+        cwd=root,
+        check=True,
     )
     return str(root / "target" / "debug" / "examples" / "mcp_server")
 
@@ -195,7 +207,10 @@ def test_the_official_client_lists_and_calls_rust_tools_from_our_rust_server() -
     async def main() -> None:
         params = StdioServerParameters(command=rust_server())
         callback = elicitation(types.ElicitResult(action="accept", content={"approve": True}), asked)
-        async with stdio_client(params) as (read, write), ClientSession(read, write, elicitation_callback=callback) as session:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, elicitation_callback=callback) as session,
+        ):
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert set(tools) == {"add", "deploy"}
@@ -327,7 +342,10 @@ def test_served_tools_get_the_modules_deps_or_the_factorys(extra: list[str], exp
 def test_a_deps_factory_that_cannot_give_deps_is_named(deps: str, named: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "starweaver", "serve-mcp", WITH_DEPS, "--deps", deps],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and named in done.stderr, done.stderr
 

@@ -24,7 +24,6 @@ from starweaver import (
     create_agent,
     tool,
 )
-from starweaver.types import Event
 from starweaver.models import (
     PREFIXES,
     AnthropicModel,
@@ -34,6 +33,7 @@ from starweaver.models import (
     OpenAIResponsesModel,
     ProviderModel,
 )
+from starweaver.types import Event
 
 CANARY = "sk-canary-0123456789abcdef"
 
@@ -188,9 +188,11 @@ def test_settings_reach_the_request() -> None:
 def test_bad_model_options_are_registration_errors() -> None:
     with pytest.raises(RegistrationError, match=r"invalid model `m`: option `tool_choice`: expected \"auto\""):
         OpenAIChatModel("m", tool_choice="sometimes")  # type: ignore[arg-type]
-    with pytest.raises(RegistrationError, match="option `timeout`: .*`-1.0`, expected a positive number of seconds"):
+    with pytest.raises(RegistrationError, match=r"option `timeout`: .*`-1.0`, expected a positive number of seconds"):
         OpenAIChatModel("m", timeout=-1.0)
-    with pytest.raises(RegistrationError, match="option `headers.x-team`: invalid type: integer `1`, expected a string"):
+    with pytest.raises(
+        RegistrationError, match=r"option `headers.x-team`: invalid type: integer `1`, expected a string"
+    ):
         OpenAIChatModel("m", headers={"x-team": 1})  # type: ignore[dict-item]
     with pytest.raises(RegistrationError, match="option `temprature`: unknown field `temprature`, expected one of"):
         OpenAIChatModel("m", temprature=0.0)  # type: ignore[call-arg]

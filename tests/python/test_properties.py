@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any, cast
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
 from conftest import call, returns
@@ -100,7 +100,11 @@ def test_any_decision_applies_or_is_refused_and_a_refusal_keeps_the_session_wait
         session = create_agent(model=model, tools=[gated]).session()
         waiting = await session.run("go")
         pending_id = waiting.hitl.approvals[0].id
-        candidates: list[object] = [decision, {"id": pending_id, "approved": decision}, {"id": decision, "approved": True}]
+        candidates: list[object] = [
+            decision,
+            {"id": pending_id, "approved": decision},
+            {"id": decision, "approved": True},
+        ]
         for candidate in candidates:
             try:
                 done = await session.hitl.resume(approvals=[candidate], deferred_results=[deferred])  # type: ignore[list-item]

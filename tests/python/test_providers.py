@@ -49,7 +49,10 @@ def test_every_signature_in_every_mode_and_provider_format_meets_the_provider_ru
             problems += [f"{mode} {provider}: {p}" for p in check(provider, rendered)]
             schema = schema_of(provider, rendered)
             if schema is not None:
-                problems += [f"{mode} {provider}: {e.message}" for e in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema)]
+                problems += [
+                    f"{mode} {provider}: {e.message}"
+                    for e in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(schema)
+                ]
             modes[mode][provider] = rendered
     body = json.dumps({"modes": modes}, indent=2, ensure_ascii=False)
     assert_snapshot(f"python__providers__{name}", body, source="tests/python/test_providers.py")
@@ -72,7 +75,10 @@ def test_strict_is_tri_state() -> None:
 
     assert "strict" not in render(tally, "openai-chat")["function"]
     assert render(tally, "openai-responses")["strict"] is False
-    with pytest.raises(RegistrationError, match=r"`strict: true`, but the parameters schema at `/properties/counts/additionalProperties`: a map"):
+    with pytest.raises(
+        RegistrationError,
+        match=r"`strict: true`, but the parameters schema at `/properties/counts/additionalProperties`: a map",
+    ):
 
         @tool(strict=True)
         async def strict_tally(counts: dict[str, int]) -> int:

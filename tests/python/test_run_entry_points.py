@@ -50,8 +50,14 @@ def test_run_stream_takes_tools_and_toolsets_for_its_run_only(where: str) -> Non
     assert result.status == "completed", result.error
     assert returns(result.messages)[0]["content"] == 5
     assert kinds == [
-        "run_start", "model_request", "model_response", "tool_call", "tool_return",
-        "model_request", "model_response", "run_complete",
+        "run_start",
+        "model_request",
+        "model_response",
+        "tool_call",
+        "tool_return",
+        "model_request",
+        "model_response",
+        "run_complete",
     ], kinds
 
 

@@ -118,7 +118,9 @@ def test_a_chain_of_sync_calls_runs_one_at_a_time_with_its_events_in_order() -> 
     threads = {thread for _, thread in log}
     assert len(threads) == 1 and threading.get_ident() not in threads, "one worker thread, not the loop's"
     assert [r["content"] for r in returns(result.messages)] == list(range(20))
-    calls_and_returns = [(e["type"], e["tool_call_id"]) for e in result.events if e["type"] in ("tool_call", "tool_return")]
+    calls_and_returns = [
+        (e["type"], e["tool_call_id"]) for e in result.events if e["type"] in ("tool_call", "tool_return")
+    ]
     assert calls_and_returns == [(kind, f"c{n}") for n in range(20) for kind in ("tool_call", "tool_return")]
 
 
@@ -185,7 +187,9 @@ def test_chained_calls_see_the_callers_context_variables_and_not_each_others() -
 
     async def scenario() -> None:
         request_id.set("req-1")
-        await create_agent(model=calls_then_text([call(f"c{n}", "step", {"n": n}) for n in range(3)]), tools=[step]).run("go")
+        await create_agent(
+            model=calls_then_text([call(f"c{n}", "step", {"n": n}) for n in range(3)]), tools=[step]
+        ).run("go")
 
     asyncio.run(scenario())
     assert seen == ["req-1", "req-1", "req-1"]

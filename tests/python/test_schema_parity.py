@@ -27,7 +27,7 @@ def plain(
     b: bool,
     anything: Any,
     maybe: str | None = None,
-    legacy: Optional[int] = 3,
+    legacy: Optional[int] = 3,  # noqa: UP045 (the legacy spelling is the case under test)
     xs: list[int] = [],  # noqa: B006 (a default value, never mutated)
     tags: dict[str, str] = {},  # noqa: B006
     one: Literal["only"] = "only",

@@ -70,7 +70,9 @@ def test_two_processes_resuming_one_session_cannot_both_commit(tmp_path: Path) -
         two = make_agent(db).session(session_id="s")
         decision = [waiting.hitl.approvals[0].approve()]
         await one.hitl.resume(approvals=decision)
-        with pytest.raises(SessionConflictError, match=r"session `s` changed in its store .*expected revision 1, found 3"):
+        with pytest.raises(
+            SessionConflictError, match=r"session `s` changed in its store .*expected revision 1, found 3"
+        ):
             await two.hitl.resume(approvals=decision)
 
     asyncio.run(scenario())

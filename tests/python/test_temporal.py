@@ -39,9 +39,22 @@ def free_port() -> int:
 def server() -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
-        [str(TEMPORAL_CLI), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port), "--headless",
-         "--ui-port", str(free_port()), "--log-level", "error"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            str(TEMPORAL_CLI),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--headless",
+            "--ui-port",
+            str(free_port()),
+            "--log-level",
+            "error",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     address = f"127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -69,7 +82,10 @@ class Workers:
     def start(self) -> subprocess.Popen[str]:
         process = subprocess.Popen(
             [sys.executable, str(HERE / "worker.py"), self.address],
-            stdout=subprocess.PIPE, text=True, env={**os.environ, **self.env}, cwd=HERE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **self.env},
+            cwd=HERE,
         )
         assert process.stdout is not None and process.stdout.readline().strip() == "worker ready"
         self.processes.append(process)
@@ -84,7 +100,9 @@ class Workers:
 
 @pytest.fixture
 def workers(server: str, tmp_path: Path) -> Iterator[Workers]:
-    pool = Workers(server, {"STARWEAVER_MODEL_LOG": str(tmp_path / "model.log"), "STARWEAVER_HANG_MARKER": str(tmp_path / "hang")})
+    pool = Workers(
+        server, {"STARWEAVER_MODEL_LOG": str(tmp_path / "model.log"), "STARWEAVER_HANG_MARKER": str(tmp_path / "hang")}
+    )
     yield pool
     pool.stop_all()
 
@@ -217,7 +235,12 @@ def test_a_run_waits_for_approval_across_workers_and_refuses_a_replay(server: st
         events = await handle.query("events")
         assert [e["seq"] for e in events] == list(range(len(events))), "one numbering across resumes"
         kinds = [e["type"] for e in events]
-        assert (kinds[0], kinds.count("waiting"), kinds.count("run_resumed"), kinds[-1]) == ("run_start", 2, 2, "run_complete")
+        assert (kinds[0], kinds.count("waiting"), kinds.count("run_resumed"), kinds[-1]) == (
+            "run_start",
+            2,
+            2,
+            "run_complete",
+        )
         return result
 
     result = run(finish())

@@ -52,7 +52,11 @@ def main() -> int:
             failures.append(f"{checker} rejected unmarked lines {extra}")
     for failure in failures:
         print(failure)
-    print(f"typing misuse: {len(expected)} lines, each rejected by mypy and pyright" if not failures else "typing misuse: FAILED")
+    print(
+        f"typing misuse: {len(expected)} lines, each rejected by mypy and pyright"
+        if not failures
+        else "typing misuse: FAILED"
+    )
     return 1 if failures else 0
 
 

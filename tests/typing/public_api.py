@@ -26,13 +26,13 @@ from starweaver import (
     FormatError,
     Hitl,
     InvalidArguments,
+    MemorySessionStore,
     ModelRetry,
     PendingApproval,
     PendingDeferred,
     RegistrationError,
     RenderError,
     RunResult,
-    MemorySessionStore,
     RunStream,
     SessionConflictError,
     SessionStateError,
@@ -53,10 +53,17 @@ from starweaver import (
     create_agent_runtime,
     tool,
 )
+from starweaver.mcp import MCPServerStdio
+from starweaver.models import (
+    AnthropicModel,
+    AzureOpenAIModel,
+    GeminiModel,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    infer_model,
+)
 from starweaver.otel import export_trace
 from starweaver.providers import PROVIDERS, Provider, check, render, render_tools
-from starweaver.mcp import MCPServerStdio
-from starweaver.models import AnthropicModel, AzureOpenAIModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, infer_model
 from starweaver.testing import FunctionModel, Messages, TestModel, tool_context
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
 from starweaver.types import (
@@ -120,9 +127,15 @@ async def typed_usage() -> None:
     options: ToolDefinitionOptions = {"timeout_ms": 5_000, "metadata": {"risk": "low"}}
     assert_type(ToolDefinition("t", {"type": "object"}, **options), ToolDefinition)
 
-    model = TestModel.responses([TestModel.tool_call_response([{"id": "c", "name": "add", "arguments": {}}]), {"text": "ok"}])
+    model = TestModel.responses(
+        [TestModel.tool_call_response([{"id": "c", "name": "add", "arguments": {}}]), {"text": "ok"}]
+    )
     assert_type(model.requests, list[ModelRequestRecord])
-    agent = create_agent(model=model, tools=[add, shout, fetch_ticket, DeployTool(), len], approval_required_tools=["deploy", {"risk": "high"}, "*"])
+    agent = create_agent(
+        model=model,
+        tools=[add, shout, fetch_ticket, DeployTool(), len],
+        approval_required_tools=["deploy", {"risk": "high"}, "*"],
+    )
     assert_type(agent, Agent)
     assert_type(create_agent_runtime(model=FunctionModel(scripted)), Agent)
     result = await agent.run("go")

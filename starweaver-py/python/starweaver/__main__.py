@@ -21,8 +21,8 @@ import json
 import os
 import sys
 import traceback
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -104,7 +104,9 @@ def dependencies_of(module: ModuleType, target: str, factory: str | None) -> obj
         return getattr(module, "deps", None)
     where, _, attribute = factory.rpartition(":")
     if not where or not attribute:
-        raise InspectError(f"--deps {factory}: expected MODULE_OR_FILE:FACTORY, a callable that returns the dependencies")
+        raise InspectError(
+            f"--deps {factory}: expected MODULE_OR_FILE:FACTORY, a callable that returns the dependencies"
+        )
     make = getattr(module if where in (target, module.__name__) else load(where), attribute, None)
     if not callable(make):
         raise InspectError(f"--deps {factory}: `{attribute}` is not a callable in {where}")
@@ -171,7 +173,9 @@ def _announce(url: str) -> None:
 def inspect(target: str, provider: Provider | None, strict: bool) -> list[dict[str, object]]:
     tools = tools_of(load(target))
     if not tools:
-        raise InspectError(f"{target} holds no tools (no @tool functions or BaseTool instances at its top level or in its lists)")
+        raise InspectError(
+            f"{target} holds no tools (no @tool functions or BaseTool instances at its top level or in its lists)"
+        )
     if provider is not None:
         return [render(tool, provider, strict=True if strict else None) for tool in tools]
     definitions: list[dict[str, object]] = []
@@ -195,9 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd = commands.add_parser("serve-mcp", help="serve a module's tools to MCP clients (stdio, or HTTP)")
     serve_cmd.add_argument("target", metavar="MODULE_OR_FILE", help="a dotted module name or a .py file")
     serve_cmd.add_argument("--name", help="the server name clients see (default: the module's)")
-    serve_cmd.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     serve_cmd.add_argument(
-        "--deps", metavar="MODULE_OR_FILE:FACTORY",
+        "--http", metavar="HOST:PORT", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio"
+    )
+    serve_cmd.add_argument(
+        "--deps",
+        metavar="MODULE_OR_FILE:FACTORY",
         help="call FACTORY() for the tools' ctx.deps (default: the served module's top-level `deps`)",
     )
     args = parser.parse_args(argv)

@@ -120,7 +120,9 @@ def inspect_callable(
                 "(no `*args`, `**kwargs` or positional-only parameters)"
             )
 
-    description = "\n\n".join(part for part in (docstring.short_description, docstring.long_description) if part) or None
+    description = (
+        "\n\n".join(part for part in (docstring.short_description, docstring.long_description) if part) or None
+    )
     try:
         return _call_spec(name, business, hints, param_docs, description, takes_context, parameters_schema)
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:

@@ -48,8 +48,6 @@ def _run_tools(tools: Iterable[ToolLike], toolsets: Iterable[Toolset]) -> _RunTo
     return {"tools": [native_tool(item) for item in tools], "toolsets": [t.native for t in toolsets]}
 
 
-
-
 def _run_sync(run: Coroutine[object, object, RunResult]) -> RunResult:
     """Runs ``run`` on a fresh event loop; refused by name inside a running one, where
     blocking would stall every other task on it."""
@@ -81,23 +79,17 @@ class Agent(_AsyncContext):
     def __init__(self, native: NativeAgent) -> None:
         self._native = native
 
-    async def run(
-        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
-    ) -> RunResult:
+    async def run(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
         """Runs ``prompt`` in a fresh session; ``tools`` and ``toolsets`` are added for this
         run only (the agent is unchanged). To resume a waiting run, use a session."""
         return await self._native.run(prompt, **_run_tools(tools, toolsets))
 
-    def run_sync(
-        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
-    ) -> RunResult:
+    def run_sync(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
         """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
         ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
         return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets))
 
-    def run_stream(
-        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
-    ) -> RunStream:
+    def run_stream(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunStream:
         """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
         as they happen; ``await stream.result()`` then gives the ``RunResult``. ``tools``
         and ``toolsets`` are added for this run only."""
@@ -164,22 +156,16 @@ class AgentSession(_AsyncContext):
         self._native = native
         self.hitl = HitlControls(native)
 
-    async def run(
-        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
-    ) -> RunResult:
+    async def run(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
         """Runs ``prompt``, continuing the conversation; ``tools`` and ``toolsets`` are added
         for this run only."""
         return await self._native.run(prompt, **_run_tools(tools, toolsets))
 
-    def run_sync(
-        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
-    ) -> RunResult:
+    def run_sync(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
         """``run`` for code without an event loop, continuing the conversation."""
         return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets))
 
-    def run_stream(
-        self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()
-    ) -> RunStream:
+    def run_stream(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunStream:
         """Runs ``prompt`` in this conversation, yielding events as they happen; ``tools``
         and ``toolsets`` are added for this run only."""
         return self._native.run_stream(prompt, **_run_tools(tools, toolsets))

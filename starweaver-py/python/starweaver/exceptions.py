@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (the hierarchy's order: tool control flow, then runtime errors)
     "StarweaverError",
     "ToolError",
     "InvalidArguments",

@@ -27,9 +27,7 @@ __all__ = ["export_trace"]
 
 # Outcomes that are not failures: a finished call, a call waiting for a human, a step
 # that led to tool calls, and every run status but `failed`.
-_FINE = frozenset(
-    {"ok", "approval_required", "deferred", "tool_calls", "completed", "waiting", "cancelled"}
-)
+_FINE = frozenset({"ok", "approval_required", "deferred", "tool_calls", "completed", "waiting", "cancelled"})
 
 
 def export_trace(trace: Trace, tracer: Tracer | None = None) -> None:

@@ -95,7 +95,13 @@ class TemporalAgent:
         return Worker(client, task_queue=task_queue, workflows=[self.workflow], activities=self.activities, **options)
 
     async def start(
-        self, client: Client, prompt: str, *, id: str, task_queue: str, **options: Any
+        self,
+        client: Client,
+        prompt: str,
+        *,
+        id: str,  # noqa: A002 (Temporal's workflow id)
+        task_queue: str,
+        **options: Any,
     ) -> WorkflowHandle[Any, dict[str, Any]]:
         """Starts a run of ``prompt`` as workflow ``id``; ``await handle.result()`` gives its
         result dict (``status``, ``output``, ``error``, ``messages``, ``usage``)."""
@@ -236,7 +242,9 @@ class _AgentRun:
         timeout_ms = task.get("timeout_ms")
         attempts = int(task["max_retries"]) + 1
         # The tool's own timeout bounds each of its internal attempts.
-        timeout = timedelta(milliseconds=timeout_ms * attempts) + config.heartbeat if timeout_ms else config.call_timeout
+        timeout = (
+            timedelta(milliseconds=timeout_ms * attempts) + config.heartbeat if timeout_ms else config.call_timeout
+        )
         return workflow.start_activity(
             f"{config.name}.run_call",
             args=[run_id, task],

@@ -66,4 +66,3 @@ def tool_context(
     ({'db': 'test'}, 'alice')
     """
     return ToolContext.detached(tool_name, deps=deps, approval=approval)
-

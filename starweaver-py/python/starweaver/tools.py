@@ -32,6 +32,7 @@ def __getattr__(name: str) -> object:
         return ToolOptions
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = ["BaseTool", "Tool", "tool"]
 
 P = ParamSpec("P")
@@ -96,7 +97,7 @@ class Tool(Generic[P, R_co]):
 def _is_async(fn: Callable[..., object]) -> bool:
     import inspect  # loaded by pydantic with the first tool; kept out of `import starweaver`
 
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004 (its `__call__` method, not a callability test)
 
 
 def _invoker(fn: Callable[..., Any], spec: _schema.CallSpec) -> tuple[Invoke, RunSync | None]:

@@ -12,10 +12,10 @@ dicts the runtime hands out (``result.messages``, ``result.events``, ``session.e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias, Union
 
 # typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12.
-from typing_extensions import NotRequired, TypeAlias, TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 __all__ = [
     "ApprovalRequestedEvent",

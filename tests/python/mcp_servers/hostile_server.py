@@ -49,7 +49,14 @@ for line in sys.stdin:
             write(json.dumps({"jsonrpc": "2.0", "id": id_, "error": {"code": -32603, "message": "cannot start"}}))
             continue
         version = message["params"]["protocolVersion"]
-        answer(id_, {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "0"}})
+        answer(
+            id_,
+            {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "hostile", "version": "0"},
+            },
+        )
     elif method == "tools/list":
         if MODE == "list-hang":
             continue

@@ -115,9 +115,7 @@ async def hang() -> str:
     return f"finished in {os.getpid()}"
 
 
-agent = create_agent(
-    model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang]
-)
+agent = create_agent(model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang])
 # A lost worker is noticed within two seconds.
 temporal_agent = TemporalAgent(agent, name="starweaver_tests", heartbeat=timedelta(seconds=2))
 # The same agent with model requests as ordinary activities.

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from temporalio.client import Client
-
 from agents import TASK_QUEUE, TEMPORAL_AGENTS
+from temporalio.client import Client
 from temporalio.worker import Worker
 
 
