@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -24,9 +26,11 @@ from starweaver import (
     RenderError,
     StarweaverError,
     ToolContext,
+    ToolsetError,
     create_agent,
     tool,
 )
+from starweaver.mcp import MCPServerStdio
 from starweaver.providers import PROVIDERS, check
 from starweaver.testing import TestModel
 from starweaver.types import SessionState
@@ -204,3 +208,59 @@ def test_any_python_value_crossing_into_rust_converts_or_is_refused_never_crashe
     outcome = run_isolated(CROSSING.replace("EXAMPLES", str(EXAMPLES)), timeout=600)
     assert isinstance(outcome["result"], int)
     tried["values crossing into Rust (supervised)"] = outcome["result"]
+
+
+HOSTILE = str(Path(__file__).parent / "mcp_servers" / "hostile_server.py")
+# What a server may do at each request: answer, or one way of not answering properly
+# (`hostile_server.py` says what each does). Half the draws are proper answers.
+MISBEHAVIOURS = ["hang", "error", "wrong-id", "half-line", "junk", "wrong-type", "exit"]
+
+
+def behaviours(*extra: str) -> st.SearchStrategy[list[str]]:
+    return st.lists(st.just("ok") | st.sampled_from([*MISBEHAVIOURS, *extra]), min_size=1, max_size=3)
+
+
+# Each input starts a server process and may wait out `timeout_ms`: an eighth as many.
+@settings(max_examples=max(EXAMPLES // 8, 4), deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(
+    script=st.fixed_dictionaries(
+        {
+            "initialize": behaviours(),
+            "tools/list": behaviours("endless-pages", "deep-schema", "bad-tool"),
+            "tools/call": behaviours("tool-error"),
+            "stderr": st.sampled_from([0, 1024, 64 * 1024]),
+        }
+    )
+)
+def test_whatever_an_mcp_server_does_the_client_answers_or_fails_by_name_within_its_timeout(
+    script: dict[str, Any],
+) -> None:
+    count("mcp client against a scripted server")
+    server = MCPServerStdio("hostile", sys.executable, args=[HOSTILE, json.dumps(script)], timeout_ms=300)
+    model = TestModel.responses([TestModel.tool_call_response([call("c1", "echo")]), {"text": "done"}])
+
+    async def run() -> object:
+        result = await create_agent(model=model, toolsets=[server]).run("go")
+        if result.status == "failed":
+            # A listing that fails after the first step ends the run, naming the server.
+            return ToolsetError(str(result.error))
+        assert result.status == "completed", result.error
+        return returns(result.messages)[0]["content"]
+
+    async def scenario() -> list[object]:
+        outcomes: list[object] = []
+        for attempt in (run, lambda: server.call_tool("echo")):
+            try:
+                outcomes.append(await attempt())
+            except ToolsetError as error:
+                outcomes.append(error)
+        await server.server.close()
+        return outcomes
+
+    # Far past every timeout the script can meet: only a hang reaches it.
+    outcomes = asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+    for error in (o for o in outcomes if isinstance(o, ToolsetError)):
+        # The server's failure, named; or the tool's own (an `isError` result).
+        assert "MCP server `hostile`" in str(error) or str(error) == "the tool failed", error
+    if all(behaviour == "ok" for method in ("initialize", "tools/list", "tools/call") for behaviour in script[method]):
+        assert outcomes == ["echoed", "echoed"]
