@@ -92,6 +92,18 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish_reason: Option<FinishReason>,
     },
+    /// A toolset left a tool out of the tools of `step` (an MCP server's tool with an
+    /// invalid name or schema, say); its other tools are offered.
+    ToolRefused {
+        /// The step whose tools were listed.
+        step: u32,
+        /// The toolset.
+        toolset: String,
+        /// The tool's name, as its source gave it.
+        tool: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// A tool call starts. Its arguments are in the `model_response` event (or the
     /// pending approval) before it; only an approved override is repeated here.
     ToolCall {

@@ -12,7 +12,16 @@ use futures::future::BoxFuture;
 
 use crate::tool::{Dependencies, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
-/// What a toolset is told when it lists its tools.
+/// What a toolset is told when it lists its tools, and where it reports a tool it leaves
+/// out.
+///
+/// ```
+/// use starweaver::{Dependencies, ToolsetContext};
+///
+/// let ctx = ToolsetContext::new("run_1".into(), 1, Dependencies::new());
+/// ctx.refuse_tool("bad name", "a tool name may not hold spaces");
+/// assert_eq!(ctx.take_refused()[0].tool, "bad name");
+/// ```
 #[derive(Debug, Clone)]
 pub struct ToolsetContext {
     /// The run asking.
@@ -21,6 +30,36 @@ pub struct ToolsetContext {
     pub step: u32,
     /// The run's dependencies.
     pub dependencies: Dependencies,
+    refused: Arc<std::sync::Mutex<Vec<RefusedTool>>>,
+}
+
+/// A tool a toolset could not offer, and why; the run reports it as a `tool_refused`
+/// event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedTool {
+    /// The tool's name, as the toolset's source gave it.
+    pub tool: String,
+    /// Why it cannot be used.
+    pub reason: String,
+}
+
+impl ToolsetContext {
+    /// The context of `step` of run `run_id`.
+    pub fn new(run_id: Arc<str>, step: u32, dependencies: Dependencies) -> Self {
+        Self { run_id, step, dependencies, refused: Arc::default() }
+    }
+
+    /// Reports that `tool` is left out of the list, and why: one bad tool of a source
+    /// (an MCP server, say) is refused by name while its other tools stay usable.
+    pub fn refuse_tool(&self, tool: impl Into<String>, reason: impl Into<String>) {
+        let refused = RefusedTool { tool: tool.into(), reason: reason.into() };
+        self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(refused);
+    }
+
+    /// The tools refused since the last call, oldest first.
+    pub fn take_refused(&self) -> Vec<RefusedTool> {
+        std::mem::take(&mut *self.refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
 }
 
 /// A named group of tools with an id; approval rules can name the toolset instead of each

@@ -191,3 +191,34 @@ async fn a_toolset_failing_when_a_stored_session_resumes_claims_nothing() {
     assert_eq!(session.pending(), Some(waiting.hitl.clone()), "the session keeps waiting");
     assert_eq!(runs.get(), 0);
 }
+
+#[tokio::test]
+async fn a_tool_a_toolset_refuses_is_reported_by_name_at_each_listing_and_the_rest_are_offered() {
+    let runs = Counter::default();
+    let good = named("good", &runs);
+    let listed = DynamicToolset::new("remote", move |ctx| {
+        ctx.refuse_tool("bad name", "a tool name may not hold spaces");
+        let good = good.clone();
+        Box::pin(async move { Ok(vec![good]) })
+    });
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "good", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let result = Agent::builder(model.clone()).toolset(listed).build().unwrap().run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(runs.get(), 1);
+    let kinds: Vec<Value> = result.events.iter().map(|e| serde_json::to_value(&e.kind).unwrap()).collect();
+    let refused = json!({"type": "tool_refused", "toolset": "remote", "tool": "bad name",
+        "reason": "a tool name may not hold spaces"});
+    // Each listing's refusal comes after the run's first event and before the step's request.
+    let order: Vec<&str> = kinds.iter().map(|k| k["type"].as_str().unwrap()).collect();
+    assert_eq!(order[..3], ["run_start", "tool_refused", "model_request"], "{order:?}");
+    let steps: Vec<&Value> = kinds.iter().filter(|k| k["type"] == "tool_refused").map(|k| &k["step"]).collect();
+    assert_eq!(steps, [&json!(1), &json!(2)]);
+    for kind in kinds.iter().filter(|k| k["type"] == "tool_refused") {
+        let mut kind = kind.clone();
+        kind.as_object_mut().unwrap().remove("step");
+        assert_eq!(kind, refused);
+    }
+}

@@ -289,6 +289,14 @@ def test_a_bad_tool_is_refused_by_name_and_the_servers_other_tools_are_offered()
         assert result.status == "completed", result.error
         assert [t["name"] for t in model.requests[0]["tools"]] == ["echo"]
         assert returns(result.messages)[0]["content"] == "echoed"
+        refused = [e for e in result.events if e["type"] == "tool_refused"]
+        assert [(e["step"], e["toolset"], e["tool"]) for e in refused] == [
+            (1, "hostile", "no spaces allowed"),
+            (1, "hostile", "echo"),
+            (2, "hostile", "no spaces allowed"),
+            (2, "hostile", "echo"),
+        ]
+        assert "lists `echo` twice" in refused[1]["reason"]
 
     asyncio.run(scenario())
 

@@ -48,6 +48,7 @@ __all__ = [
     "ToolDefinitionDict",
     "ToolDefinitionOptions",
     "ToolOptions",
+    "ToolRefusedEvent",
     "ToolRetryEvent",
     "ToolReturnEvent",
     "ToolReturnPart",
@@ -270,6 +271,17 @@ class ModelResponseEvent(_EventHead):
     """Why the answer ended, when the model says (``"length"``: cut off at the token limit)."""
 
 
+class ToolRefusedEvent(_EventHead):
+    """A toolset left a tool out of the tools of ``step`` (an MCP server's tool with an
+    invalid name or schema, say); its other tools are offered."""
+
+    type: Literal["tool_refused"]
+    step: int
+    toolset: str
+    tool: str
+    reason: str
+
+
 class ToolCallEvent(_EventHead):
     type: Literal["tool_call"]
     tool_call_id: str
@@ -325,6 +337,7 @@ Event: TypeAlias = Union[
     ToolCallDeltaEvent,
     ModelResponseEvent,
     ToolCallEvent,
+    ToolRefusedEvent,
     ToolRetryEvent,
     ToolReturnEvent,
     ApprovalRequestedEvent,

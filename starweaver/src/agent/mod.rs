@@ -11,6 +11,7 @@ pub(crate) use machine::{End, Machine, Next, SessionState, Slot, Suspended, reso
 pub(crate) use run::{Claim, Start, drive};
 
 use crate::error::{Error, Result};
+use crate::event::EventKind;
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::model::Model;
 use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
@@ -19,7 +20,7 @@ use crate::session::Session;
 use crate::store::{MemoryStore, SessionStore};
 use crate::stream::RunStream;
 use crate::tool::{Dependencies, Tool, ToolDefinition};
-use crate::toolset::{Toolset, ToolsetContext};
+use crate::toolset::{RefusedTool, Toolset, ToolsetContext};
 
 /// How many model requests a run may make unless the agent says otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -124,27 +125,41 @@ pub(crate) fn split(toolset: Arc<dyn Toolset>, entries: &mut Vec<Registration>, 
     }
 }
 
+/// The tools of one step, and a `tool_refused` event for each tool its toolsets left out.
+pub(crate) struct StepTools {
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) refused: Vec<EventKind>,
+}
+
 impl AgentInner {
     /// The tools of one step: the agent's, the run's own, and what every dynamic toolset
     /// lists now. Without dynamic toolsets or run tools, the agent's registry as built.
     ///
     /// # Errors
     /// A toolset that cannot list its tools, or two sources giving one name.
-    pub(crate) async fn tools_for(&self, run: &RunTools, ctx: &ToolsetContext) -> Result<Arc<ToolRegistry>> {
+    pub(crate) async fn tools_for(&self, run: &RunTools, ctx: &ToolsetContext) -> Result<StepTools> {
         if self.dynamic.is_empty() && run.entries.is_empty() && run.dynamic.is_empty() {
-            return Ok(self.registry.clone());
+            return Ok(StepTools { registry: self.registry.clone(), refused: Vec::new() });
         }
         let mut entries = self.entries.clone();
         entries.extend(run.entries.iter().cloned());
+        let mut refused = Vec::new();
         for toolset in self.dynamic.iter().chain(&run.dynamic) {
             let tools = toolset
                 .list_tools(ctx)
                 .await
                 .map_err(|message| Error::Toolset { toolset: toolset.name().to_owned(), message })?;
+            refused.extend(ctx.take_refused().into_iter().map(|RefusedTool { tool, reason }| EventKind::ToolRefused {
+                step: ctx.step,
+                toolset: toolset.name().to_owned(),
+                tool,
+                reason,
+            }));
             let source = Source::of(&**toolset);
             entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
         }
-        ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)
+        let registry = ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)?;
+        Ok(StepTools { registry, refused })
     }
 }
 

@@ -48,26 +48,22 @@ pub(crate) async fn drive(
     // Every check happens before the first event, so a refused call leaves no trace.
     let dependencies = options.dependencies.unwrap_or_else(|| agent.dependencies.clone());
     let extra = RunTools::new(options.tools, options.toolsets);
-    let tools_at = |run_id: &Arc<str>, step: u32| ToolsetContext {
-        run_id: run_id.clone(),
-        step,
-        dependencies: dependencies.clone(),
-    };
-    let (run_id, next_seq, first, registry) = match start {
+    let tools_at = |run_id: &Arc<str>, step: u32| ToolsetContext::new(run_id.clone(), step, dependencies.clone());
+    let (run_id, next_seq, first, tools) = match start {
         Start::Prompt(prompt) => {
             if let Some(waiting) = &state.waiting {
                 let pending = waiting.slots.iter().filter(|s| !matches!(s, Slot::Done(_))).count();
                 return Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending });
             }
             let run_id: Arc<str> = format!("run_{}", uuid::Uuid::new_v4().simple()).into();
-            let registry = agent.tools_for(&extra, &tools_at(&run_id, 1)).await?;
-            (run_id, 0, First::Prompt(prompt), registry)
+            let tools = agent.tools_for(&extra, &tools_at(&run_id, 1)).await?;
+            (run_id, 0, First::Prompt(prompt), tools)
         }
         Start::Resume(decisions) => {
             let (resolved, claimed) = resolve_decisions(state, decisions)?;
             let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
             // The tools of the step the run resumes at, before anything is claimed.
-            let registry = agent.tools_for(&extra, &tools_at(&waiting.run_id, waiting.step)).await?;
+            let tools = agent.tools_for(&extra, &tools_at(&waiting.run_id, waiting.step)).await?;
             state.decided.extend(claimed.iter().cloned());
             if let Some(claim) = claim
                 && let Err(error) = claim(state)
@@ -78,7 +74,7 @@ pub(crate) async fn drive(
                 return Err(error);
             }
             let Some(waiting) = state.waiting.take() else { return Err(Error::NotWaiting) };
-            (waiting.run_id.clone(), waiting.next_seq, First::Resume(waiting, resolved), registry)
+            (waiting.run_id.clone(), waiting.next_seq, First::Resume(waiting, resolved), tools)
         }
     };
     let listed_step = match &first {
@@ -95,7 +91,8 @@ pub(crate) async fn drive(
         run_id,
         cancellation: options.cancellation.unwrap_or_default(),
         dependencies,
-        registry,
+        registry: tools.registry,
+        refused: tools.refused,
         extra,
         listed_step,
         limit: agent.max_concurrency.map(Semaphore::new),
@@ -119,6 +116,8 @@ struct Run<'a> {
     dependencies: Dependencies,
     /// The tools of the current step.
     registry: Arc<ToolRegistry>,
+    /// The `tool_refused` events of its listing, until they are emitted.
+    refused: Vec<EventKind>,
     /// The run's own tools and toolsets.
     extra: RunTools,
     /// The step `registry` was listed for.
@@ -142,6 +141,8 @@ impl Run<'_> {
                 Machine::resume(state, waiting, max_steps, resolved, &self.registry, &self.events)
             }
         };
+        // After the run's first event: the tools were listed before it.
+        self.report_refused();
         // A resume's approved calls run under the run's span, before any step of its own.
         let mut step_span = None;
         loop {
@@ -178,10 +179,19 @@ impl Run<'_> {
         if step == self.listed_step {
             return Ok(());
         }
-        let ctx = ToolsetContext { run_id: run_id.clone(), step, dependencies: self.dependencies.clone() };
-        self.registry = self.agent.tools_for(&self.extra, &ctx).await?;
+        let ctx = ToolsetContext::new(run_id.clone(), step, self.dependencies.clone());
+        let tools = self.agent.tools_for(&self.extra, &ctx).await?;
+        (self.registry, self.refused) = (tools.registry, tools.refused);
         self.listed_step = step;
+        self.report_refused();
         Ok(())
+    }
+
+    /// Emits what the last listing refused, once.
+    fn report_refused(&mut self) {
+        for refused in self.refused.drain(..) {
+            self.events.emit(refused);
+        }
     }
 
     /// One model request, its outcome handed to the machine.

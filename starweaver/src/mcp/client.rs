@@ -402,7 +402,7 @@ impl Toolset for McpServer {
         &self.0.name
     }
 
-    fn list_tools<'a>(&'a self, _: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
         Box::pin(async move {
             let mut seen = std::collections::HashSet::new();
             let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
@@ -427,6 +427,7 @@ impl Toolset for McpServer {
                 };
                 if let Some(why) = refused {
                     tracing::warn!(server = %self.0.name, tool = %definition.name, "MCP server `{}` offers a tool that cannot be used: {why}", self.0.name);
+                    ctx.refuse_tool(definition.name, why);
                     continue;
                 }
                 tools.push(Arc::new(McpTool { server: self.0.clone(), definition }));
