@@ -4,8 +4,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, ToolChoice, arguments, instructions, invalid, text_of, tools};
+use super::arguments::arguments;
+use super::body::{instructions, text_of, tools};
+use super::protocol::{Protocol, StreamState};
+use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
+use super::wire::invalid;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,

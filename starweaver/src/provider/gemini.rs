@@ -5,8 +5,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, ToolChoice, instructions, invalid, keep_wide_arguments, tools};
+use super::arguments::keep_wide_arguments;
+use super::body::{instructions, tools};
+use super::protocol::{Protocol, StreamState};
+use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
+use super::wire::invalid;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,

@@ -3,9 +3,13 @@
 
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, arguments, invalid, text_of, tools};
+use super::arguments::arguments;
+use super::body::{text_of, tools};
 use super::openai_chat::{sampling, tool_choice_value};
+use super::protocol::{Protocol, StreamState};
+use super::settings::Settings;
 use super::sse::SseEvent;
+use super::wire::invalid;
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
