@@ -54,7 +54,7 @@ pub use openai_chat::OpenAIChat;
 pub use openai_responses::OpenAIResponses;
 #[doc(hidden)]
 pub use protocol::{Protocol, StreamState};
-pub use settings::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, Pairs, Settings, ToolChoice};
+pub use settings::{DEFAULT_MAX_HTTP_RETRIES, DEFAULT_MAX_RESPONSE_BYTES, Pairs, Settings, ToolChoice};
 // The parsers a hostile server feeds, for the property tests and `make fuzz`.
 #[doc(hidden)]
 pub use http::retry_after;

@@ -124,7 +124,7 @@ impl<P: Protocol> ProviderModel<P> {
     }
 
     /// Retries after a connection error, 408, 409, 429 or 5xx
-    /// ([`DEFAULT_MAX_RETRIES`](super::DEFAULT_MAX_RETRIES) by default).
+    /// ([`DEFAULT_MAX_HTTP_RETRIES`](super::DEFAULT_MAX_HTTP_RETRIES) by default).
     #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
         self.settings.max_retries = Some(retries);

@@ -10,8 +10,9 @@ use serde_json::{Map, Value};
 use super::http::{self, RetryPolicy, Timeouts};
 use super::key::ApiKey;
 
-/// Retries after the first attempt unless set (as the `openai` SDK does).
-pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// HTTP retries of one model request after its first attempt, unless set (as the `openai`
+/// SDK does). A tool's own retries are [`DEFAULT_MAX_RETRIES`](crate::DEFAULT_MAX_RETRIES).
+pub const DEFAULT_MAX_HTTP_RETRIES: u32 = 2;
 /// The most bytes one answer may have unless set: far past any model's answer, far short
 /// of what would hurt the process.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -103,7 +104,8 @@ pub struct Settings {
     /// How long to wait between bytes of an answer (120 s by default).
     #[serde(default, deserialize_with = "seconds")]
     pub read_timeout: Option<Duration>,
-    /// Retries after a connection error, 408, 409, 429 or 5xx ([`DEFAULT_MAX_RETRIES`] by default).
+    /// Retries after a connection error, 408, 409, 429 or 5xx ([`DEFAULT_MAX_HTTP_RETRIES`]
+    /// by default).
     pub max_retries: Option<u32>,
     /// The longest wait before a retry (60 s by default, and never longer than `timeout`):
     /// a server whose `Retry-After` asks for more gets no retry, so no request waits past
@@ -145,7 +147,7 @@ impl Settings {
 
     pub(super) fn retry_policy(&self) -> RetryPolicy {
         let max_wait = self.max_retry_wait.unwrap_or(http::DEFAULT_MAX_RETRY_WAIT).min(self.timeouts().total);
-        RetryPolicy { max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES), max_wait }
+        RetryPolicy { max_retries: self.max_retries.unwrap_or(DEFAULT_MAX_HTTP_RETRIES), max_wait }
     }
 
     pub(super) fn max_response_bytes(&self) -> usize {
