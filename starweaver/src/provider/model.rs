@@ -15,6 +15,7 @@ use super::key::{self, ApiKey};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse;
+use super::wire;
 use crate::model::{Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 
 /// A model behind a provider's HTTP API. Build it with the protocol's `new(model)`, then
@@ -314,8 +315,7 @@ impl<P: Protocol> ProviderModel<P> {
             BodyError::TooLarge => http::too_large(limit),
         })?;
         let text = String::from_utf8_lossy(&bytes);
-        let body: Value = crate::json::parse(&text).map_err(|e| {
-            let mut error = ModelError::of(ModelErrorKind::InvalidResponse, format!("the body is not JSON: {e}"));
+        let body: P::Body = wire::decode(P::NAME, "the body", &text).map_err(|mut error| {
             error.body = Some(http::excerpt(&text));
             Failure::fatal(error)
         })?;

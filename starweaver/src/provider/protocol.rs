@@ -1,6 +1,7 @@
 //! [`Protocol`] and [`StreamState`]: what each wire protocol supplies to the one request
 //! path of [`ProviderModel`](super::ProviderModel).
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -15,6 +16,8 @@ use crate::model::{ModelDelta, ModelError, ModelRequest, ModelResponse};
 pub trait Protocol: Default + Send + Sync + 'static {
     /// The provider's name in errors.
     const PROVIDER: &'static str;
+    /// The protocol's name in errors about what a server sent that does not fit it.
+    const NAME: &'static str;
     /// OpenTelemetry's `gen_ai.system`.
     const SYSTEM: &'static str;
     /// Where the key comes from by default.
@@ -25,6 +28,9 @@ pub trait Protocol: Default + Send + Sync + 'static {
     const DEFAULT_BASE_URL: &'static str;
     /// The response header holding the provider's request id.
     const REQUEST_ID_HEADER: &'static str;
+    /// A whole (unstreamed) response body, as the protocol defines it: what is required
+    /// of it is required here, so a body without it is a named error.
+    type Body: DeserializeOwned;
     /// The state that turns a stream's events into deltas and the final response.
     type Stream: StreamState;
 
@@ -51,7 +57,7 @@ pub trait Protocol: Default + Send + Sync + 'static {
     ///
     /// # Errors
     /// A refusal, a content filter stop, an unknown finish reason, or a body that does not fit.
-    fn parse(&self, body: Value, step: u32) -> Result<ModelResponse, ModelError>;
+    fn parse(&self, body: Self::Body, step: u32) -> Result<ModelResponse, ModelError>;
     /// A fresh stream state for request `step`.
     fn stream(&self, step: u32) -> Self::Stream;
     /// The JSON text of each tool call's arguments in a whole body, in order, for a
