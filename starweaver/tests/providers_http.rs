@@ -859,3 +859,117 @@ async fn an_answer_cut_at_the_token_limit_says_so_and_its_last_call_is_not_run()
         assert!(!everything(&result).contains("the disk is full"), "{}: `fail` never ran", protocol.dir);
     }
 }
+
+/// Serves `body` (SSE when `stream`) once and runs the agent on it.
+async fn run_on(protocol: Protocol, stream: bool, body: String) -> (RunResult, usize) {
+    let content_type = if stream { "text/event-stream" } else { "application/json" };
+    let response = ResponseTemplate::new(200).insert_header("content-type", content_type).set_body_string(body);
+    let server = serve(if stream { protocol.stream_path } else { protocol.path }, vec![response]).await;
+    let agent = agent(protocol.model(&server.uri()));
+    let result = if stream { agent.run_stream("add").result().await.unwrap() } else { agent.run("add").await.unwrap() };
+    (result, requests(&server).await.len())
+}
+
+#[tokio::test]
+async fn a_tool_call_without_its_id_or_name_is_a_named_error_never_an_empty_string() {
+    // (protocol, fixture, what to cut from it, what the error names)
+    let cases = [
+        (
+            0,
+            "tool_calls.json",
+            r#""id": "call_add_1", "#,
+            "OpenAI Chat Completions: `choices[0].message.tool_calls[0]`: missing field `id`",
+        ),
+        (
+            0,
+            "stream.sse",
+            r#""id": "call_add_1", "#,
+            "OpenAI Chat Completions: `choices[0].delta.tool_calls`: tool call 0 never gave its `id`",
+        ),
+        (1, "tool_calls.json", r#""call_id": "call_add_1","#, "OpenAI Responses: `output[2]`: missing field `call_id`"),
+        (
+            1,
+            "stream.sse",
+            r#""call_id": "call_add_1","#,
+            "OpenAI Responses: `response.output_item.added`: missing field `call_id`",
+        ),
+        (
+            2,
+            "tool_calls.json",
+            r#""id": "toolu_01A09q90qw90lq917835lq9","#,
+            "Anthropic Messages: `content[1]`: missing field `id`",
+        ),
+        (2, "tool_calls.json", r#""type": "tool_use","#, "Anthropic Messages: `content[1]`: missing field `type`"),
+        (
+            2,
+            "stream.sse",
+            r#""id": "toolu_01A09q90qw90lq917835lq9","#,
+            "Anthropic Messages: `content_block_start`: missing field `id`",
+        ),
+        (
+            3,
+            "tool_calls.json",
+            r#""name": "add","#,
+            "Gemini: `candidates[0].content.parts[1].functionCall`: missing field `name`",
+        ),
+        (
+            3,
+            "stream.sse",
+            r#""name": "add","#,
+            "Gemini: `candidates[0].content.parts[0].functionCall`: missing field `name`",
+        ),
+    ];
+    for (protocol, name, cut, expected) in cases {
+        let protocol = PROTOCOLS[protocol];
+        let body = fixture(protocol.dir, name);
+        assert!(body.contains(cut), "{} {name}: {cut}", protocol.dir);
+        let (result, sent) = run_on(protocol, name.ends_with(".sse"), body.replace(cut, "")).await;
+        let error = model_error(&result);
+        assert_eq!(error.kind, ModelErrorKind::InvalidResponse, "{} {name}: {error}", protocol.dir);
+        assert!(error.message.ends_with(expected), "{} {name}: {}", protocol.dir, error.message);
+        assert_eq!(sent, 1, "{} {name}: not retried", protocol.dir);
+        assert!(returns_of(&result).is_empty(), "{} {name}: no call ran", protocol.dir);
+    }
+}
+
+#[tokio::test]
+async fn unknown_fields_items_and_event_types_are_ignored() {
+    // (protocol, in the whole body: a place and what goes there, an event sent first)
+    let cases = [
+        (
+            0,
+            r#""object": "chat.completion","#,
+            r#""object": "chat.completion", "brand_new": {"x": [1]},"#,
+            "data: {\"brand_new\": 1, \"choices\": []}\n\n",
+        ),
+        (
+            1,
+            r#""output": ["#,
+            r#""output": [{"type": "brand_new_item", "x": 1},"#,
+            "event: response.brand_new\ndata: {\"type\": \"response.brand_new\", \"x\": 1}\n\n",
+        ),
+        (
+            2,
+            r#""content": ["#,
+            r#""content": [{"type": "brand_new_block", "x": 1},"#,
+            "event: brand_new\ndata: {\"type\": \"brand_new\", \"index\": \"x\"}\n\n",
+        ),
+        (3, r#""parts": ["#, r#""parts": [{"brandNew": {"x": 1}},"#, "data: {\"brandNew\": 1}\n\n"),
+    ];
+    for (protocol, at, with, first_event) in cases {
+        let protocol = PROTOCOLS[protocol];
+        let body = fixture(protocol.dir, "text.json");
+        assert!(body.contains(at), "{}: {at}", protocol.dir);
+        let stream = format!("{first_event}{}", fixture(protocol.dir, "text_stream.sse"));
+        for (stream, body) in [(false, body.replacen(at, with, 1)), (true, stream)] {
+            let (result, _) = run_on(protocol, stream, body).await;
+            assert_eq!(
+                result.output.as_deref(),
+                Some("The total is 5."),
+                "{} {stream}: {:?}",
+                protocol.dir,
+                result.error
+            );
+        }
+    }
+}

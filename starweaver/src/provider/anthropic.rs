@@ -4,8 +4,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, ToolChoice, arguments, instructions, invalid, text_of, tools};
+use super::arguments::arguments;
+use super::body::{instructions, text_of, tools};
+use super::protocol::{Protocol, StreamState};
+use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
+use super::wire::{self, invalid};
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
@@ -21,11 +25,13 @@ pub struct Anthropic;
 
 impl Protocol for Anthropic {
     const PROVIDER: &'static str = "anthropic";
+    const NAME: &'static str = "Anthropic Messages";
     const SYSTEM: &'static str = "anthropic";
     const KEY_ENV: &'static str = "ANTHROPIC_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("ANTHROPIC_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
     const REQUEST_ID_HEADER: &'static str = "request-id";
+    type Body = ApiMessage;
     type Stream = MessagesStream;
 
     fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
@@ -82,27 +88,14 @@ impl Protocol for Anthropic {
         Ok(Value::Object(body))
     }
 
-    fn parse(&self, body: Value, _step: u32) -> Result<ModelResponse, ModelError> {
-        let content = body.get("content").and_then(Value::as_array).ok_or_else(|| invalid("no `content`"))?;
-        let mut parts = Vec::new();
-        for block in content {
-            let field = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
-            match field("type") {
-                "text" => parts.push(ResponsePart::Text { text: field("text").to_owned() }),
-                "tool_use" => parts.push(ResponsePart::ToolCall(ToolCallPart::new(
-                    field("id"),
-                    field("name"),
-                    block.get("input").cloned().unwrap_or_else(|| Value::Object(Map::new())),
-                ))),
-                _ => {}
-            }
-        }
-        let cut_off = check_stop(body.get("stop_reason").and_then(Value::as_str))?;
+    fn parse(&self, body: ApiMessage, _step: u32) -> Result<ModelResponse, ModelError> {
+        let parts: Vec<ResponsePart> = body.content.into_iter().filter_map(ContentBlock::into_part).collect();
+        let cut_off = check_stop(body.stop_reason.as_deref())?;
         Ok(ModelResponse {
             finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
-            usage: body.get("usage").map(|u| usage(u, None)),
-            model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
+            usage: body.usage.map(|u| usage(&u, None)),
+            model_name: body.model,
         })
     }
 
@@ -182,15 +175,112 @@ fn check_stop(reason: Option<&str>) -> Result<bool, ModelError> {
 }
 
 /// Anthropic counts cached input apart; `input_tokens` here includes it.
-fn usage(usage: &Value, output: Option<u64>) -> Usage {
-    let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-    let cached = n("cache_read_input_tokens");
+fn usage(usage: &ApiUsage, output: Option<u64>) -> Usage {
+    let cached = usage.cache_read_input_tokens.unwrap_or(0);
     Usage {
         requests: 1,
-        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
-        output_tokens: output.unwrap_or_else(|| n("output_tokens")),
+        input_tokens: usage.input_tokens.unwrap_or(0) + cached + usage.cache_creation_input_tokens.unwrap_or(0),
+        output_tokens: output.or(usage.output_tokens).unwrap_or(0),
         cached_tokens: cached,
     }
+}
+
+/// A message object, as much of it as becomes a [`ModelResponse`].
+#[derive(Debug, Deserialize)]
+pub struct ApiMessage {
+    content: Vec<ContentBlock>,
+    stop_reason: Option<String>,
+    usage: Option<ApiUsage>,
+    model: Option<String>,
+}
+
+/// A content block; thinking, server tools' blocks and those of new features are `Other`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ContentBlock {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Option<Value>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+impl ContentBlock {
+    fn into_part(self) -> Option<ResponsePart> {
+        match self {
+            Self::Text { text } => Some(ResponsePart::Text { text }),
+            Self::ToolUse { id, name, input } => Some(ResponsePart::ToolCall(ToolCallPart::new(
+                id,
+                name,
+                input.unwrap_or_else(|| Value::Object(Map::new())),
+            ))),
+            Self::Other => None,
+        }
+    }
+}
+
+/// Token counts; `message_delta` repeats them as they stand.
+#[derive(Debug, Deserialize)]
+struct ApiUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+}
+
+/// The stream events that carry the answer; `ping`, `content_block_stop` and events of new
+/// features are `Other`.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StreamEvent {
+    MessageStart {
+        message: StartedMessage,
+    },
+    ContentBlockStart {
+        index: u64,
+        content_block: ContentBlock,
+    },
+    ContentBlockDelta {
+        index: u64,
+        delta: BlockDelta,
+    },
+    MessageDelta {
+        delta: StopDelta,
+        usage: Option<ApiUsage>,
+    },
+    MessageStop,
+    Error,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct StartedMessage {
+    model: Option<String>,
+    usage: Option<ApiUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct StopDelta {
+    stop_reason: Option<String>,
 }
 
 /// A streamed message being put together, block by block.
@@ -199,7 +289,7 @@ pub struct MessagesStream {
     /// Each block with the index the server gave it. The index only names a block: it
     /// never sizes anything, so `2^62` costs what `0` does.
     blocks: Vec<(u64, Block)>,
-    start_usage: Option<Value>,
+    start_usage: Option<ApiUsage>,
     output_tokens: Option<u64>,
     stop: Option<String>,
     model: Option<String>,
@@ -225,37 +315,28 @@ impl StreamState for MessagesStream {
         if event.event == "ping" {
             return Ok(Vec::new());
         }
-        let data = crate::json::parse(&event.data).map_err(|e| invalid(format!("a stream event is not JSON: {e}")))?;
-        let kind = data.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str()).to_owned();
-        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind.as_str() {
-            "message_start" => {
-                self.model = data.pointer("/message/model").and_then(Value::as_str).map(str::to_owned);
-                self.start_usage = data.pointer("/message/usage").cloned();
+        match wire::event(Anthropic::NAME, event)? {
+            StreamEvent::MessageStart { message } => {
+                self.model = message.model;
+                self.start_usage = message.usage;
             }
-            "content_block_start" => {
-                let block = data.get("content_block").unwrap_or(&Value::Null);
-                let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            StreamEvent::ContentBlockStart { index, content_block } => {
                 let calls = self.blocks.iter().filter(|(_, b)| matches!(b, Block::ToolUse { .. })).count();
-                let (new, delta) = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let first = text("text");
-                        let delta = (!first.is_empty()).then(|| ModelDelta::Text { text: first.clone() });
-                        (Block::Text(first), delta)
+                let (new, delta) = match content_block {
+                    ContentBlock::Text { text } => {
+                        let delta = (!text.is_empty()).then(|| ModelDelta::Text { text: text.clone() });
+                        (Block::Text(text), delta)
                     }
-                    Some("tool_use") => {
+                    ContentBlock::ToolUse { id, name, .. } => {
                         let delta = ModelDelta::ToolCall(ToolCallDelta {
                             index: calls,
-                            tool_call_id: Some(text("id")),
-                            name: Some(text("name")),
+                            tool_call_id: Some(id.clone()),
+                            name: Some(name.clone()),
                             arguments: String::new(),
                         });
-                        (
-                            Block::ToolUse { call: calls, id: text("id"), name: text("name"), json: String::new() },
-                            Some(delta),
-                        )
+                        (Block::ToolUse { call: calls, id, name, json: String::new() }, Some(delta))
                     }
-                    _ => (Block::Other, None),
+                    ContentBlock::Other => (Block::Other, None),
                 };
                 match self.block(index) {
                     Some(slot) => *slot = new,
@@ -263,33 +344,28 @@ impl StreamState for MessagesStream {
                 }
                 return Ok(delta.into_iter().collect());
             }
-            "content_block_delta" => {
-                let delta = data.get("delta").unwrap_or(&Value::Null);
-                let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-                return Ok(match self.block(index) {
-                    Some(Block::Text(text)) => {
-                        let more = piece("text");
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                return Ok(match (self.block(index), delta) {
+                    (Some(Block::Text(text)), BlockDelta::TextDelta { text: more }) => {
                         text.push_str(&more);
                         vec![ModelDelta::Text { text: more }]
                     }
-                    Some(Block::ToolUse { call, json, .. }) => {
-                        let more = piece("partial_json");
-                        json.push_str(&more);
-                        vec![ModelDelta::ToolCall(ToolCallDelta::arguments(*call, more))]
+                    (Some(Block::ToolUse { call, json, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
+                        json.push_str(&partial_json);
+                        vec![ModelDelta::ToolCall(ToolCallDelta::arguments(*call, partial_json))]
                     }
                     _ => Vec::new(),
                 });
             }
-            "message_delta" => {
-                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop = Some(reason.to_owned());
+            StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop = Some(reason);
                 }
-                self.output_tokens =
-                    data.pointer("/usage/output_tokens").and_then(Value::as_u64).or(self.output_tokens);
+                self.output_tokens = usage.and_then(|u| u.output_tokens).or(self.output_tokens);
             }
-            "message_stop" => self.stopped = true,
-            "error" => return Err(invalid(format!("the stream reported an error: {}", event.data))),
-            _ => {}
+            StreamEvent::MessageStop => self.stopped = true,
+            StreamEvent::Error => return Err(invalid(format!("the stream reported an error: {}", event.data))),
+            StreamEvent::Other => {}
         }
         Ok(Vec::new())
     }

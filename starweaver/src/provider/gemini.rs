@@ -5,8 +5,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, ToolChoice, instructions, invalid, keep_wide_arguments, tools};
+use super::arguments::keep_wide_arguments;
+use super::body::{instructions, tools};
+use super::protocol::{Protocol, StreamState};
+use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
+use super::wire::{self, invalid};
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
@@ -22,11 +26,13 @@ pub struct Gemini;
 
 impl Protocol for Gemini {
     const PROVIDER: &'static str = "gemini";
+    const NAME: &'static str = "Gemini";
     const SYSTEM: &'static str = "gcp.gemini";
     const KEY_ENV: &'static str = "GEMINI_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("GEMINI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://generativelanguage.googleapis.com";
     const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    type Body = GenerateContentResponse;
     type Stream = GeminiStream;
 
     fn url(&self, base: &str, model: &str, stream: bool) -> String {
@@ -85,9 +91,9 @@ impl Protocol for Gemini {
         Ok(Value::Object(body))
     }
 
-    fn parse(&self, body: Value, step: u32) -> Result<ModelResponse, ModelError> {
+    fn parse(&self, body: GenerateContentResponse, step: u32) -> Result<ModelResponse, ModelError> {
         let mut stream = GeminiStream { step, ..GeminiStream::default() };
-        stream.chunk(&body)?;
+        stream.chunk(body)?;
         stream.response(true)
     }
 
@@ -96,32 +102,9 @@ impl Protocol for Gemini {
     }
 
     fn raw_arguments(&self, body: &str) -> Vec<Box<RawValue>> {
-        #[derive(Deserialize)]
-        struct Chunk {
-            #[serde(default)]
-            candidates: Vec<Candidate>,
-        }
-        #[derive(Deserialize)]
-        struct Candidate {
-            content: Option<Content>,
-        }
-        #[derive(Deserialize)]
-        struct Content {
-            #[serde(default)]
-            parts: Vec<Part>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Part {
-            function_call: Option<Call>,
-        }
-        #[derive(Deserialize)]
-        struct Call {
-            args: Option<Box<RawValue>>,
-        }
-        let chunk = serde_json::from_str::<Chunk>(body).ok();
-        let parts = chunk.and_then(|c| c.candidates.into_iter().next()).and_then(|c| c.content);
-        parts.into_iter().flat_map(|c| c.parts).filter_map(|p| p.function_call?.args).collect()
+        let chunk = serde_json::from_str::<GenerateContentResponse<Box<RawValue>>>(body).ok();
+        let parts = chunk.and_then(|c| c.candidates.into_iter().flatten().next()).and_then(|c| c.content);
+        parts.into_iter().flat_map(|c| c.parts.into_iter().flatten()).filter_map(|p| p.function_call?.args).collect()
     }
 }
 
@@ -176,6 +159,73 @@ fn contents(request: &ModelRequest<'_>) -> Vec<Value> {
     out
 }
 
+/// A `GenerateContentResponse`: a whole answer, or one chunk of a streamed one. `A` is
+/// how a call's arguments are read: as a value, or as the text the model sent.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerateContentResponse<A = Value> {
+    error: Option<Value>,
+    prompt_feedback: Option<PromptFeedback>,
+    candidates: Option<Vec<Candidate<A>>>,
+    usage_metadata: Option<UsageMetadata>,
+    model_version: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptFeedback {
+    block_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate<A> {
+    content: Option<Content<A>>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Content<A> {
+    parts: Option<Vec<Part<A>>>,
+}
+
+/// A part holds one of `text`, `functionCall` or a kind this client does not take.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Part<A> {
+    text: Option<String>,
+    function_call: Option<FunctionCall<A>>,
+    thought: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionCall<A> {
+    id: Option<String>,
+    name: String,
+    args: Option<A>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageMetadata {
+    prompt_token_count: Option<u64>,
+    candidates_token_count: Option<u64>,
+    thoughts_token_count: Option<u64>,
+    cached_content_token_count: Option<u64>,
+}
+
+impl From<UsageMetadata> for Usage {
+    fn from(meta: UsageMetadata) -> Self {
+        let n = |count: Option<u64>| count.unwrap_or(0);
+        Usage {
+            requests: 1,
+            input_tokens: n(meta.prompt_token_count),
+            output_tokens: n(meta.candidates_token_count) + n(meta.thoughts_token_count),
+            cached_tokens: n(meta.cached_content_token_count),
+        }
+    }
+}
+
 /// A (streamed or whole) answer being put together: each chunk is a partial
 /// `GenerateContentResponse`. Adjacent text is one part, so both ways give the same message.
 #[derive(Debug, Default)]
@@ -189,51 +239,41 @@ pub struct GeminiStream {
 }
 
 impl GeminiStream {
-    fn chunk(&mut self, chunk: &Value) -> Result<Vec<ModelDelta>, ModelError> {
-        if let Some(reason) = chunk.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {
+    fn chunk(&mut self, chunk: GenerateContentResponse) -> Result<Vec<ModelDelta>, ModelError> {
+        if let Some(reason) = chunk.prompt_feedback.and_then(|feedback| feedback.block_reason) {
             return Err(ModelError::of(ModelErrorKind::ContentFilter, format!("the prompt was blocked: {reason}")));
         }
-        if let Some(model) = chunk.get("modelVersion").and_then(Value::as_str) {
-            self.model = Some(model.to_owned());
+        if let Some(model) = chunk.model_version {
+            self.model = Some(model);
         }
-        if let Some(meta) = chunk.get("usageMetadata") {
-            let n = |key: &str| meta.get(key).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Some(Usage {
-                requests: 1,
-                input_tokens: n("promptTokenCount"),
-                output_tokens: n("candidatesTokenCount") + n("thoughtsTokenCount"),
-                cached_tokens: n("cachedContentTokenCount"),
-            });
+        if let Some(meta) = chunk.usage_metadata {
+            self.usage = Some(meta.into());
         }
         let mut deltas = Vec::new();
-        let Some(candidate) = chunk.pointer("/candidates/0") else { return Ok(deltas) };
-        if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
-            self.finish = Some(reason.to_owned());
+        let Some(candidate) = chunk.candidates.into_iter().flatten().next() else { return Ok(deltas) };
+        if let Some(reason) = candidate.finish_reason {
+            self.finish = Some(reason);
         }
-        for part in candidate.pointer("/content/parts").and_then(Value::as_array).into_iter().flatten() {
-            if part.get("thought").and_then(Value::as_bool) == Some(true) {
+        for part in candidate.content.and_then(|content| content.parts).into_iter().flatten() {
+            if part.thought == Some(true) {
                 continue;
             }
-            if let Some(text) = part.get("text").and_then(Value::as_str) {
+            if let Some(text) = part.text {
+                deltas.push(ModelDelta::Text { text: text.clone() });
                 match self.parts.last_mut() {
-                    Some(ResponsePart::Text { text: last }) => last.push_str(text),
-                    _ => self.parts.push(ResponsePart::Text { text: text.to_owned() }),
+                    Some(ResponsePart::Text { text: last }) => last.push_str(&text),
+                    _ => self.parts.push(ResponsePart::Text { text }),
                 }
-                deltas.push(ModelDelta::Text { text: text.to_owned() });
-            } else if let Some(call) = part.get("functionCall") {
-                let name = call.get("name").and_then(Value::as_str).unwrap_or_default();
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| format!("{MADE_UP_ID}{}_{}", self.step, self.calls), str::to_owned);
-                let args = call.get("args").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+            } else if let Some(call) = part.function_call {
+                let id = call.id.unwrap_or_else(|| format!("{MADE_UP_ID}{}_{}", self.step, self.calls));
+                let args = call.args.unwrap_or_else(|| Value::Object(Map::new()));
                 deltas.push(ModelDelta::ToolCall(ToolCallDelta {
                     index: self.calls,
                     tool_call_id: Some(id.clone()),
-                    name: Some(name.to_owned()),
+                    name: Some(call.name.clone()),
                     arguments: args.to_string(),
                 }));
-                self.parts.push(ResponsePart::ToolCall(ToolCallPart::new(id, name, args)));
+                self.parts.push(ResponsePart::ToolCall(ToolCallPart::new(id, call.name, args)));
                 self.calls += 1;
             }
         }
@@ -276,12 +316,12 @@ impl GeminiStream {
 
 impl StreamState for GeminiStream {
     fn event(&mut self, event: &SseEvent) -> Result<Vec<ModelDelta>, ModelError> {
-        let chunk = crate::json::parse(&event.data).map_err(|e| invalid(format!("a stream chunk is not JSON: {e}")))?;
-        if let Some(error) = chunk.get("error") {
+        let chunk: GenerateContentResponse = wire::decode(Gemini::NAME, "a stream chunk", &event.data)?;
+        if let Some(error) = &chunk.error {
             return Err(invalid(format!("the stream reported an error: {error}")));
         }
         let start = self.parts.len();
-        let deltas = self.chunk(&chunk)?;
+        let deltas = self.chunk(chunk)?;
         let new_parts = self.parts.get_mut(start..).unwrap_or_default();
         keep_wide_arguments(new_parts, &event.data, |data| Gemini.raw_arguments(data));
         Ok(deltas)

@@ -2,10 +2,13 @@
 //! OpenAI-compatible server), OpenAI Responses, Anthropic Messages and Gemini, each a
 //! [`Model`](crate::Model) behind a cargo feature (`openai`, `anthropic`, `gemini`).
 //!
-//! A request's path: [`ProviderModel`] (options and settings) → the protocol module
+//! A request's path: [`ProviderModel`] (`model.rs`; its [`Settings`] in `settings.rs`, its
+//! [`ApiKey`] in `key.rs`) → the `Protocol` (`protocol.rs`) of one protocol module
 //! (`openai_chat.rs`, `openai_responses.rs`, `anthropic.rs`, `gemini.rs`: the request
-//! body, the response mapping, the stream accumulator) → `http.rs` (one shared client,
-//! retries with backoff, named errors) → `sse.rs` for streamed answers.
+//! body, the response mapping, the stream accumulator; pieces several bodies share in
+//! `body.rs`) → `http.rs` (one shared client, retries with backoff, named errors) →
+//! `sse.rs` for streamed answers; what comes back is read by `wire.rs`, and tool-call
+//! arguments by `arguments.rs`.
 //!
 //! ```no_run
 //! use starweaver::provider::OpenAIChatModel;
@@ -20,9 +23,15 @@
 //! # Ok(()) }
 //! ```
 
+mod arguments;
+mod body;
 mod http;
+mod key;
 mod model;
+mod protocol;
+mod settings;
 mod sse;
+mod wire;
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
@@ -37,13 +46,15 @@ mod openai_responses;
 pub use anthropic::Anthropic;
 #[cfg(feature = "gemini")]
 pub use gemini::Gemini;
-pub use model::{ApiKey, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RETRIES, Pairs, ProviderModel, Settings, ToolChoice};
-#[doc(hidden)]
-pub use model::{Protocol, StreamState};
+pub use key::ApiKey;
+pub use model::ProviderModel;
 #[cfg(feature = "openai")]
 pub use openai_chat::OpenAIChat;
 #[cfg(feature = "openai")]
 pub use openai_responses::OpenAIResponses;
+#[doc(hidden)]
+pub use protocol::{Protocol, StreamState};
+pub use settings::{DEFAULT_MAX_HTTP_RETRIES, DEFAULT_MAX_RESPONSE_BYTES, Pairs, Settings, ToolChoice};
 // The parsers a hostile server feeds, for the property tests and `make fuzz`.
 #[doc(hidden)]
 pub use http::retry_after;

@@ -2,10 +2,15 @@
 //! OpenAI-compatible server speaks: vLLM, llama.cpp's server, Ollama, LM Studio,
 //! OpenRouter, Azure OpenAI.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, ToolChoice, arguments, invalid, text_of, tools};
+use super::arguments::arguments;
+use super::body::{text_of, tools};
+use super::protocol::{Protocol, StreamState};
+use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
+use super::wire::{self, invalid};
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
@@ -18,11 +23,13 @@ pub struct OpenAIChat;
 
 impl Protocol for OpenAIChat {
     const PROVIDER: &'static str = "openai";
+    const NAME: &'static str = "OpenAI Chat Completions";
     const SYSTEM: &'static str = "openai";
     const KEY_ENV: &'static str = "OPENAI_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
     const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    type Body = ChatCompletion;
     type Stream = ChatStream;
 
     fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
@@ -61,30 +68,26 @@ impl Protocol for OpenAIChat {
         Ok(Value::Object(body))
     }
 
-    fn parse(&self, body: Value, _step: u32) -> Result<ModelResponse, ModelError> {
-        let choice = body.pointer("/choices/0").ok_or_else(|| invalid("the response has no `choices`"))?;
-        let message = choice.get("message").ok_or_else(|| invalid("the choice has no `message`"))?;
-        if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
+    fn parse(&self, body: ChatCompletion, _step: u32) -> Result<ModelResponse, ModelError> {
+        let choice = body.choices.into_iter().next().ok_or_else(|| invalid("the response has no `choices`"))?;
+        let message = choice.message;
+        if let Some(refusal) = message.refusal {
             return Err(ModelError::of(ModelErrorKind::Refusal, format!("the model refused: {refusal}")));
         }
         let mut parts = Vec::new();
-        if let Some(text) = message.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            parts.push(ResponsePart::Text { text: text.to_owned() });
+        if let Some(text) = message.content.filter(|t| !t.is_empty()) {
+            parts.push(ResponsePart::Text { text });
         }
-        for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let field = |path: &str| call.pointer(path).and_then(Value::as_str).unwrap_or_default();
-            parts.push(ResponsePart::ToolCall(ToolCallPart::new(
-                field("/id"),
-                field("/function/name"),
-                arguments(field("/function/arguments")),
-            )));
+        for call in message.tool_calls.into_iter().flatten() {
+            let ToolCall { id, function: Function { name, arguments: text } } = call;
+            parts.push(ResponsePart::ToolCall(ToolCallPart::new(id, name, arguments(&text))));
         }
-        let cut_off = check_finish(choice.get("finish_reason").and_then(Value::as_str))?;
+        let cut_off = check_finish(choice.finish_reason.as_deref())?;
         Ok(ModelResponse {
             finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
-            usage: body.get("usage").map(usage),
-            model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
+            usage: body.usage.map(Usage::from),
+            model_name: body.model,
         })
     }
 
@@ -177,14 +180,104 @@ fn check_finish(reason: Option<&str>) -> Result<bool, ModelError> {
     }
 }
 
-fn usage(usage: &Value) -> Usage {
-    let n = |path: &str| usage.pointer(path).and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        requests: 1,
-        input_tokens: n("/prompt_tokens"),
-        output_tokens: n("/completion_tokens"),
-        cached_tokens: n("/prompt_tokens_details/cached_tokens"),
+/// A chat completion, as much of it as becomes a [`ModelResponse`].
+#[derive(Debug, Deserialize)]
+pub struct ChatCompletion {
+    choices: Vec<Choice>,
+    usage: Option<OpenAIUsage>,
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    message: ChatMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatMessage {
+    content: Option<String>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<ToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ToolCall {
+    id: String,
+    function: Function,
+}
+
+#[derive(Debug, Deserialize)]
+struct Function {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+/// Token counts as both OpenAI protocols report them: Chat Completions names them
+/// `prompt`/`completion`, the Responses API `input`/`output`. Each name is its own field,
+/// so a server that sends both spellings is read, not refused as a duplicate.
+#[derive(Debug, Deserialize)]
+pub(crate) struct OpenAIUsage {
+    prompt_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    prompt_tokens_details: Option<TokensDetails>,
+    input_tokens_details: Option<TokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TokensDetails {
+    cached_tokens: Option<u64>,
+}
+
+impl From<OpenAIUsage> for Usage {
+    fn from(usage: OpenAIUsage) -> Self {
+        let details = usage.prompt_tokens_details.or(usage.input_tokens_details);
+        Usage {
+            requests: 1,
+            input_tokens: usage.prompt_tokens.or(usage.input_tokens).unwrap_or(0),
+            output_tokens: usage.completion_tokens.or(usage.output_tokens).unwrap_or(0),
+            cached_tokens: details.and_then(|details| details.cached_tokens).unwrap_or(0),
+        }
     }
+}
+
+/// One streamed chunk. Every field of a call's delta is optional: a call's id and name
+/// come once, in its first delta, and are checked when the stream ends.
+#[derive(Deserialize)]
+struct ChatCompletionChunk {
+    error: Option<Value>,
+    model: Option<String>,
+    usage: Option<OpenAIUsage>,
+    choices: Option<Vec<ChunkChoice>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    delta: Option<ChunkDelta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChunkDelta {
+    content: Option<String>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<ToolCallChunk>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallChunk {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<FunctionChunk>,
+}
+
+#[derive(Deserialize)]
+struct FunctionChunk {
+    name: Option<String>,
+    arguments: Option<String>,
 }
 
 /// A streamed answer being put together.
@@ -235,49 +328,49 @@ impl StreamState for ChatStream {
             self.done = true;
             return Ok(Vec::new());
         }
-        let chunk = crate::json::parse(data).map_err(|e| invalid(format!("a stream chunk is not JSON: {e}")))?;
-        if let Some(error) = chunk.get("error") {
+        let chunk: ChatCompletionChunk = wire::decode(OpenAIChat::NAME, "a stream chunk", data)?;
+        if let Some(error) = chunk.error {
             return Err(invalid(format!("the stream reported an error: {error}")));
         }
-        if let Some(model) = chunk.get("model").and_then(Value::as_str) {
-            self.model = Some(model.to_owned());
+        if let Some(model) = chunk.model {
+            self.model = Some(model);
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = Some(self::usage(usage));
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.into());
         }
         let mut deltas = Vec::new();
-        let Some(choice) = chunk.pointer("/choices/0") else { return Ok(deltas) };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish = Some(reason.to_owned());
+        let Some(choice) = chunk.choices.into_iter().flatten().next() else { return Ok(deltas) };
+        if let Some(reason) = choice.finish_reason {
+            self.finish = Some(reason);
         }
-        let Some(delta) = choice.get("delta") else { return Ok(deltas) };
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            self.text.push_str(text);
-            deltas.push(ModelDelta::Text { text: text.to_owned() });
+        let Some(delta) = choice.delta else { return Ok(deltas) };
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            self.text.push_str(&text);
+            deltas.push(ModelDelta::Text { text });
         }
-        if let Some(refusal) = delta.get("refusal").and_then(Value::as_str) {
-            self.refusal.push_str(refusal);
+        if let Some(refusal) = delta.refusal {
+            self.refusal.push_str(&refusal);
         }
-        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            let id = call.get("id").and_then(Value::as_str);
-            let slot = self.slot(call.get("index").and_then(Value::as_u64), id);
+        for call in delta.tool_calls.into_iter().flatten() {
+            let slot = self.slot(call.index, call.id.as_deref());
             let partial = &mut self.calls[slot];
-            let name = call.pointer("/function/name").and_then(Value::as_str).filter(|n| !n.is_empty());
-            let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or_default();
-            let new_id = id.filter(|id| !id.is_empty() && partial.id.is_empty());
-            if let Some(id) = new_id {
-                partial.id = id.to_owned();
+            let (name, args) = call.function.map_or((None, None), |f| (f.name, f.arguments));
+            let name = name.filter(|n| !n.is_empty());
+            let args = args.unwrap_or_default();
+            let new_id = call.id.filter(|id| !id.is_empty() && partial.id.is_empty());
+            if let Some(id) = &new_id {
+                partial.id.clone_from(id);
             }
-            if let Some(name) = name {
+            if let Some(name) = &name {
                 partial.name.push_str(name);
             }
-            partial.arguments.push_str(args);
+            partial.arguments.push_str(&args);
             if new_id.is_some() || name.is_some() || !args.is_empty() {
                 deltas.push(ModelDelta::ToolCall(ToolCallDelta {
                     index: slot,
-                    tool_call_id: new_id.map(str::to_owned),
-                    name: name.map(str::to_owned),
-                    arguments: args.to_owned(),
+                    tool_call_id: new_id,
+                    name,
+                    arguments: args,
                 }));
             }
         }
@@ -292,6 +385,14 @@ impl StreamState for ChatStream {
             return Err(ModelError::of(ModelErrorKind::StreamInterrupted, "the stream ended before its last chunk"));
         }
         let cut_off = check_finish(self.finish.as_deref())?;
+        for (index, call) in self.calls.iter().enumerate() {
+            for (field, value) in [("id", &call.id), ("name", &call.name)] {
+                if value.is_empty() {
+                    let problem = format!("tool call {index} never gave its `{field}`");
+                    return Err(wire::unfit(OpenAIChat::NAME, "the stream", "choices[0].delta.tool_calls", problem));
+                }
+            }
+        }
         let mut parts = Vec::new();
         if !self.text.is_empty() {
             parts.push(ResponsePart::Text { text: self.text });

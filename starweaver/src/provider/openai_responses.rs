@@ -1,11 +1,16 @@
 //! OpenAI Responses (`POST {base}/responses`), stateless (`store: false`): the whole
 //! history is sent as input items each time.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::model::{Protocol, Settings, StreamState, arguments, invalid, text_of, tools};
-use super::openai_chat::{sampling, tool_choice_value};
+use super::arguments::arguments;
+use super::body::{text_of, tools};
+use super::openai_chat::{OpenAIUsage, sampling, tool_choice_value};
+use super::protocol::{Protocol, StreamState};
+use super::settings::Settings;
 use super::sse::SseEvent;
+use super::wire::{self, invalid};
 use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
@@ -18,11 +23,13 @@ pub struct OpenAIResponses;
 
 impl Protocol for OpenAIResponses {
     const PROVIDER: &'static str = "openai";
+    const NAME: &'static str = "OpenAI Responses";
     const SYSTEM: &'static str = "openai";
     const KEY_ENV: &'static str = "OPENAI_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
     const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    type Body = ApiResponse;
     type Stream = ResponsesStream;
 
     fn url(&self, base: &str, _model: &str, _stream: bool) -> String {
@@ -66,11 +73,11 @@ impl Protocol for OpenAIResponses {
         Ok(Value::Object(body))
     }
 
-    fn parse(&self, body: Value, _step: u32) -> Result<ModelResponse, ModelError> {
-        let cut_off = match body.get("status").and_then(Value::as_str) {
+    fn parse(&self, body: ApiResponse, _step: u32) -> Result<ModelResponse, ModelError> {
+        let cut_off = match body.status.as_deref() {
             None | Some("completed") => false,
             Some("incomplete") => {
-                let reason = body.pointer("/incomplete_details/reason").and_then(Value::as_str).unwrap_or_default();
+                let reason = body.incomplete_details.and_then(|details| details.reason).unwrap_or_default();
                 if reason == "content_filter" {
                     return Err(ModelError::of(
                         ModelErrorKind::ContentFilter,
@@ -86,48 +93,45 @@ impl Protocol for OpenAIResponses {
                 true
             }
             Some("failed") => {
-                return Err(invalid(format!("the response failed: {}", body.get("error").unwrap_or(&Value::Null))));
+                return Err(invalid(format!("the response failed: {}", body.error.unwrap_or(Value::Null))));
             }
             Some(other) => {
                 return Err(ModelError::of(ModelErrorKind::UnknownFinishReason, format!("unknown status `{other}`")));
             }
         };
-        let output = body.get("output").and_then(Value::as_array).ok_or_else(|| invalid("no `output`"))?;
+        // Required of every answer, but only once its status says it is one: a failed
+        // response is named for its error, not for the output it lacks.
+        let output =
+            body.output.ok_or_else(|| wire::unfit(Self::NAME, "the response", ".", "missing field `output`"))?;
         let mut parts = Vec::new();
         for item in output {
-            match item.get("type").and_then(Value::as_str) {
-                Some("message") => {
-                    for content in item.get("content").and_then(Value::as_array).into_iter().flatten() {
-                        let text = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-                        match content.get("type").and_then(Value::as_str) {
-                            Some("output_text") => parts.push(ResponsePart::Text { text: text("text") }),
-                            Some("refusal") => {
+            match item {
+                Item::Message { content } => {
+                    for content in content.into_iter().flatten() {
+                        match content {
+                            Content::OutputText { text } => parts.push(ResponsePart::Text { text }),
+                            Content::Refusal { refusal } => {
                                 return Err(ModelError::of(
                                     ModelErrorKind::Refusal,
-                                    format!("the model refused: {}", text("refusal")),
+                                    format!("the model refused: {refusal}"),
                                 ));
                             }
-                            _ => {}
+                            Content::Other => {}
                         }
                     }
                 }
-                Some("function_call") => {
-                    let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
-                    parts.push(ResponsePart::ToolCall(ToolCallPart::new(
-                        field("call_id"),
-                        field("name"),
-                        arguments(field("arguments")),
-                    )));
+                Item::FunctionCall { call_id, name, arguments: text } => {
+                    parts.push(ResponsePart::ToolCall(ToolCallPart::new(call_id, name, arguments(&text))));
                 }
                 // Reasoning summaries and other items do not enter the conversation.
-                _ => {}
+                Item::Other => {}
             }
         }
         Ok(ModelResponse {
             finish_reason: Some(FinishReason::of(&parts, cut_off)),
             parts,
-            usage: body.get("usage").map(usage),
-            model_name: body.get("model").and_then(Value::as_str).map(str::to_owned),
+            usage: body.usage.map(Usage::from),
+            model_name: body.model,
         })
     }
 
@@ -171,14 +175,69 @@ fn input(request: &ModelRequest<'_>) -> Vec<Value> {
     out
 }
 
-fn usage(usage: &Value) -> Usage {
-    let n = |path: &str| usage.pointer(path).and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        requests: 1,
-        input_tokens: n("/input_tokens"),
-        output_tokens: n("/output_tokens"),
-        cached_tokens: n("/input_tokens_details/cached_tokens"),
-    }
+/// A response object, as much of it as becomes a [`ModelResponse`].
+#[derive(Debug, Deserialize)]
+pub struct ApiResponse {
+    status: Option<String>,
+    incomplete_details: Option<IncompleteDetails>,
+    error: Option<Value>,
+    output: Option<Vec<Item>>,
+    usage: Option<OpenAIUsage>,
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct IncompleteDetails {
+    reason: Option<String>,
+}
+
+/// An output item; reasoning and the items of built-in tools are `Other`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Item {
+    Message {
+        content: Option<Vec<Content>>,
+    },
+    FunctionCall {
+        call_id: String,
+        name: String,
+        #[serde(default)]
+        arguments: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Content {
+    OutputText {
+        text: String,
+    },
+    Refusal {
+        refusal: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// The stream events that carry the answer; every other one (`response.created`,
+/// `response.output_text.done`, the events of new features) is `Other`.
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum StreamEvent {
+    #[serde(rename = "response.output_text.delta")]
+    TextDelta { delta: String },
+    #[serde(rename = "response.output_item.added")]
+    ItemAdded { output_index: u64, item: Item },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    ArgumentsDelta { output_index: u64, delta: String },
+    #[serde(rename = "response.completed", alias = "response.incomplete", alias = "response.failed")]
+    Done { response: ApiResponse },
+    #[serde(rename = "error")]
+    Error,
+    #[serde(other)]
+    Other,
 }
 
 /// A streamed response: deltas from the delta events, the final message from
@@ -187,39 +246,32 @@ fn usage(usage: &Value) -> Usage {
 pub struct ResponsesStream {
     /// Output indexes of function calls, in the order they were announced.
     calls: Vec<u64>,
-    last: Option<Value>,
+    last: Option<ApiResponse>,
 }
 
 impl StreamState for ResponsesStream {
     fn event(&mut self, event: &SseEvent) -> Result<Vec<ModelDelta>, ModelError> {
-        let data = crate::json::parse(&event.data).map_err(|e| invalid(format!("a stream event is not JSON: {e}")))?;
-        let kind = data.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str());
-        let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-        let output_index = data.get("output_index").and_then(Value::as_u64).unwrap_or(0);
-        Ok(match kind {
-            "response.output_text.delta" => vec![ModelDelta::Text { text: text("delta") }],
-            "response.output_item.added"
-                if data.pointer("/item/type").and_then(Value::as_str) == Some("function_call") =>
-            {
+        Ok(match wire::event(OpenAIResponses::NAME, event)? {
+            StreamEvent::TextDelta { delta } => vec![ModelDelta::Text { text: delta }],
+            StreamEvent::ItemAdded { output_index, item: Item::FunctionCall { call_id, name, .. } } => {
                 self.calls.push(output_index);
-                let item = |key: &str| data.pointer(&format!("/item/{key}")).and_then(Value::as_str).map(str::to_owned);
                 vec![ModelDelta::ToolCall(ToolCallDelta {
                     index: self.calls.len() - 1,
-                    tool_call_id: item("call_id"),
-                    name: item("name"),
+                    tool_call_id: Some(call_id),
+                    name: Some(name),
                     arguments: String::new(),
                 })]
             }
-            "response.function_call_arguments.delta" => {
+            StreamEvent::ArgumentsDelta { output_index, delta } => {
                 let index = self.calls.iter().position(|i| *i == output_index).unwrap_or(self.calls.len());
-                vec![ModelDelta::ToolCall(ToolCallDelta::arguments(index, text("delta")))]
+                vec![ModelDelta::ToolCall(ToolCallDelta::arguments(index, delta))]
             }
-            "response.completed" | "response.incomplete" | "response.failed" => {
-                self.last = data.get("response").cloned();
+            StreamEvent::Done { response } => {
+                self.last = Some(response);
                 Vec::new()
             }
-            "error" => return Err(invalid(format!("the stream reported an error: {}", event.data))),
-            _ => Vec::new(),
+            StreamEvent::Error => return Err(invalid(format!("the stream reported an error: {}", event.data))),
+            StreamEvent::ItemAdded { .. } | StreamEvent::Other => Vec::new(),
         })
     }
 
