@@ -216,10 +216,39 @@ pub enum Error {
     #[error("invalid {what}: {message}")]
     InvalidJson {
         /// What was being read.
-        what: &'static str,
+        what: JsonInput,
         /// What is wrong, with its location.
         message: String,
     },
+}
+
+/// Which canonical JSON an [`Error::InvalidJson`] could not read; decisions are a human's
+/// input ([`ErrorCategory::Decision`]), the rest are formats ([`ErrorCategory::Format`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsonInput {
+    /// A conversation's messages.
+    History,
+    /// A model's answer (a `FunctionModel`'s, say).
+    ModelResponse,
+    /// A `TestModel`'s list of answers.
+    TestModelScript,
+    /// Human decisions on a waiting run.
+    Decisions,
+    /// An exported session.
+    SessionState,
+}
+
+impl std::fmt::Display for JsonInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::History => "history",
+            Self::ModelResponse => "model response",
+            Self::TestModelScript => "test model script",
+            Self::Decisions => "decisions",
+            Self::SessionState => "session state",
+        })
+    }
 }
 
 /// Why a run failed.
@@ -319,7 +348,7 @@ impl Error {
             | Self::MissingDecisions { .. }
             | Self::WrongDecisionKind { .. }
             | Self::InvalidDecision { .. }
-            | Self::InvalidJson { what: "decisions", .. } => ErrorCategory::Decision,
+            | Self::InvalidJson { what: JsonInput::Decisions, .. } => ErrorCategory::Decision,
             Self::InvalidJson { .. } => ErrorCategory::Format,
             Self::SessionConflict { .. } => ErrorCategory::SessionConflict,
             Self::Store { .. } => ErrorCategory::Store,

@@ -96,7 +96,7 @@ pub mod toolset;
 pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions};
-pub use error::{DefinitionError, DefinitionErrorKind, Error, ErrorCategory, Result};
+pub use error::{DefinitionError, DefinitionErrorKind, Error, ErrorCategory, JsonInput, Result};
 pub use event::{Event, EventKind};
 pub use hitl::{
     ApprovalDecision, ApprovalPolicy, ApprovalRule, DeferredOutcome, DeferredResult, Hitl, HitlDecisions,

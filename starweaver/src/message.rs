@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, JsonInput, Result};
 
 /// One message of a conversation, as a provider sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,7 +287,7 @@ impl History {
     /// # Errors
     /// `InvalidJson`, naming the message and part that do not fit the format.
     pub fn from_json(json: &Value) -> Result<Self> {
-        let invalid = |message: String| Error::InvalidJson { what: "history", message };
+        let invalid = |message: String| Error::InvalidJson { what: JsonInput::History, message };
         let Value::Array(items) = json else {
             return Err(invalid("expected an array of messages".into()));
         };

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, JsonInput, Result};
 use crate::message::{Messages, ResponsePart, ToolCallPart};
 use crate::tool::ToolDefinition;
 
@@ -182,7 +182,7 @@ impl ModelResponse {
     /// # Errors
     /// `InvalidJson` saying what shape was expected and what came.
     pub fn from_json(json: &Value) -> Result<Self> {
-        let invalid = |message: String| Error::InvalidJson { what: "model response", message };
+        let invalid = |message: String| Error::InvalidJson { what: JsonInput::ModelResponse, message };
         let Some(obj) = json.as_object() else {
             return Err(invalid(format!("expected an object, got {json}")));
         };

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::{Agent, Claim, RunOptions, SessionState, Slot, Start, Suspended, drive};
-use crate::error::{Error, Result};
+use crate::error::{Error, JsonInput, Result};
 use crate::hitl::{Hitl, HitlDecisions, fresh_id};
 use crate::message::{History, Message};
 use crate::result::RunResult;
@@ -241,7 +241,7 @@ impl Agent {
     /// `InvalidJson` naming what does not fit: the format, the version, the history, or
     /// a waiting run whose calls do not match the history's last response.
     pub fn restore_session(&self, state: &Value) -> Result<Session> {
-        let invalid = |message: String| Error::InvalidJson { what: "session state", message };
+        let invalid = |message: String| Error::InvalidJson { what: JsonInput::SessionState, message };
         let exported: ExportedSession = serde_path_to_error::deserialize(state)
             .map_err(|e| invalid(format!("at `{}`: {}", e.path(), e.inner())))?;
         if exported.version != STATE_VERSION {

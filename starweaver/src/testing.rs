@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, JsonInput, Result};
 use crate::message::{Messages, ToolCallPart};
 use crate::model::{Model, ModelError, ModelRequest, ModelResponse};
 use crate::tool::ToolDefinition;
@@ -53,7 +53,7 @@ impl TestModel {
     pub fn from_json(script: &Value) -> Result<Self> {
         let Value::Array(items) = script else {
             return Err(Error::InvalidJson {
-                what: "test model script",
+                what: JsonInput::TestModelScript,
                 message: format!("expected a list, got {script}"),
             });
         };
@@ -62,7 +62,7 @@ impl TestModel {
             .enumerate()
             .map(|(i, item)| {
                 ModelResponse::from_json(item).map_err(|e| Error::InvalidJson {
-                    what: "test model script",
+                    what: JsonInput::TestModelScript,
                     message: format!("response {i}: {e}"),
                 })
             })

@@ -277,7 +277,7 @@ impl HitlDecisions {
     /// `InvalidJson` saying which field does not fit.
     pub fn from_json(json: &Value) -> crate::Result<Self> {
         serde_path_to_error::deserialize(json).map_err(|e| crate::Error::InvalidJson {
-            what: "decisions",
+            what: crate::JsonInput::Decisions,
             message: format!("at `{}`: {}", e.path(), e.inner()),
         })
     }
