@@ -1,10 +1,8 @@
-//! The HTTP side of every provider: one shared client (connections are reused across
-//! models and runs), retries with exponential backoff and jitter that honour `Retry-After`,
+//! The HTTP side of every provider: each model's client (its runs reuse connections), retries with exponential backoff and jitter that honour `Retry-After`,
 //! and failures as named [`ModelError`]s that never carry a credential.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderMap;
@@ -26,23 +24,31 @@ impl Default for Timeouts {
     }
 }
 
-/// The client for these timeouts: one per distinct (connect, read) pair, shared by every
-/// model that uses them, so connections are pooled across models and runs.
-pub(crate) fn client(timeouts: Timeouts) -> Result<reqwest::Client, ModelError> {
-    static CLIENTS: OnceLock<Mutex<HashMap<(Duration, Duration), reqwest::Client>>> = OnceLock::new();
-    let mut clients = CLIENTS.get_or_init(Mutex::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(client) = clients.get(&(timeouts.connect, timeouts.read)) {
-        return Ok(client.clone());
+/// A model's HTTP client, built at its first request and shared by its clones, so its
+/// runs reuse connections. It is the model's own, not the process's: a pooled connection
+/// lives on the tokio runtime that opened it, and one shared pool handed connections whose
+/// runtime had ended (another test's, another event loop's) to requests on the next one.
+#[derive(Clone, Default)]
+pub(crate) struct Client(Arc<Mutex<Option<((Duration, Duration), reqwest::Client)>>>);
+
+impl Client {
+    /// The client for these timeouts, built anew when the connect or read timeout changed.
+    pub(crate) fn get(&self, timeouts: Timeouts) -> Result<reqwest::Client, ModelError> {
+        let key = (timeouts.connect, timeouts.read);
+        let mut built = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, client)) = built.as_ref().filter(|(built_for, _)| *built_for == key) {
+            return Ok(client.clone());
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .read_timeout(timeouts.read)
+            .redirect(same_origin_redirects())
+            .user_agent(concat!("starweaver/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("cannot build the HTTP client: {e}")))?;
+        *built = Some((key, client.clone()));
+        Ok(client)
     }
-    let client = reqwest::Client::builder()
-        .connect_timeout(timeouts.connect)
-        .read_timeout(timeouts.read)
-        .redirect(same_origin_redirects())
-        .user_agent(concat!("starweaver/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("cannot build the HTTP client: {e}")))?;
-    clients.insert((timeouts.connect, timeouts.read), client.clone());
-    Ok(client)
 }
 
 /// Redirects are followed within the origin the request was sent to, and never to another

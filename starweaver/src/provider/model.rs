@@ -25,6 +25,7 @@ pub struct ProviderModel<P> {
     protocol: P,
     name: String,
     settings: Settings,
+    client: http::Client,
 }
 
 impl<P: Protocol> fmt::Debug for ProviderModel<P> {
@@ -42,7 +43,12 @@ impl<P: Protocol> fmt::Debug for ProviderModel<P> {
 impl<P: Protocol> ProviderModel<P> {
     /// The model `name` (`gpt-4.1-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`, ...).
     pub fn new(name: impl Into<String>) -> Self {
-        Self { protocol: P::default(), name: name.into(), settings: Settings::default() }
+        Self {
+            protocol: P::default(),
+            name: name.into(),
+            settings: Settings::default(),
+            client: http::Client::default(),
+        }
     }
 
     /// All settings at once, in place of any set before.
@@ -265,7 +271,7 @@ impl<P: Protocol> ProviderModel<P> {
         }
         let url = self.protocol.url(base_url.trim_end_matches('/'), &self.name, stream);
         let timeouts = self.settings.timeouts();
-        let client = http::client(timeouts)?;
+        let client = self.client.get(timeouts)?;
         let mut url = reqwest::Url::parse(&url)
             .map_err(|e| ModelError::of(ModelErrorKind::Connection, format!("invalid base URL `{base_url}`: {e}")))?;
         let query = self.settings.query_pairs();
