@@ -431,7 +431,7 @@ pub struct PyUsage(starweaver::Usage);
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyUsage {
-    /// Model requests that reported usage.
+    /// Model requests counted: every answer, whether or not it reported tokens.
     #[getter]
     fn requests(&self) -> u64 {
         self.0.requests

@@ -133,6 +133,9 @@ def test_a_workflow_run_gives_the_same_history_as_the_in_process_run(
             local = await in_process(prompt)
             assert (remote["status"], remote["output"]) == (local.status, local.output)
             assert remote["messages"] == local.messages
+            assert remote["finish_reason"] == local.finish_reason
+            usage = ("requests", "input_tokens", "output_tokens", "cached_tokens")
+            assert remote["usage"] == {name: getattr(local.usage, name) for name in usage}
             # The histories replay deterministically.
             await Replayer(workflows=[durable.workflow]).replay_workflow(await handle.fetch_history())
 

@@ -104,7 +104,8 @@ class TemporalAgent:
         **options: Any,
     ) -> WorkflowHandle[Any, dict[str, Any]]:
         """Starts a run of ``prompt`` as workflow ``id``; ``await handle.result()`` gives its
-        result dict (``status``, ``output``, ``error``, ``messages``, ``usage``)."""
+        result dict (``status``, ``output``, ``error``, ``messages``, ``finish_reason``,
+        ``usage``)."""
         return await client.start_workflow(
             self.name, {"prompt": prompt}, id=id, task_queue=task_queue, result_type=dict, **options
         )
@@ -148,7 +149,13 @@ def _result(result: RunResult) -> dict[str, Any]:
         "output": result.output,
         "error": result.error,
         "messages": result.messages,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests},
+        "finish_reason": result.finish_reason,
+        "usage": {
+            "requests": usage.requests,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cached_tokens": usage.cached_tokens,
+        },
     }
 
 
