@@ -1014,7 +1014,7 @@ class Usage:
     @property
     def requests(self) -> builtins.int:
         r"""
-        Model requests that reported usage.
+        Model requests counted: every answer, whether or not it reported tokens.
         """
     @property
     def input_tokens(self) -> builtins.int:
