@@ -74,35 +74,40 @@ ROWS = [
     ("P7", "import", "ms", "≤ 10 ms over `python -c pass`", lambda o, t: o["value"] <= 10),
     ("P8", "p8", "MiB peak", "≤ 0.3× pydantic-ai", lambda o, t: o["value"] <= 0.3 * t["value"]),
     ("P9", "p9", "µs CPU/chunk", "≥ 10× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 10),
-    ("P10", "mcp", "", "≥ 5× (latency and throughput)", None),
+    ("P10", "mcp", "", "server ≥ 10×, client and pair ≥ 5×", None),
     ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
 ]
 
-# P10's four comparisons: the key p10.py reports, its unit, and whether lower is better.
+# P10's six comparisons: the key p10.py reports, what it counts, whether lower is better,
+# and the ratio PERF.md asks for. The server and client rows are one process's CPU time, so
+# the peer's own work on the other side of the pipe is in neither figure; the pair rows
+# time both sides together.
 P10_ROWS = [
-    ("server_latency_ms", "ms/call, server", True),
-    ("server_throughput", "calls/s, server, 100 in flight", False),
-    ("client_latency_ms", "ms/call, client", True),
-    ("client_throughput", "calls/s, client, 100 in flight", False),
+    ("server_cpu_us", "server µs CPU/call, sequential", True, 10),
+    ("server_cpu_us_parallel", "server µs CPU/call, 100 in flight", True, 10),
+    ("client_cpu_us", "client µs CPU/call, sequential", True, 5),
+    ("client_cpu_us_parallel", "client µs CPU/call, 100 in flight", True, 5),
+    ("pair_latency_ms", "pair ms/call, sequential", True, 5),
+    ("pair_throughput", "pair calls/s, 100 in flight", False, 5),
 ]
 
 
 def p10(runs: int) -> int:
     """Runs p10.py (both sides in one process tree, the official SDK as the peer) and prints
-    its four rows; returns how many missed the 5× target."""
+    its six rows, each against its own target; returns how many it missed."""
     samples = []
     for _ in range(runs):
         out = subprocess.run([OURS, str(HERE / "p10.py")], capture_output=True, text=True, check=True, cwd=HERE)
         samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
     missed = 0
-    for key, unit, lower in P10_ROWS:
+    for key, unit, lower, target in P10_ROWS:
         ours = statistics.median(s[key][0] for s in samples)
         theirs = statistics.median(s[key][1] for s in samples)
         ratio = theirs / ours if lower else ours / theirs
-        ok = ratio >= 5
+        ok = ratio >= target
         missed += not ok
         print(
-            f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {'≥ 5× (' + unit + ')':<36} {'met' if ok else 'MISSED'}"
+            f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {f'≥ {target}× ({unit})':<36} {'met' if ok else 'MISSED'}"
         )
     return missed
 
@@ -189,7 +194,7 @@ def main() -> int:
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
     print(
-        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK, P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians"
+        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK (server and client rows: µs of that one process's CPU per call; pair rows: ms per call and calls/s), P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians"
     )
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0
