@@ -133,6 +133,10 @@ impl rmcp::ServerHandler for Growing {
                 tokio::time::sleep(Duration::from_secs(30)).await;
                 "rested".to_owned()
             }
+            "whoami" => {
+                let client = context.peer.peer_info().ok_or_else(|| ErrorData::internal_error("no client", None))?;
+                format!("{} {} {}", client.client_info.name, client.client_info.version, client.protocol_version)
+            }
             other => format!("{other} ran"),
         };
         Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
@@ -363,4 +367,11 @@ async fn http_refuses_foreign_origins_hosts_and_targets_and_answers_unreadable_b
         raw_http(&address, &post("/mcp", &own, r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}"#)).await;
     assert_eq!(status, 400);
     assert!(body.contains(r#""id":18446744073709551616"#) && body.contains("-32600"), "{body}");
+}
+
+#[tokio::test]
+async fn the_client_names_itself_and_offers_the_newest_revision_with_a_handshake() {
+    let (url, _server) = serve_rmcp(Growing::default());
+    let answer = McpServer::http("growing", url).call_tool("whoami", json!({})).await.unwrap();
+    assert_eq!(answer, json!(format!("starweaver {} 2025-11-25", env!("CARGO_PKG_VERSION"))));
 }

@@ -61,9 +61,22 @@ struct Inner {
     fault: Fault,
 }
 
+/// A session with a server, as rmcp runs it.
+type Session = RunningService<RoleClient, rmcp::model::ClientInfo>;
+
+/// What the client says of itself in `initialize`: its own name and version, and the
+/// newest protocol revision that has that handshake (rmcp's default names rmcp, and a
+/// revision that has none).
+fn client_info() -> rmcp::model::ClientInfo {
+    let implementation = rmcp::model::Implementation::new("starweaver", env!("CARGO_PKG_VERSION"));
+    let mut info = rmcp::model::ClientInfo::new(rmcp::model::ClientCapabilities::default(), implementation);
+    info.protocol_version = rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE;
+    info
+}
+
 /// A started server: the rmcp session, and for stdio the child process, kept to stop it.
 struct Connection {
-    service: RunningService<RoleClient, ()>,
+    service: Session,
     child: Option<tokio::process::Child>,
     /// Tells connections apart, so a failed one is discarded only if still current.
     generation: u64,
@@ -234,7 +247,7 @@ impl Inner {
     }
 
     /// Starts the server and completes the handshake within the request timeout.
-    async fn start(&self) -> Result<(RunningService<RoleClient, ()>, Option<tokio::process::Child>), String> {
+    async fn start(&self) -> Result<(Session, Option<tokio::process::Child>), String> {
         match &self.launch {
             Launch::Stdio { command, args, env, cwd } => {
                 let mut process = tokio::process::Command::new(command);
@@ -258,7 +271,7 @@ impl Inner {
                 self.keep_tail(stderr);
                 let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
                 // On failure the child is dropped here, which kills it.
-                Ok((self.handshake(().serve(transport)).await?, Some(child)))
+                Ok((self.handshake(client_info().serve(transport)).await?, Some(child)))
             }
             Launch::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -272,7 +285,10 @@ impl Inner {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
-                Ok((self.handshake(().serve(StreamableHttpClientTransport::from_config(config))).await?, None))
+                Ok((
+                    self.handshake(client_info().serve(StreamableHttpClientTransport::from_config(config))).await?,
+                    None,
+                ))
             }
         }
     }
@@ -280,8 +296,8 @@ impl Inner {
     /// The MCP handshake, within the request timeout.
     async fn handshake(
         &self,
-        handshake: impl Future<Output = Result<RunningService<RoleClient, ()>, rmcp::service::ClientInitializeError>>,
-    ) -> Result<RunningService<RoleClient, ()>, String> {
+        handshake: impl Future<Output = Result<Session, rmcp::service::ClientInitializeError>>,
+    ) -> Result<Session, String> {
         let limit = self.request_timeout();
         match tokio::time::timeout(limit, handshake).await {
             Ok(Ok(service)) => Ok(service),
