@@ -62,14 +62,14 @@ struct Inner {
 }
 
 /// A session with a server, as rmcp runs it.
-type Session = RunningService<RoleClient, rmcp::model::ClientInfo>;
+type Session = RunningService<RoleClient, rmcp::model::ClientConfig>;
 
 /// What the client says of itself in `initialize`: its own name and version, and the
 /// newest protocol revision that has that handshake (rmcp's default names rmcp, and a
 /// revision that has none).
-fn client_info() -> rmcp::model::ClientInfo {
+fn client_info() -> rmcp::model::ClientConfig {
     let implementation = rmcp::model::Implementation::new("starweaver", env!("CARGO_PKG_VERSION"));
-    let mut info = rmcp::model::ClientInfo::new(rmcp::model::ClientCapabilities::default(), implementation);
+    let mut info = rmcp::model::ClientConfig::new(rmcp::model::ClientCapabilities::default(), implementation);
     info.protocol_version = rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE;
     info
 }
