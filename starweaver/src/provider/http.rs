@@ -29,7 +29,10 @@ impl Default for Timeouts {
 /// lives on the tokio runtime that opened it, and one shared pool handed connections whose
 /// runtime had ended (another test's, another event loop's) to requests on the next one.
 #[derive(Clone, Default)]
-pub(crate) struct Client(Arc<Mutex<Option<((Duration, Duration), reqwest::Client)>>>);
+pub(crate) struct Client(Arc<Mutex<Option<Built>>>);
+
+/// A client and the (connect, read) timeouts it was built for.
+type Built = ((Duration, Duration), reqwest::Client);
 
 impl Client {
     /// The client for these timeouts, built anew when the connect or read timeout changed.
