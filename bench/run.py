@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -30,6 +31,8 @@ PEER_REQUIREMENT = "pydantic-ai-slim[openai,temporal]==2.68.0"
 OURS = sys.executable
 
 
+# Set up only when a row compares with pydantic-ai (P10 compares with the mcp SDK).
+@functools.cache
 def peer_python() -> str:
     python = PEER_VENV / "bin" / "python"
     if not python.exists():
@@ -158,7 +161,6 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="fresh-process runs per scenario and framework")
     parser.add_argument("--only", nargs="*", metavar="ID", help="run only these rows (e.g. P1 P5)")
     args = parser.parse_args()
-    theirs_python = peer_python()
     print(f"{'id':<4} {'scenario':<8} {'starweaver':>12} {'pydantic-ai':>12} {'ratio':>8}  {'target':<36} result")
     missed = 0
     for row_id, scenario, _unit, target, check in ROWS:
@@ -177,13 +179,13 @@ def main() -> int:
             if scenario == "temporal":
                 with temporal_dev_server() as address:
                     ours_samples.append(measure(OURS, "p11_starweaver.py", address))
-                    theirs_samples.append(measure(theirs_python, "p11_pydantic_ai.py", address))
+                    theirs_samples.append(measure(peer_python(), "p11_pydantic_ai.py", address))
             elif scenario == "import":
                 ours_samples.append(import_ms(OURS, "starweaver"))
-                theirs_samples.append(import_ms(theirs_python, "pydantic_ai"))
+                theirs_samples.append(import_ms(peer_python(), "pydantic_ai"))
             else:
                 ours_samples.append(measure(OURS, "scenarios_starweaver.py", scenario))
-                theirs_samples.append(measure(theirs_python, "scenarios_pydantic_ai.py", scenario))
+                theirs_samples.append(measure(peer_python(), "scenarios_pydantic_ai.py", scenario))
         ours, theirs = median(ours_samples), median(theirs_samples)
         ratio = theirs["value"] / ours["value"]
         ok = check(ours, theirs)
