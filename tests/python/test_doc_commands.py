@@ -219,6 +219,7 @@ RUNS: dict[str, Callable[[str], None]] = {
     "make stubs": make_dry_run,  # lint-python, in `make test`, starts with it
     "make bench": make_dry_run,
     "make real-model": make_dry_run,
+    "make conformance": make_dry_run,  # CI runs it after `make test` (.ci/run); it needs npm and Node 22
     "FUZZ_MINUTES=1 make fuzz": make_dry_run,
     "pip install ./starweaver-py": pip_dry_run,
     "pip install './starweaver-py[otel]' './starweaver-py[temporal]'": pip_dry_run,
