@@ -428,7 +428,12 @@ fn result_of(outcome: CallOutcome) -> CallToolResult {
 /// string. A recursive schema, which no inlining can finish, keeps its `$defs`.
 fn describe(definition: &crate::tool::ToolDefinition) -> McpTool {
     let inlined = crate::schema::inline_defs(&definition.parameters, crate::schema::DEFAULT_INLINE_LIMIT);
-    let schema = inlined.as_ref().unwrap_or(&definition.parameters).as_object().cloned().unwrap_or_default();
+    let mut schema = inlined.as_ref().unwrap_or(&definition.parameters).as_object().cloned().unwrap_or_default();
+    // The definitions stay too: JSON Schema 2020-12 is MCP's dialect (SEP-1613), so a client
+    // may look for them, while one that cannot follow `$ref` reads the inlined properties.
+    if let Some(defs) = definition.parameters.get("$defs") {
+        schema.entry("$defs").or_insert_with(|| defs.clone());
+    }
     let mut tool =
         McpTool::new_with_raw(definition.name.clone(), definition.description.clone().map(Into::into), schema);
     let hint = |key: &str| definition.metadata.get(key).and_then(Value::as_bool);
@@ -459,16 +464,17 @@ mod tests {
     }
 
     #[test]
-    fn schemas_are_served_inlined_and_a_recursive_one_keeps_its_defs() {
+    fn schemas_are_served_inlined_with_their_defs_kept_and_a_recursive_one_as_it_is() {
         let with_defs = |defs: Value| {
             let parameters =
                 serde_json::json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}, "$defs": defs});
             crate::tool::ToolDefinition::new("t", parameters)
         };
-        let flat = describe(&with_defs(serde_json::json!({"P": {"type": "string"}})));
+        let defs = serde_json::json!({"P": {"type": "string"}});
+        let flat = describe(&with_defs(defs.clone()));
         assert_eq!(
             Value::Object((*flat.input_schema).clone()),
-            serde_json::json!({"type": "object", "properties": {"p": {"type": "string"}}})
+            serde_json::json!({"type": "object", "properties": {"p": {"type": "string"}}, "$defs": defs})
         );
         let recursive = serde_json::json!({"P": {"type": "object", "properties": {"next": {"$ref": "#/$defs/P"}}}});
         let kept = describe(&with_defs(recursive.clone()));
