@@ -2,13 +2,16 @@
 
 mod machine;
 mod run;
+mod state;
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use machine::{End, Machine, Next, SessionState, Slot, Suspended, resolve_decisions};
+pub(crate) use machine::{End, Machine, Next, resolve_decisions};
 pub(crate) use run::{Claim, Start, drive};
+pub(crate) use state::SessionState;
 
 use crate::error::{Error, Result};
 use crate::event::EventKind;
@@ -225,6 +228,16 @@ impl Agent {
         };
         session.link(id, revision);
         Ok(session)
+    }
+
+    /// A session from [`Session::export_state`]. A waiting session resumes as it would
+    /// have where it was exported; this agent must have the tools it was using.
+    ///
+    /// # Errors
+    /// `InvalidJson` naming what does not fit: the format, the version, the history, or
+    /// a waiting run whose calls do not match the history's last response.
+    pub fn restore_session(&self, state: &Value) -> Result<Session> {
+        Ok(Session::with_state(self.clone(), SessionState::restore(state)?))
     }
 
     /// Where [`open_session`](Self::open_session) keeps sessions.

@@ -10,7 +10,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::machine::{End, Machine, Next, ReadyCall, SessionState, Slot, Suspended, resolve_decisions};
+use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
+use super::state::{SessionState, Slot, Suspended};
 use super::{AgentInner, RunOptions, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
