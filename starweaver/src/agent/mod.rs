@@ -1,15 +1,16 @@
 //! `Agent`: a model, tools, instructions and an approval policy, built once and run many times.
 
 mod machine;
+mod options;
 mod run;
 mod state;
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 pub(crate) use machine::{End, Machine, Next, resolve_decisions};
+pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
 pub(crate) use state::SessionState;
 
@@ -72,31 +73,6 @@ pub(crate) struct AgentInner {
     pub max_concurrency: Option<usize>,
     pub dependencies: Dependencies,
     pub store: Arc<dyn SessionStore>,
-}
-
-/// Per-run options.
-#[derive(Clone, Default)]
-pub struct RunOptions {
-    /// Cancel this token to cancel the run: running tools are cancelled and the run ends
-    /// with status `cancelled`.
-    pub cancellation: Option<CancellationToken>,
-    /// Dependencies for this run instead of the agent's.
-    pub dependencies: Option<Dependencies>,
-    /// Tools for this run only, beside the agent's (which stays unchanged).
-    pub tools: Vec<Arc<dyn Tool>>,
-    /// Toolsets for this run only, beside the agent's.
-    pub toolsets: Vec<Arc<dyn Toolset>>,
-}
-
-impl std::fmt::Debug for RunOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunOptions")
-            .field("cancellation", &self.cancellation)
-            .field("dependencies", &self.dependencies)
-            .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
-            .field("toolsets", &self.toolsets.iter().map(|t| t.name()).collect::<Vec<_>>())
-            .finish()
-    }
 }
 
 /// A run's own tools: those known now, and toolsets to list at each step.

@@ -11,8 +11,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
+use super::options::RunOptions;
 use super::state::{SessionState, Slot, Suspended};
-use super::{AgentInner, RunOptions, RunTools};
+use super::{AgentInner, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
