@@ -1,8 +1,10 @@
 //! `Session`: a conversation that keeps its history across runs and can wait for humans.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
-use crate::agent::{Agent, Claim, RunOptions, SessionState, Start, drive};
+use crate::agent::{AgentInner, Claim, RunOptions, SessionState, Start, drive};
 use crate::error::Result;
 use crate::hitl::{Hitl, HitlDecisions};
 use crate::message::History;
@@ -44,7 +46,8 @@ type Live = tokio::sync::mpsc::UnboundedSender<crate::event::Event>;
 /// # });
 /// ```
 pub struct Session {
-    pub(crate) agent: Agent,
+    /// The agent it runs on.
+    agent: Arc<AgentInner>,
     pub(crate) state: SessionState,
     stored: Option<StoreLink>,
 }
@@ -56,12 +59,12 @@ struct StoreLink {
 }
 
 impl Session {
-    pub(crate) fn new(agent: Agent) -> Self {
+    pub(crate) fn new(agent: Arc<AgentInner>) -> Self {
         Self::with_state(agent, SessionState::default())
     }
 
     /// A session that goes on from `state` (restored from its JSON).
-    pub(crate) fn with_state(agent: Agent, state: SessionState) -> Self {
+    pub(crate) fn with_state(agent: Arc<AgentInner>, state: SessionState) -> Self {
         Self { agent, state, stored: None }
     }
 
@@ -69,7 +72,8 @@ impl Session {
         self.stored = Some(StoreLink { id, revision });
     }
 
-    /// The id this session is stored under, when opened with [`Agent::open_session`].
+    /// The id this session is stored under, when opened with
+    /// [`Agent::open_session`](crate::Agent::open_session).
     pub fn id(&self) -> Option<&str> {
         self.stored.as_ref().map(|s| s.id.as_str())
     }
@@ -154,7 +158,7 @@ impl Session {
     /// The session as canonical JSON: the history (host-only fields included), the
     /// decisions already applied, and a waiting run's state (its pending approvals and
     /// deferred calls, the results of its other calls, its retry counts). Restore it with
-    /// [`Agent::restore_session`], in this process or another.
+    /// [`Agent::restore_session`](crate::Agent::restore_session), in this process or another.
     pub fn export_state(&self) -> Value {
         self.state.export()
     }
@@ -169,7 +173,7 @@ impl Session {
     /// processes (or handles) resuming one waiting session, the loser is refused before
     /// any approved tool runs.
     async fn advance(&mut self, start: Start, options: RunOptions, live: Option<Live>) -> Result<RunResult> {
-        let store = &self.agent.inner.store;
+        let store = &self.agent.store;
         let mut save = self.stored.as_mut().map(|link| {
             move |state: &SessionState| -> Result<()> {
                 link.revision = store.save(&link.id, &state.export(), link.revision)?;
@@ -180,7 +184,7 @@ impl Session {
             (Start::Resume(_), Some(save)) => Some(save as Claim<'_>),
             _ => None,
         };
-        let result = drive(&self.agent.inner, &mut self.state, start, options, live, claim).await?;
+        let result = drive(&self.agent, &mut self.state, start, options, live, claim).await?;
         if let Some(save) = save.as_mut() {
             save(&self.state)?;
         }

@@ -10,10 +10,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::inner::{AgentInner, RunTools};
 use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
 use super::options::RunOptions;
 use super::state::{SessionState, Slot, Suspended};
-use super::{AgentInner, RunTools};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
