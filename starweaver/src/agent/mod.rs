@@ -5,22 +5,27 @@ mod machine;
 mod options;
 mod run;
 mod state;
+mod task;
 
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 pub(crate) use inner::{AgentInner, split};
 pub(crate) use machine::{End, Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
 pub(crate) use state::SessionState;
+pub use task::{CallResult, CallTask, ModelTask};
 
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
-use crate::model::Model;
+use crate::message::History;
+use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
 use crate::result::RunResult;
+use crate::scheduler::{CallRequest, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemoryStore, SessionStore};
 use crate::stream::RunStream;
@@ -168,6 +173,36 @@ impl Agent {
     /// The tool definitions models are sent, in registration order.
     pub fn definitions(&self) -> &[ToolDefinition] {
         self.inner.registry.definitions()
+    }
+
+    /// Makes the model request a [`DurableRun`](crate::durable::DurableRun) asked for, with this agent's model and
+    /// tools.
+    ///
+    /// # Errors
+    /// The model's error, or an `invalid_response` one if the task's messages do not parse.
+    pub async fn request_model(&self, task: &ModelTask) -> std::result::Result<ModelResponse, ModelError> {
+        let history = History::from_json(&task.messages)
+            .map_err(|e| ModelError::of(ModelErrorKind::InvalidResponse, format!("the task's messages: {e}")))?;
+        let request = ModelRequest {
+            messages: history.messages(),
+            tools: self.inner.registry.definitions(),
+            run_id: &task.run_id,
+            step: task.step,
+            deltas: None,
+        };
+        self.inner.model.request(request).await
+    }
+
+    /// Runs a call a [`DurableRun`](crate::durable::DurableRun) asked for through the scheduler's call path (argument
+    /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
+    /// stops it as a run's cancellation would.
+    pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
+        let approval = task.approval.clone().map(Arc::new);
+        let request = CallRequest { part: &task.call, approval, retry: task.retry };
+        let inner = &self.inner;
+        let (outcome, events) =
+            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, &request).await;
+        CallResult { outcome, events }
     }
 }
 
