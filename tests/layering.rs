@@ -600,7 +600,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ("starweaver", &["tool", "tool::builder", "tool::options"]),
     ("starweaver-py", &["agent", "durable", "stream"]),
     ("starweaver-py", &["bridge::ahead", "tool"]),
-    ("starweaver-py", &["convert", "errors"]),
 ];
 
 #[test]
