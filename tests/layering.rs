@@ -598,7 +598,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ("starweaver", &["schema", "schema::inline", "schema::strict"]),
     ("starweaver", &["store", "store::memory", "store::sqlite"]),
     ("starweaver", &["tool", "tool::builder", "tool::options"]),
-    ("starweaver-py", &["agent", "durable", "stream"]),
     ("starweaver-py", &["bridge::ahead", "tool"]),
 ];
 
