@@ -593,7 +593,6 @@ fn workspace() -> PathBuf {
 /// it off), or one that has grown (a module joined it).
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ("starweaver", &["hitl", "hitl::resolve"]),
-    ("starweaver", &["store", "store::memory", "store::sqlite"]),
     ("starweaver", &["tool", "tool::builder", "tool::options"]),
     ("starweaver-py", &["bridge::ahead", "tool"]),
 ];
