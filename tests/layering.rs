@@ -231,7 +231,8 @@ fn scan(module: &[String], tokens: &[Token]) -> FileFacts {
                 }
                 i += 2;
             }
-            Token::Ident(word) if word == "use" => {
+            // An import (not `impl Trait + use<'a>`, which captures lifetimes).
+            Token::Ident(word) if word == "use" && tokens.get(i + 1) != Some(&Token::Punct('<')) => {
                 let mut leaves = Vec::new();
                 let mut end = use_tree(tokens, i + 1, &mut Vec::new(), &mut leaves);
                 while end < tokens.len() && tokens[end] != Token::Punct(';') {
@@ -674,7 +675,10 @@ fn a_child_naming_its_parents_own_item_is_a_cycle() {
 fn paths_in_code_and_macros_count_and_comments_and_strings_do_not() {
     let graph = graph_of(&[
         ("", "mod a; mod b; mod c; mod d;"),
-        ("a", r#"fn f() { format!("{}", crate::b::g()); let s = "crate::c::h"; } // crate::d::x"#),
+        (
+            "a",
+            r#"fn f() -> impl Sized + use<> { format!("{}", crate::b::g()); let s = "crate::c::h"; } // crate::d::x"#,
+        ),
         ("b", "/// [`crate::c::Y`]\npub fn g() {} pub(in crate::d) fn k() {}"),
         ("c", r##"const X: &str = r#"crate::a::f"#; fn f<'a>(x: &'a str) -> char { 'x' }"##),
         ("d", "use crate::{a, b::{self, g as gee}, c::*};"),
