@@ -6,10 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::{
-    Agent, ApprovalRule, CancellationToken, Dependencies, Event, History, HitlDecisions, Model, RunOptions, RunResult,
-    Session,
-};
+use starweaver::{Agent, ApprovalRule, CancellationToken, Dependencies, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::LoopFuture;
 use crate::convert;
@@ -17,11 +14,11 @@ use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::provider::PyProviderModel;
+use crate::result::result_to_py;
 use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
 use crate::toolset::PyToolset;
-use crate::trace::PyTrace;
 
 /// An agent: a model, tools, instructions and an approval policy.
 #[gen_stub_pyclass]
@@ -46,14 +43,14 @@ impl PyAgent {
     /// ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
     fn request_model(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
-        crate::durable::request_model(py, &self.agent, task)
+        crate::task::request_model(py, &self.agent, task)
     }
 
     /// Runs one of a durable run's call tasks through the scheduler's call path; the
     /// result goes to `NativeDurableRun.call_finished`.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
     fn run_call(&self, py: Python<'_>, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
-        crate::durable::run_call(py, &self.agent, run_id, task)
+        crate::task::run_call(py, &self.agent, run_id, task)
     }
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
@@ -305,161 +302,4 @@ impl PySession {
 /// The session is in the middle of a run (only one runs at a time; calls are not queued).
 fn busy(py: Python<'_>) -> PyErr {
     errors::raise(errors::session_state_error(py), "this session is running; await its current run first")
-}
-
-pub(crate) fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
-    Python::attach(|py| {
-        let result = result.into_py_result(py)?;
-        Ok(Py::new(py, PyRunResult::new(py, result)?)?.into_any())
-    })
-}
-
-/// How a run ended, with its history and events.
-#[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "RunResult", frozen)]
-pub struct PyRunResult {
-    /// The run's id.
-    #[pyo3(get)]
-    run_id: String,
-    status: &'static str,
-    finish_reason: Option<&'static str>,
-    /// The final answer, when completed.
-    #[pyo3(get)]
-    output: Option<String>,
-    /// Why the run failed, when failed.
-    #[pyo3(get)]
-    error: Option<String>,
-    exception: Option<Py<PyAny>>,
-    /// Tokens this run's model requests used.
-    #[pyo3(get)]
-    usage: Py<PyUsage>,
-    /// What a waiting run needs.
-    #[pyo3(get)]
-    hitl: Py<PyHitl>,
-    history: History,
-    events: Vec<Event>,
-    /// The run's spans with durations.
-    #[pyo3(get)]
-    trace: Py<PyTrace>,
-}
-
-impl PyRunResult {
-    pub(crate) fn new(py: Python<'_>, result: RunResult) -> PyResult<Self> {
-        Ok(Self {
-            run_id: result.run_id,
-            status: result.status.as_str(),
-            finish_reason: result.finish_reason.map(starweaver::FinishReason::as_str),
-            output: result.output,
-            exception: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
-            error: result.error.map(|e| e.to_string()),
-            usage: Py::new(py, PyUsage(result.usage))?,
-            hitl: Py::new(py, PyHitl::from(result.hitl))?,
-            history: result.messages,
-            events: result.events,
-            trace: Py::new(py, PyTrace(result.trace))?,
-        })
-    }
-}
-
-#[gen_stub_pymethods]
-#[pymethods]
-impl PyRunResult {
-    /// How it ended: `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
-    #[getter]
-    #[gen_stub(override_return_type(
-        type_repr = "typing.Literal['completed', 'waiting', 'failed', 'cancelled']",
-        imports = ("typing",)
-    ))]
-    fn status(&self) -> &'static str {
-        self.status
-    }
-
-    /// Why the run's last answer ended, when the model said: `"length"` means it reached
-    /// the token limit and may be cut off, though the run completed.
-    #[getter]
-    #[gen_stub(override_return_type(
-        type_repr = "typing.Literal['stop', 'tool_calls', 'length'] | None",
-        imports = ("typing",)
-    ))]
-    fn finish_reason(&self) -> Option<&'static str> {
-        self.finish_reason
-    }
-
-    /// The session's full history as canonical message dicts, host-only fields included.
-    #[getter]
-    #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]
-    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        convert::to_py(py, &self.history.to_json())
-    }
-
-    /// This run's events, in order, as dicts with `seq`, `run_id` and `type`.
-    #[getter]
-    #[gen_stub(override_return_type(type_repr = "list[types.Event]", imports = ("starweaver.types",)))]
-    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        convert::serialize_to_py(py, &self.events)
-    }
-
-    /// The failure as the exception named for it (not raised), when failed: a
-    /// `ModelError` subclass for a model failure, else `RunFailedError`.
-    #[getter]
-    #[gen_stub(override_return_type(type_repr = "exceptions.RunFailedError | None", imports = ("starweaver.exceptions",)))]
-    fn exception(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.exception.as_ref().map(|e| e.clone_ref(py))
-    }
-
-    /// Raises `exception` when the run failed (a `ModelError` subclass for a model
-    /// failure, else `RunFailedError`); does nothing otherwise.
-    fn raise_for_status(&self, py: Python<'_>) -> PyResult<()> {
-        match &self.exception {
-            Some(exception) => Err(PyErr::from_value(exception.bind(py).clone())),
-            None => Ok(()),
-        }
-    }
-
-    fn __repr__(&self) -> String {
-        format!("RunResult(status={:?}, output={:?})", self.status, self.output)
-    }
-}
-
-/// Tokens model requests used: per request in `model_response` events, per run in
-/// `RunResult.usage`.
-#[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "Usage", frozen, eq)]
-#[derive(PartialEq)]
-pub struct PyUsage(starweaver::Usage);
-
-#[gen_stub_pymethods]
-#[pymethods]
-impl PyUsage {
-    /// Model requests counted: every answer, whether or not it reported tokens.
-    #[getter]
-    fn requests(&self) -> u64 {
-        self.0.requests
-    }
-
-    /// Tokens sent (cached ones included).
-    #[getter]
-    fn input_tokens(&self) -> u64 {
-        self.0.input_tokens
-    }
-
-    /// Tokens generated.
-    #[getter]
-    fn output_tokens(&self) -> u64 {
-        self.0.output_tokens
-    }
-
-    /// Input tokens served from the provider's cache.
-    #[getter]
-    fn cached_tokens(&self) -> u64 {
-        self.0.cached_tokens
-    }
-
-    fn __repr__(&self) -> String {
-        let u = &self.0;
-        format!(
-            "Usage(requests={}, input_tokens={}, output_tokens={}, cached_tokens={})",
-            u.requests, u.input_tokens, u.output_tokens, u.cached_tokens
-        )
-    }
 }

@@ -15,8 +15,6 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 use starweaver::json::MAX_DEPTH;
 
-use crate::errors;
-
 /// Why a Python value has no JSON form, and where in it (a `$`-rooted path).
 #[derive(Debug)]
 pub(crate) struct ConvertError {
@@ -42,11 +40,6 @@ impl ConvertError {
         self.path.push(segment);
         self
     }
-
-    /// The error as `class`, prefixed with what was being converted.
-    pub(crate) fn into_py(self, class: PyResult<&Bound<'_, pyo3::types::PyType>>, what: &str) -> PyErr {
-        errors::raise(class, format!("{what}: {self}"))
-    }
 }
 
 impl fmt::Display for ConvertError {
@@ -68,13 +61,6 @@ impl fmt::Display for ConvertError {
             }
         }
         write!(f, "`: {}", self.message)
-    }
-}
-
-/// A value without a JSON form is a `FormatError` unless the caller names a better class.
-impl From<ConvertError> for PyErr {
-    fn from(error: ConvertError) -> Self {
-        Python::attach(|py| error.into_py(errors::format_error(py), "value is not JSON"))
     }
 }
 

@@ -3,21 +3,19 @@
 
 use std::sync::Mutex;
 
-use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
-use starweaver::durable::{CallResult, CallTask, DurableRun, ModelTask, Step};
-use starweaver::{Agent, ModelError, ModelErrorKind};
-use tokio_util::sync::CancellationToken;
+use serde_json::Value;
+use starweaver::durable::{CallResult, DurableRun, Step};
+use starweaver::{ModelError, ModelErrorKind};
 
-use crate::agent::{PyAgent, PyRunResult};
-use crate::bridge::LoopFuture;
+use crate::agent::PyAgent;
 use crate::convert;
-use crate::errors::{self, IntoPyResult};
+use crate::errors::IntoPyResult;
 use crate::hitl::{self, PyHitl};
+use crate::result::PyRunResult;
+use crate::task::{format_error, from_py};
 
 /// A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
 /// says what to do (`request_model`, `start_calls`, `await_calls`, or `done`), and the
@@ -25,12 +23,6 @@ use crate::hitl::{self, PyHitl};
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeDurableRun", frozen)]
 pub struct PyDurableRun(Mutex<DurableRun>);
-
-/// A value sent over as JSON into a core type; a `FormatError` naming `what` otherwise.
-fn from_py<T: DeserializeOwned>(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
-    let json = convert::to_json(value).map_err(|e| e.within(what))?;
-    serde_json::from_value(json).map_err(|e| format_error(py, what, &e))
-}
 
 fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
     convert::serialize_to_py(py, value)
@@ -158,35 +150,4 @@ impl PyDurableRun {
     fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.run().export_state().map(|state| convert::to_py(py, &state)).transpose()
     }
-}
-
-fn format_error(py: Python<'_>, what: &str, error: &dyn std::fmt::Display) -> PyErr {
-    errors::raise(errors::format_error(py), format!("{what}: {error}"))
-}
-
-/// The I/O a durable run asks for, with this agent's model and tools.
-pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
-    let task: ModelTask = from_py(py, task, "model task")?;
-    let agent = agent.clone();
-    let request = async move {
-        let answer = match agent.request_model(&task).await {
-            Ok(response) => json!({"response": response}),
-            Err(error) => json!({"error": error}),
-        };
-        Python::attach(|py| Ok(convert::to_py(py, &answer)?.unbind()))
-    };
-    Ok(LoopFuture::new(request.boxed(), None))
-}
-
-/// Runs one call task; cancelling the awaiting task cancels the call as a run would.
-pub(crate) fn run_call(py: Python<'_>, agent: &Agent, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
-    let task: CallTask = from_py(py, task, "call task")?;
-    let agent = agent.clone();
-    let cancellation = CancellationToken::new();
-    let token = cancellation.clone();
-    let call = async move {
-        let result = agent.run_call(&run_id, &task, token).await;
-        Python::attach(|py| Ok(to_py(py, &result)?.unbind()))
-    };
-    Ok(LoopFuture::new(call.boxed(), Some(cancellation)))
 }

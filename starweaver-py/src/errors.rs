@@ -9,7 +9,7 @@ use pyo3::types::PyType;
 use serde_json::{Value, json};
 use starweaver::{Error, ErrorCategory, ToolError, ToolErrorKind};
 
-use crate::convert;
+use crate::convert::{self, ConvertError};
 
 /// A class from `starweaver.exceptions`, imported once.
 fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str) -> PyResult<&'py Bound<'py, PyType>> {
@@ -67,6 +67,18 @@ classes! {
 pub(crate) fn raise(class: PyResult<&Bound<'_, PyType>>, message: impl Into<String>) -> PyErr {
     let message = message.into();
     class.map_or_else(|e| e, |class| PyErr::from_type(class.clone(), message))
+}
+
+/// `error` as `class`, prefixed with what was being converted.
+pub(crate) fn convert_error(error: ConvertError, class: PyResult<&Bound<'_, PyType>>, what: &str) -> PyErr {
+    raise(class, format!("{what}: {error}"))
+}
+
+/// A value without a JSON form is a `FormatError` unless the caller names a better class.
+impl From<ConvertError> for PyErr {
+    fn from(error: ConvertError) -> Self {
+        Python::attach(|py| convert_error(error, format_error(py), "value is not JSON"))
+    }
 }
 
 /// A failed run's error as an exception instance named for it (not raised).

@@ -249,5 +249,5 @@ fn decision_json(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResu
 }
 
 fn invalid_decision(py: Python<'_>, error: ConvertError) -> PyErr {
-    error.into_py(errors::decision_error(py), "invalid decision")
+    errors::convert_error(error, errors::decision_error(py), "invalid decision")
 }

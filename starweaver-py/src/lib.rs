@@ -11,8 +11,10 @@ mod hitl;
 mod model;
 mod provider;
 mod render;
+mod result;
 mod store;
 mod stream;
+mod task;
 mod tool;
 mod toolset;
 mod trace;
@@ -23,7 +25,7 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = false)]
 mod _native {
     #[pymodule_export]
-    use crate::agent::{PyAgent, PyRunResult, PySession, PyUsage};
+    use crate::agent::{PyAgent, PySession};
     #[pymodule_export]
     use crate::bridge::LoopFuture;
     #[pymodule_export]
@@ -36,6 +38,8 @@ mod _native {
     use crate::provider::PyProviderModel;
     #[pymodule_export]
     use crate::render::check_rendered;
+    #[pymodule_export]
+    use crate::result::{PyRunResult, PyUsage};
     #[pymodule_export]
     use crate::store::{PyMemorySessionStore, PySessionStore, PySqliteSessionStore};
     #[pymodule_export]

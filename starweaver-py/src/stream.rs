@@ -8,9 +8,9 @@ use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::{CancellationToken, RunStream};
 
-use crate::agent::result_to_py;
 use crate::bridge::{LoopFuture, runtime};
 use crate::convert;
+use crate::result::result_to_py;
 
 /// A run's events, live: iterate with `async for` (each event is a dict with `seq`,
 /// `run_id` and `type`), then `await stream.result()` for the `RunResult`. Iterating drives

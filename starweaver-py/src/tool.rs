@@ -405,7 +405,7 @@ impl starweaver::Tool for PythonTool {
         if chain.len() < 2 {
             return None;
         }
-        self.ahead.start(chain, run_sync, finish)
+        self.ahead.start(chain, run_sync, context_to_py, finish)
     }
 }
 
@@ -428,6 +428,11 @@ impl PythonTool {
             Err(err) => futures::future::ready(Err(err)).boxed(),
         }
     }
+}
+
+/// The context of a call run ahead, as its function is given it.
+fn context_to_py(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, PyToolContext(ctx))?.into_any())
 }
 
 /// A finished Python call as a tool outcome: a `ToolResult` as given, any other value as

@@ -49,18 +49,17 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
+pub use crate::agent::{CallResult, CallTask, ModelTask};
 use crate::agent::{End, Machine, Next, SessionState, resolve_decisions};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
-use crate::hitl::{ApprovalDecision, Hitl, HitlDecisions};
-use crate::message::{History, ToolCallPart};
-use crate::model::{ModelError, ModelRequest, ModelResponse};
+use crate::hitl::{Hitl, HitlDecisions};
+use crate::message::ToolCallPart;
+use crate::model::{ModelError, ModelResponse};
 use crate::result::{RunError, RunResult};
-use crate::scheduler::{CallOutcome, CallRequest, ToolReturn, invoke_alone};
+use crate::scheduler::ToolReturn;
 use crate::tool::ToolError;
 use crate::trace::Tracer;
 use crate::{Agent, Session};
@@ -79,47 +78,6 @@ pub enum Step {
     /// The run ended: completed, failed, cancelled, or waiting for decisions
     /// ([`DurableRun::resume`]).
     Done(RunResult),
-}
-
-/// One model request of a run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModelTask {
-    pub run_id: String,
-    pub step: u32,
-    /// The history so far, as canonical JSON.
-    pub messages: Value,
-}
-
-/// One tool call of a run, with what it runs under.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CallTask {
-    /// Its position among the response's tool calls (report it back with this).
-    pub index: usize,
-    pub call: ToolCallPart,
-    /// The decision that approved it, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<ApprovalDecision>,
-    /// The model retries its tool has spent in the run so far.
-    pub retry: u32,
-    /// The tool's timeout, for the engine's own timeout on the call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// The tool's retry budget, for how often the engine may start the call again after
-    /// its worker was lost.
-    pub max_retries: u32,
-}
-
-/// How a call ended, with the events it emitted; opaque, but it serialises.
-#[derive(Serialize, Deserialize)]
-pub struct CallResult {
-    outcome: CallOutcome,
-    events: Vec<EventKind>,
-}
-
-impl std::fmt::Debug for CallResult {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallResult").field("events", &self.events).finish_non_exhaustive()
-    }
 }
 
 /// A run driven one step at a time; see the [module](self) documentation.
@@ -361,37 +319,5 @@ impl DurableRun {
             finish_reason: None,
         };
         Ok(Self { agent: agent.clone(), run_id, stage: Stage::Ended { state, result: Box::new(result) } })
-    }
-}
-
-impl Agent {
-    /// Makes the model request a [`DurableRun`] asked for, with this agent's model and
-    /// tools.
-    ///
-    /// # Errors
-    /// The model's error, or an `invalid_response` one if the task's messages do not parse.
-    pub async fn request_model(&self, task: &ModelTask) -> std::result::Result<ModelResponse, ModelError> {
-        let history = History::from_json(&task.messages)
-            .map_err(|e| ModelError::of(crate::ModelErrorKind::InvalidResponse, format!("the task's messages: {e}")))?;
-        let request = ModelRequest {
-            messages: history.messages(),
-            tools: self.inner.registry.definitions(),
-            run_id: &task.run_id,
-            step: task.step,
-            deltas: None,
-        };
-        self.inner.model.request(request).await
-    }
-
-    /// Runs a call a [`DurableRun`] asked for through the scheduler's call path (argument
-    /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
-    /// stops it as a run's cancellation would.
-    pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
-        let approval = task.approval.clone().map(Arc::new);
-        let request = CallRequest { part: &task.call, approval, retry: task.retry };
-        let inner = &self.inner;
-        let (outcome, events) =
-            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, &request).await;
-        CallResult { outcome, events }
     }
 }

@@ -1,12 +1,12 @@
 //! What a run returns.
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-pub use crate::error::RunError;
 use crate::event::Event;
 use crate::hitl::Hitl;
 use crate::message::History;
-use crate::model::{FinishReason, Usage};
+use crate::model::{FinishReason, ModelError, Usage};
 use crate::trace::Trace;
 
 /// How a run ended.
@@ -59,4 +59,53 @@ pub struct RunResult {
     /// Why the run's last answer ended, when the model said: `Length` means the answer
     /// reached the token limit and may be cut off, though the run completed.
     pub finish_reason: Option<FinishReason>,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunError {
+    /// The model could not answer.
+    #[error("model request failed: {message}")]
+    Model {
+        /// The model's error, as a sentence.
+        message: String,
+        /// What went wrong, with the provider, status and request id when there were any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<Box<ModelError>>,
+    },
+    /// A tool spent its model-retry budget.
+    #[error("tool `{tool}` exceeded its retry budget of {max_retries}; last error: {message}")]
+    RetriesExhausted {
+        /// The tool.
+        tool: String,
+        /// Its budget.
+        max_retries: u32,
+        /// The last error the model was shown.
+        message: String,
+    },
+    /// The run made more model requests than the agent allows.
+    #[error("the run reached its limit of {max_steps} model requests without a final answer")]
+    StepLimit {
+        /// The limit.
+        max_steps: u32,
+    },
+    /// A step's tools could not be put together: a dynamic toolset failed to list them, or
+    /// gave a name another source has.
+    #[error("{message}")]
+    Tools {
+        /// What went wrong, naming the toolsets.
+        message: String,
+    },
+    /// The model answered with neither text nor tool calls.
+    #[error("the model returned an empty response (no text and no tool calls)")]
+    EmptyResponse,
+}
+
+impl RunError {
+    /// A failed model request.
+    pub fn model(error: ModelError) -> Self {
+        Self::Model { message: error.to_string(), error: Some(Box::new(error)) }
+    }
 }

@@ -1,15 +1,13 @@
 //! `Session`: a conversation that keeps its history across runs and can wait for humans.
 
-use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::agent::{Agent, Claim, RunOptions, SessionState, Slot, Start, Suspended, drive};
-use crate::error::{Error, JsonInput, Result};
-use crate::hitl::{Hitl, HitlDecisions, fresh_id};
-use crate::message::{History, Message};
+use crate::agent::{AgentInner, Claim, RunOptions, SessionState, Start, drive};
+use crate::error::Result;
+use crate::hitl::{Hitl, HitlDecisions};
+use crate::message::History;
 use crate::result::RunResult;
 use crate::stream::RunStream;
 
@@ -48,7 +46,8 @@ type Live = tokio::sync::mpsc::UnboundedSender<crate::event::Event>;
 /// # });
 /// ```
 pub struct Session {
-    pub(crate) agent: Agent,
+    /// The agent it runs on.
+    agent: Arc<AgentInner>,
     pub(crate) state: SessionState,
     stored: Option<StoreLink>,
 }
@@ -60,15 +59,21 @@ struct StoreLink {
 }
 
 impl Session {
-    pub(crate) fn new(agent: Agent) -> Self {
-        Self { agent, state: SessionState::default(), stored: None }
+    pub(crate) fn new(agent: Arc<AgentInner>) -> Self {
+        Self::with_state(agent, SessionState::default())
+    }
+
+    /// A session that goes on from `state` (restored from its JSON).
+    pub(crate) fn with_state(agent: Arc<AgentInner>, state: SessionState) -> Self {
+        Self { agent, state, stored: None }
     }
 
     pub(crate) fn link(&mut self, id: String, revision: u64) {
         self.stored = Some(StoreLink { id, revision });
     }
 
-    /// The id this session is stored under, when opened with [`Agent::open_session`].
+    /// The id this session is stored under, when opened with
+    /// [`Agent::open_session`](crate::Agent::open_session).
     pub fn id(&self) -> Option<&str> {
         self.stored.as_ref().map(|s| s.id.as_str())
     }
@@ -153,7 +158,7 @@ impl Session {
     /// The session as canonical JSON: the history (host-only fields included), the
     /// decisions already applied, and a waiting run's state (its pending approvals and
     /// deferred calls, the results of its other calls, its retry counts). Restore it with
-    /// [`Agent::restore_session`], in this process or another.
+    /// [`Agent::restore_session`](crate::Agent::restore_session), in this process or another.
     pub fn export_state(&self) -> Value {
         self.state.export()
     }
@@ -168,7 +173,7 @@ impl Session {
     /// processes (or handles) resuming one waiting session, the loser is refused before
     /// any approved tool runs.
     async fn advance(&mut self, start: Start, options: RunOptions, live: Option<Live>) -> Result<RunResult> {
-        let store = &self.agent.inner.store;
+        let store = &self.agent.store;
         let mut save = self.stored.as_mut().map(|link| {
             move |state: &SessionState| -> Result<()> {
                 link.revision = store.save(&link.id, &state.export(), link.revision)?;
@@ -179,137 +184,10 @@ impl Session {
             (Start::Resume(_), Some(save)) => Some(save as Claim<'_>),
             _ => None,
         };
-        let result = drive(&self.agent.inner, &mut self.state, start, options, live, claim).await?;
+        let result = drive(&self.agent, &mut self.state, start, options, live, claim).await?;
         if let Some(save) = save.as_mut() {
             save(&self.state)?;
         }
         Ok(result)
     }
-}
-
-impl SessionState {
-    /// The canonical JSON of [`Session::export_state`].
-    pub(crate) fn export(&self) -> Value {
-        let mut decided: Vec<&String> = self.decided.iter().collect();
-        decided.sort();
-        let waiting = self.waiting.as_ref().map(|w| {
-            let retries: BTreeMap<&str, u32> = w.retries.iter().map(|(tool, n)| (&**tool, *n)).collect();
-            json!({
-                "run_id": &*w.run_id,
-                "step": w.step,
-                "retries": retries,
-                "next_seq": w.next_seq,
-                "slots": &w.slots,
-            })
-        });
-        json!({
-            "version": STATE_VERSION,
-            "history": self.history.to_json(),
-            "decided": decided,
-            "waiting": waiting,
-        })
-    }
-}
-
-/// The version of [`Session::export_state`]'s format.
-const STATE_VERSION: u32 = 1;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExportedSession {
-    version: u32,
-    history: Value,
-    decided: Vec<String>,
-    waiting: Option<ExportedWaiting>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExportedWaiting {
-    run_id: String,
-    step: u32,
-    retries: BTreeMap<String, u32>,
-    next_seq: u64,
-    slots: Vec<Slot>,
-}
-
-impl Agent {
-    /// A session from [`Session::export_state`]. A waiting session resumes as it would
-    /// have where it was exported; this agent must have the tools it was using.
-    ///
-    /// # Errors
-    /// `InvalidJson` naming what does not fit: the format, the version, the history, or
-    /// a waiting run whose calls do not match the history's last response.
-    pub fn restore_session(&self, state: &Value) -> Result<Session> {
-        let invalid = |message: String| Error::InvalidJson { what: JsonInput::SessionState, message };
-        let exported: ExportedSession = serde_path_to_error::deserialize(state)
-            .map_err(|e| invalid(format!("at `{}`: {}", e.path(), e.inner())))?;
-        if exported.version != STATE_VERSION {
-            return Err(invalid(format!("version {} is not supported (expected {STATE_VERSION})", exported.version)));
-        }
-        let history = History::from_json(&exported.history)?;
-        let waiting = match exported.waiting {
-            None => {
-                if let Some((m, p, call)) = history.unanswered_calls().first() {
-                    return Err(invalid(format!(
-                        "message {m}, part {p}: tool call `{}` (`{}`) has no return, and no run is waiting for it",
-                        call.id, call.name
-                    )));
-                }
-                None
-            }
-            Some(waiting) => Some(restore_waiting(&history, waiting).map_err(invalid)?),
-        };
-        let decided: HashSet<String> = exported.decided.into_iter().collect();
-        let mut state = SessionState { history, waiting, decided };
-        reissue_interrupted(&mut state);
-        Ok(Session { agent: self.clone(), state, stored: None })
-    }
-}
-
-/// A resume that claimed its decisions and then stopped (its process died mid-run) leaves
-/// pending calls whose ids are decided: resending those decisions is a replay. The calls
-/// get fresh ids, with a note that they may have run, so a human decides them again
-/// knowing that, instead of the session being stuck.
-fn reissue_interrupted(state: &mut SessionState) {
-    let SessionState { waiting, decided, .. } = state;
-    let Some(waiting) = waiting else { return };
-    // Ids in use by the other pending calls are taken too.
-    let mut issued: Vec<String> =
-        waiting.slots.iter_mut().filter_map(Slot::pending_mut).map(|p| p.id.clone()).collect();
-    for pending in waiting.slots.iter_mut().filter_map(Slot::pending_mut) {
-        if !decided.contains(&pending.id) {
-            continue;
-        }
-        let id = fresh_id(&pending.run_id, &pending.tool_call_id, |id| {
-            decided.contains(id) || issued.iter().any(|i| i == id)
-        });
-        pending.metadata.insert("interrupted_decision".into(), Value::String(std::mem::replace(&mut pending.id, id)));
-        pending.reason = format!(
-            "{} (a resume that approved this call stopped before it finished: the call may have run)",
-            pending.reason
-        );
-        issued.push(pending.id.clone());
-    }
-}
-
-/// A waiting run's state, checked against the response it stopped at.
-fn restore_waiting(history: &History, waiting: ExportedWaiting) -> std::result::Result<Suspended, String> {
-    let response = history.messages().last().cloned().filter(|m| matches!(**m, Message::Response { .. }));
-    let Some(response) = response else {
-        return Err("a waiting run needs the history to end with the model response it stopped at".into());
-    };
-    let calls: Vec<&str> = response.tool_calls().map(|c| &*c.id).collect();
-    let slot_ids: Vec<&str> = waiting.slots.iter().map(Slot::tool_call_id).collect();
-    if calls != slot_ids {
-        return Err(format!("the waiting run's calls {slot_ids:?} do not match the last response's calls {calls:?}"));
-    }
-    Ok(Suspended {
-        run_id: Arc::from(waiting.run_id),
-        step: waiting.step,
-        retries: waiting.retries.into_iter().map(|(tool, n)| (Arc::from(tool), n)).collect(),
-        next_seq: waiting.next_seq,
-        response,
-        slots: waiting.slots,
-    })
 }

@@ -21,6 +21,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 use starweaver::{ChainedCall, RunAhead, ToolContext, ToolError, ToolResult};
 
+/// A call's context as the Python `ToolContext` its function is given.
+pub(crate) type ContextToPy = fn(Python<'_>, ToolContext) -> PyResult<Py<PyAny>>;
+
+/// What a call returned (or raised), as its outcome.
+pub(crate) type Finish = fn(Python<'_>, PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError>;
+
 /// A call is found by its run and its id (model call ids repeat across runs).
 type Key = (String, String);
 
@@ -32,13 +38,16 @@ pub(crate) struct Ahead {
 
 impl Ahead {
     /// Starts `chain` on a thread of its own: `run` is the layer's
-    /// `run_sync(ctx, arguments_json, context)`, and `finish` turns what it returned into
-    /// the call's outcome. `None` (nothing started) if the chain cannot be prepared.
+    /// `run_sync(ctx, arguments_json, context)`, `ctx` gives the Python `ToolContext` of a
+    /// call, and `finish` turns what it returned into the call's outcome (both from the
+    /// tool module, which sits above the bridge). `None` (nothing started) if the chain
+    /// cannot be prepared.
     pub(crate) fn start(
         self: &Arc<Self>,
         chain: Vec<ChainedCall>,
         run: Py<PyAny>,
-        finish: fn(Python<'_>, PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError>,
+        ctx: ContextToPy,
+        finish: Finish,
     ) -> Option<RunAhead> {
         let (context, jobs) = Python::attach(|py| -> PyResult<_> {
             // The caller's context variables, as `run_in_executor` would have copied them.
@@ -55,7 +64,7 @@ impl Ahead {
         .ok()?;
         let claims: Vec<(Key, Arc<Slot>)> = jobs.iter().map(|(ctx, _, slot)| (key(ctx), slot.clone())).collect();
         let stopped = Arc::new(AtomicBool::new(false));
-        let lane = Lane { jobs, run, context, finish, stopped: stopped.clone() };
+        let lane = Lane { jobs, run, context, ctx, finish, stopped: stopped.clone() };
         // Registered only once the thread runs: a slot nobody will fill must not be claimed.
         std::thread::Builder::new().name("starweaver-sync-chain".into()).spawn(move || lane.run()).ok()?;
         let keys = claims.iter().map(|(key, _)| key.clone()).collect();
@@ -135,7 +144,8 @@ struct Lane {
     jobs: Vec<(ToolContext, Py<PyBytes>, Arc<Slot>)>,
     run: Py<PyAny>,
     context: Py<PyAny>,
-    finish: fn(Python<'_>, PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError>,
+    ctx: ContextToPy,
+    finish: Finish,
     stopped: Arc<AtomicBool>,
 }
 
@@ -149,7 +159,7 @@ impl Lane {
                     slot.settle(SlotState::Skipped);
                     break;
                 }
-                let outcome = Self::call(py, &self.run, &self.context, self.finish, ctx, &arguments);
+                let outcome = Self::call(py, &self.run, &self.context, self.ctx, self.finish, ctx, &arguments);
                 let failed = outcome.is_err();
                 slot.settle(SlotState::Done(Box::new(outcome)));
                 if failed {
@@ -174,7 +184,8 @@ impl Lane {
         py: Python<'_>,
         run: &Py<PyAny>,
         context: &Py<PyAny>,
-        finish: fn(Python<'_>, PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError>,
+        to_py: ContextToPy,
+        finish: Finish,
         ctx: ToolContext,
         arguments: &Py<PyBytes>,
     ) -> Result<ToolResult, ToolError> {
@@ -183,7 +194,7 @@ impl Lane {
             // A fresh copy per call, as each executor call had.
             let returned = context
                 .call_method0(py, pyo3::intern!(py, "copy"))
-                .and_then(|context| run.call1(py, (crate::tool::PyToolContext(ctx), arguments.bind(py), context)));
+                .and_then(|context| run.call1(py, (to_py(py, ctx)?, arguments.bind(py), context)));
             finish(py, returned)
         }))
         .unwrap_or_else(|panic| Err(ToolError::panicked(&name, &*panic)))

@@ -7,58 +7,24 @@
 //! model request, the tool calls, listing tools, timing spans.
 
 use std::borrow::BorrowMut;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::state::{SessionState, Slot, Suspended};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, EventLog};
 use crate::hitl::{
     ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, Pending, PendingApproval, PendingCall, PendingDeferred,
     Resolution, fresh_id, resolve,
 };
-use crate::message::{History, Message, RequestPart, ToolCallPart};
+use crate::message::{Message, RequestPart, ToolCallPart};
 use crate::model::{FinishReason, ModelResponse, Usage};
 use crate::registry::{NameMap, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
 use crate::tool::{ToolError, ToolErrorKind, ToolResult};
 use crate::trace::Trace;
-
-/// What a session keeps between runs.
-#[derive(Default)]
-pub(crate) struct SessionState {
-    pub history: History,
-    pub waiting: Option<Suspended>,
-    /// Canonical ids of every decision already applied, to refuse replays.
-    pub decided: HashSet<String>,
-}
-
-/// A run waiting for decisions: the response it stopped at (the history's last message),
-/// and a slot per tool call of it.
-pub(crate) struct Suspended {
-    pub run_id: Arc<str>,
-    pub step: u32,
-    pub retries: NameMap<Arc<str>, u32>,
-    pub next_seq: u64,
-    pub response: Arc<Message>,
-    pub slots: Vec<Slot>,
-}
-
-impl Suspended {
-    pub(crate) fn hitl(&self) -> Hitl {
-        let mut hitl = Hitl::default();
-        for slot in &self.slots {
-            match slot {
-                Slot::Done(_) => {}
-                Slot::Approval(a) => hitl.approvals.push((**a).clone()),
-                Slot::Deferred(d) => hitl.deferred.push((**d).clone()),
-            }
-        }
-        hitl
-    }
-}
 
 /// Decisions matched to the slots they decide, and the ids they decide.
 pub(crate) type Resolved = (Vec<(usize, Resolution)>, Vec<String>);
@@ -89,35 +55,6 @@ pub(crate) fn resolve_decisions(state: &SessionState, decisions: HitlDecisions) 
         .collect();
     let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
     Ok((resolved, pending.iter().map(|p| p.id.to_owned()).collect()))
-}
-
-/// Where one call of a batch stands. Serialised in exported session state.
-#[derive(serde::Serialize, serde::Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub(crate) enum Slot {
-    Done(ToolReturn),
-    Approval(Box<PendingApproval>),
-    Deferred(Box<PendingDeferred>),
-}
-
-impl Slot {
-    /// The pending call this slot waits on, if it waits.
-    pub(crate) fn pending_mut(&mut self) -> Option<&mut PendingCall> {
-        match self {
-            Self::Done(_) => None,
-            Self::Approval(pending) => Some(&mut pending.0),
-            Self::Deferred(pending) => Some(&mut pending.0),
-        }
-    }
-
-    /// The model's id of the call this slot is for.
-    pub(crate) fn tool_call_id(&self) -> &str {
-        match self {
-            Self::Done(ret) => &ret.part.tool_call_id,
-            Self::Approval(pending) => &pending.tool_call_id,
-            Self::Deferred(pending) => &pending.tool_call_id,
-        }
-    }
 }
 
 /// How a run ended.

@@ -1,26 +1,36 @@
 //! `Agent`: a model, tools, instructions and an approval policy, built once and run many times.
 
+mod inner;
 mod machine;
+mod options;
 mod run;
+mod state;
+mod task;
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use machine::{End, Machine, Next, SessionState, Slot, Suspended, resolve_decisions};
+pub(crate) use inner::{AgentInner, split};
+pub(crate) use machine::{End, Machine, Next, resolve_decisions};
+pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
+pub(crate) use state::SessionState;
+pub use task::{CallResult, CallTask, ModelTask};
 
 use crate::error::{Error, Result};
-use crate::event::EventKind;
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
-use crate::model::Model;
+use crate::message::History;
+use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
 use crate::result::RunResult;
+use crate::scheduler::{CallRequest, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemoryStore, SessionStore};
 use crate::stream::RunStream;
 use crate::tool::{Dependencies, Tool, ToolDefinition};
-use crate::toolset::{RefusedTool, Toolset, ToolsetContext};
+use crate::toolset::Toolset;
 
 /// How many model requests a run may make unless the agent says otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -54,115 +64,6 @@ pub struct Agent {
     pub(crate) inner: Arc<AgentInner>,
 }
 
-pub(crate) struct AgentInner {
-    pub model: Arc<dyn Model>,
-    /// The agent's own tools and static toolsets, checked once at build.
-    pub registry: Arc<ToolRegistry>,
-    /// What `registry` was built from, for the steps that add dynamic tools to it.
-    pub entries: Vec<Registration>,
-    /// Toolsets listed again at every step.
-    pub dynamic: Vec<Arc<dyn Toolset>>,
-    pub policy: ApprovalPolicy,
-    pub rules: RegistrationRules,
-    pub instructions: Option<String>,
-    pub max_steps: u32,
-    pub max_concurrency: Option<usize>,
-    pub dependencies: Dependencies,
-    pub store: Arc<dyn SessionStore>,
-}
-
-/// Per-run options.
-#[derive(Clone, Default)]
-pub struct RunOptions {
-    /// Cancel this token to cancel the run: running tools are cancelled and the run ends
-    /// with status `cancelled`.
-    pub cancellation: Option<CancellationToken>,
-    /// Dependencies for this run instead of the agent's.
-    pub dependencies: Option<Dependencies>,
-    /// Tools for this run only, beside the agent's (which stays unchanged).
-    pub tools: Vec<Arc<dyn Tool>>,
-    /// Toolsets for this run only, beside the agent's.
-    pub toolsets: Vec<Arc<dyn Toolset>>,
-}
-
-impl std::fmt::Debug for RunOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunOptions")
-            .field("cancellation", &self.cancellation)
-            .field("dependencies", &self.dependencies)
-            .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
-            .field("toolsets", &self.toolsets.iter().map(|t| t.name()).collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-/// A run's own tools: those known now, and toolsets to list at each step.
-#[derive(Default)]
-pub(crate) struct RunTools {
-    entries: Vec<Registration>,
-    dynamic: Vec<Arc<dyn Toolset>>,
-}
-
-impl RunTools {
-    pub(crate) fn new(tools: Vec<Arc<dyn Tool>>, toolsets: Vec<Arc<dyn Toolset>>) -> Self {
-        let mut run = Self::default();
-        run.entries.extend(tools.into_iter().map(|tool| Registration { tool, source: Source::Run }));
-        for toolset in toolsets {
-            split(toolset, &mut run.entries, &mut run.dynamic);
-        }
-        run
-    }
-}
-
-/// A static toolset's tools go to `entries`; a dynamic one waits in `dynamic`.
-pub(crate) fn split(toolset: Arc<dyn Toolset>, entries: &mut Vec<Registration>, dynamic: &mut Vec<Arc<dyn Toolset>>) {
-    match toolset.static_tools() {
-        Some(tools) => {
-            let source = Source::of(&*toolset);
-            entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
-        }
-        None => dynamic.push(toolset),
-    }
-}
-
-/// The tools of one step, and a `tool_refused` event for each tool its toolsets left out.
-pub(crate) struct StepTools {
-    pub(crate) registry: Arc<ToolRegistry>,
-    pub(crate) refused: Vec<EventKind>,
-}
-
-impl AgentInner {
-    /// The tools of one step: the agent's, the run's own, and what every dynamic toolset
-    /// lists now. Without dynamic toolsets or run tools, the agent's registry as built.
-    ///
-    /// # Errors
-    /// A toolset that cannot list its tools, or two sources giving one name.
-    pub(crate) async fn tools_for(&self, run: &RunTools, ctx: &ToolsetContext) -> Result<StepTools> {
-        if self.dynamic.is_empty() && run.entries.is_empty() && run.dynamic.is_empty() {
-            return Ok(StepTools { registry: self.registry.clone(), refused: Vec::new() });
-        }
-        let mut entries = self.entries.clone();
-        entries.extend(run.entries.iter().cloned());
-        let mut refused = Vec::new();
-        for toolset in self.dynamic.iter().chain(&run.dynamic) {
-            let tools = toolset
-                .list_tools(ctx)
-                .await
-                .map_err(|message| Error::Toolset { toolset: toolset.name().to_owned(), message })?;
-            refused.extend(ctx.take_refused().into_iter().map(|RefusedTool { tool, reason }| EventKind::ToolRefused {
-                step: ctx.step,
-                toolset: toolset.name().to_owned(),
-                tool,
-                reason,
-            }));
-            let source = Source::of(&**toolset);
-            entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
-        }
-        let registry = ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)?;
-        Ok(StepTools { registry, refused })
-    }
-}
-
 impl Agent {
     /// Starts building an agent on `model`.
     pub fn builder(model: impl Model) -> AgentBuilder {
@@ -183,7 +84,7 @@ impl Agent {
     /// A new session: a conversation that keeps its history across runs and can wait for
     /// human decisions.
     pub fn session(&self) -> Session {
-        Session::new(self.clone())
+        Session::new(self.inner.clone())
     }
 
     /// The session `id` from the agent's [store](AgentBuilder::session_store), or a new
@@ -221,10 +122,20 @@ impl Agent {
                 })?;
                 (session, stored.revision)
             }
-            None => (Session::new(self.clone()), 0),
+            None => (Session::new(self.inner.clone()), 0),
         };
         session.link(id, revision);
         Ok(session)
+    }
+
+    /// A session from [`Session::export_state`]. A waiting session resumes as it would
+    /// have where it was exported; this agent must have the tools it was using.
+    ///
+    /// # Errors
+    /// `InvalidJson` naming what does not fit: the format, the version, the history, or
+    /// a waiting run whose calls do not match the history's last response.
+    pub fn restore_session(&self, state: &Value) -> Result<Session> {
+        Ok(Session::with_state(self.inner.clone(), SessionState::restore(state)?))
     }
 
     /// Where [`open_session`](Self::open_session) keeps sessions.
@@ -262,6 +173,36 @@ impl Agent {
     /// The tool definitions models are sent, in registration order.
     pub fn definitions(&self) -> &[ToolDefinition] {
         self.inner.registry.definitions()
+    }
+
+    /// Makes the model request a [`DurableRun`](crate::durable::DurableRun) asked for, with this agent's model and
+    /// tools.
+    ///
+    /// # Errors
+    /// The model's error, or an `invalid_response` one if the task's messages do not parse.
+    pub async fn request_model(&self, task: &ModelTask) -> std::result::Result<ModelResponse, ModelError> {
+        let history = History::from_json(&task.messages)
+            .map_err(|e| ModelError::of(ModelErrorKind::InvalidResponse, format!("the task's messages: {e}")))?;
+        let request = ModelRequest {
+            messages: history.messages(),
+            tools: self.inner.registry.definitions(),
+            run_id: &task.run_id,
+            step: task.step,
+            deltas: None,
+        };
+        self.inner.model.request(request).await
+    }
+
+    /// Runs a call a [`DurableRun`](crate::durable::DurableRun) asked for through the scheduler's call path (argument
+    /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
+    /// stops it as a run's cancellation would.
+    pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
+        let approval = task.approval.clone().map(Arc::new);
+        let request = CallRequest { part: &task.call, approval, retry: task.retry };
+        let inner = &self.inner;
+        let (outcome, events) =
+            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, &request).await;
+        CallResult { outcome, events }
     }
 }
 

@@ -10,8 +10,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::machine::{End, Machine, Next, ReadyCall, SessionState, Slot, Suspended, resolve_decisions};
-use super::{AgentInner, RunOptions, RunTools};
+use super::inner::{AgentInner, RunTools};
+use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
+use super::options::RunOptions;
+use super::state::{SessionState, Slot, Suspended};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};

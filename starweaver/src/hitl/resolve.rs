@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 
-use super::{ApprovalDecision, DeferredResult, HitlDecisions, canonical_id};
+use super::decision::{ApprovalDecision, DeferredResult, HitlDecisions};
+use super::pending::canonical_id;
 use crate::error::{Error, Result};
 
 /// A pending item as the resolver sees it.

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::arguments::keep_wide_arguments;
 use super::http::{self, BodyError, Failure};
-use super::key::{self, ApiKey};
+use super::key::ApiKey;
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse;
@@ -245,7 +245,7 @@ impl<P: Protocol> ProviderModel<P> {
 
     async fn answer(&self, request: ModelRequest<'_>) -> Result<ModelResponse, ModelError> {
         let base_url = self.resolved_base_url();
-        let key = key::resolve::<P>(&self.settings, &base_url)?;
+        let key = resolve_key::<P>(&self.settings, &base_url)?;
         let secrets: Vec<&str> = key.iter().map(ApiKey::expose).collect();
         let answered = self.send(&base_url, key.as_ref(), &request).await;
         // The one place a response's words pass on their way to errors, events and traces.
@@ -382,4 +382,25 @@ impl<P: Protocol> Model for ProviderModel<P> {
     fn model_name(&self) -> Option<&str> {
         Some(&self.name)
     }
+}
+
+/// The key: given, or from the environment. Only the provider's own endpoint needs
+/// one; a local OpenAI-compatible server is called without.
+fn resolve_key<P: Protocol>(settings: &Settings, base_url: &str) -> Result<Option<ApiKey>, ModelError> {
+    if let Some(key) = &settings.api_key {
+        return Ok(Some(key.clone()));
+    }
+    let env = settings.api_key_env.as_deref().unwrap_or(P::KEY_ENV);
+    if let Some(key) = std::env::var(env).ok().filter(|k| !k.is_empty()) {
+        return Ok(Some(ApiKey::new(key)));
+    }
+    if base_url != P::DEFAULT_BASE_URL {
+        return Ok(None);
+    }
+    let mut error = ModelError::of(
+        ModelErrorKind::MissingApiKey,
+        format!("no API key: set the environment variable `{env}` or pass `api_key`"),
+    );
+    error.provider = Some(P::PROVIDER.to_owned());
+    Err(error)
 }

@@ -2,7 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use super::description;
 use crate::tool::ToolDefinition;
 
 /// `{"name", "description", "input_schema"}`. A strict definition sends the strict schema
@@ -12,7 +11,7 @@ use crate::tool::ToolDefinition;
 pub(super) fn tool(definition: &ToolDefinition, strict_parameters: Option<Value>) -> Value {
     let mut tool = Map::new();
     tool.insert("name".into(), Value::String(definition.name.clone()));
-    if let Some(text) = description(definition) {
+    if let Some(text) = definition.description_text() {
         tool.insert("description".into(), Value::String(text.to_owned()));
     }
     tool.insert("input_schema".into(), strict_parameters.unwrap_or_else(|| definition.parameters.clone()));

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::Provider;
 use super::gemini::{GEMINI_KEYWORDS, gemini_format_allowed, is_gemini_name};
+use super::provider::Provider;
 use crate::schema::{Holds, STRICT_STRING_FORMATS};
 
 /// OpenAI's strict-mode limits: nesting depth, object properties in total, enum values.

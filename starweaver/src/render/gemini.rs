@@ -4,7 +4,6 @@
 
 use serde_json::{Map, Value, json};
 
-use super::description;
 use crate::schema::{self, DEFAULT_INLINE_LIMIT, SchemaError, append_notes};
 use crate::tool::ToolDefinition;
 
@@ -63,7 +62,7 @@ pub(super) fn declaration(definition: &ToolDefinition) -> Result<Value, String> 
     let parameters = convert(inlined, &mut String::new()).map_err(|e| e.to_string())?;
     let mut out = Map::new();
     out.insert("name".into(), Value::String(name.clone()));
-    if let Some(text) = description(definition) {
+    if let Some(text) = definition.description_text() {
         out.insert("description".into(), Value::String(text.to_owned()));
     }
     // Gemini wants no `parameters` at all for a function without any.

@@ -2,7 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use super::description;
 use crate::tool::ToolDefinition;
 
 /// The fields both formats share: name, description, parameters, and `strict` when strict.
@@ -13,7 +12,7 @@ fn function(
 ) -> Map<String, Value> {
     let mut function = Map::new();
     function.insert("name".into(), Value::String(definition.name.clone()));
-    if let Some(text) = description(definition) {
+    if let Some(text) = definition.description_text() {
         function.insert("description".into(), Value::String(text.to_owned()));
     }
     let strict = strict_parameters.is_some();

@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Value};
 
+use super::error::{SchemaError, err};
+use super::walk::with_segment;
 use super::walk::{self, try_for_each_child_mut};
-use super::{SchemaError, err, with_segment};
 
 /// How many schema nodes an inlined schema may hold unless the caller says otherwise: a
 /// shared model referenced from many places multiplies on inlining.

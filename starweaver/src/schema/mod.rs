@@ -3,41 +3,23 @@
 //! defaults back for `null` arguments.
 
 mod defaults;
+mod error;
 mod inline;
 mod strict;
 mod walk;
-
-use std::fmt;
 
 use crate::json::kind_of;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
-pub(crate) use walk::{Holds, children, escape, resolve_ref, with_segment};
+pub use error::SchemaError;
+use error::err;
+pub(crate) use walk::{Holds, children, escape, merge_lone_all_of, merge_missing, resolve_ref, with_segment};
 
 pub use defaults::{fill_null_defaults, has_defaults};
 pub use inline::{DEFAULT_INLINE_LIMIT, inline_defs};
 pub(crate) use strict::append_notes;
 pub use strict::{MOVED_TO_DESCRIPTION, STRICT_STRING_FORMATS, to_strict};
-
-/// A parameter schema broke a rule; `path` is the JSON Pointer of the offending value
-/// inside `parameters` (`""` is the root).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError {
-    /// JSON Pointer into the schema, e.g. `/properties/age/type`.
-    pub path: String,
-    /// What is wrong there.
-    pub message: String,
-}
-
-impl fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "/" } else { &self.path };
-        write!(f, "parameters schema at `{path}`: {}", self.message)
-    }
-}
-
-impl std::error::Error for SchemaError {}
 
 /// The JSON Schema of `T`, ready to be a tool's `parameters`: draft 2020-12, properties in
 /// declaration order, root `$schema` and `title` removed.
@@ -144,35 +126,6 @@ fn check_required(map: &Map<String, Value>, path: &str) -> Result<(), SchemaErro
         }
     }
     Ok(())
-}
-
-/// Folds an `allOf` of one schema into `map` (the keys `map` already has win), which is
-/// what it means. `false` when `allOf` holds several schemas, which no merge can express.
-pub(crate) fn merge_lone_all_of(map: &mut Map<String, Value>) -> bool {
-    match map.remove("allOf") {
-        None => true,
-        Some(Value::Array(mut subs)) if subs.len() == 1 => {
-            merge_missing(map, subs.remove(0));
-            true
-        }
-        Some(other) => {
-            map.insert("allOf".into(), other);
-            false
-        }
-    }
-}
-
-/// Adds `from`'s keys that `into` lacks.
-pub(crate) fn merge_missing(into: &mut Map<String, Value>, from: Value) {
-    if let Value::Object(from) = from {
-        for (key, value) in from {
-            into.entry(key).or_insert(value);
-        }
-    }
-}
-
-fn err(path: &str, message: String) -> SchemaError {
-    SchemaError { path: path.to_owned(), message }
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::error::{SchemaError, err};
 use super::walk::try_for_each_child_mut;
-use super::{SchemaError, err, escape, merge_lone_all_of, with_segment};
+use super::walk::{escape, merge_lone_all_of, with_segment};
 
 /// String formats strict mode accepts; any other format moves into the description.
 pub const STRICT_STRING_FORMATS: &[&str] =

@@ -141,6 +141,31 @@ pub(crate) fn last_segment(pointer: &str) -> String {
     pointer.rsplit('/').next().unwrap_or_default().replace("~1", "/").replace("~0", "~")
 }
 
+/// Folds an `allOf` of one schema into `map` (the keys `map` already has win), which is
+/// what it means. `false` when `allOf` holds several schemas, which no merge can express.
+pub(crate) fn merge_lone_all_of(map: &mut Map<String, Value>) -> bool {
+    match map.remove("allOf") {
+        None => true,
+        Some(Value::Array(mut subs)) if subs.len() == 1 => {
+            merge_missing(map, subs.remove(0));
+            true
+        }
+        Some(other) => {
+            map.insert("allOf".into(), other);
+            false
+        }
+    }
+}
+
+/// Adds `from`'s keys that `into` lacks.
+pub(crate) fn merge_missing(into: &mut Map<String, Value>, from: Value) {
+    if let Value::Object(from) = from {
+        for (key, value) in from {
+            into.entry(key).or_insert(value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::{SessionStore, StoredSession};
+use super::session_store::{SessionStore, StoredSession};
 use crate::error::{Error, Result};
 
 /// Keeps sessions in memory, for the life of the process.

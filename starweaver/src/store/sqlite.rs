@@ -7,7 +7,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::{SessionStore, StoredSession};
+use super::session_store::{SessionStore, StoredSession};
 use crate::error::{Error, Result};
 
 /// How long a write waits for another process's transaction before giving up.

@@ -77,6 +77,12 @@ impl ToolDefinition {
         self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES)
     }
 
+    /// The description, if it has text (a blank one is none: registration and the
+    /// renderers treat it so).
+    pub(crate) fn description_text(&self) -> Option<&str> {
+        self.description.as_deref().filter(|d| !d.trim().is_empty())
+    }
+
     /// Checks every registration rule.
     ///
     /// # Errors
@@ -86,7 +92,7 @@ impl ToolDefinition {
         if !is_valid_name(&self.name) {
             return fail(DefinitionErrorKind::InvalidName);
         }
-        if self.strict == Some(true) && self.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+        if self.strict == Some(true) && self.description_text().is_none() {
             return fail(DefinitionErrorKind::StrictWithoutDescription);
         }
         if self.timeout_ms == Some(0) {

@@ -1,0 +1,168 @@
+//! What a run returns, for Python: `RunResult` and its `Usage`.
+
+use pyo3::prelude::*;
+use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::{Event, History, RunResult};
+
+use crate::convert;
+use crate::errors::{self, IntoPyResult};
+use crate::hitl::PyHitl;
+use crate::trace::PyTrace;
+
+/// A run's result (or its error, raised) as a `RunResult`.
+pub(crate) fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
+    Python::attach(|py| {
+        let result = result.into_py_result(py)?;
+        Ok(Py::new(py, PyRunResult::new(py, result)?)?.into_any())
+    })
+}
+
+/// How a run ended, with its history and events.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "RunResult", frozen)]
+pub struct PyRunResult {
+    /// The run's id.
+    #[pyo3(get)]
+    run_id: String,
+    status: &'static str,
+    finish_reason: Option<&'static str>,
+    /// The final answer, when completed.
+    #[pyo3(get)]
+    output: Option<String>,
+    /// Why the run failed, when failed.
+    #[pyo3(get)]
+    error: Option<String>,
+    exception: Option<Py<PyAny>>,
+    /// Tokens this run's model requests used.
+    #[pyo3(get)]
+    usage: Py<PyUsage>,
+    /// What a waiting run needs.
+    #[pyo3(get)]
+    hitl: Py<PyHitl>,
+    history: History,
+    events: Vec<Event>,
+    /// The run's spans with durations.
+    #[pyo3(get)]
+    trace: Py<PyTrace>,
+}
+
+impl PyRunResult {
+    pub(crate) fn new(py: Python<'_>, result: RunResult) -> PyResult<Self> {
+        Ok(Self {
+            run_id: result.run_id,
+            status: result.status.as_str(),
+            finish_reason: result.finish_reason.map(starweaver::FinishReason::as_str),
+            output: result.output,
+            exception: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
+            error: result.error.map(|e| e.to_string()),
+            usage: Py::new(py, PyUsage(result.usage))?,
+            hitl: Py::new(py, PyHitl::from(result.hitl))?,
+            history: result.messages,
+            events: result.events,
+            trace: Py::new(py, PyTrace(result.trace))?,
+        })
+    }
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyRunResult {
+    /// How it ended: `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
+    #[getter]
+    #[gen_stub(override_return_type(
+        type_repr = "typing.Literal['completed', 'waiting', 'failed', 'cancelled']",
+        imports = ("typing",)
+    ))]
+    fn status(&self) -> &'static str {
+        self.status
+    }
+
+    /// Why the run's last answer ended, when the model said: `"length"` means it reached
+    /// the token limit and may be cut off, though the run completed.
+    #[getter]
+    #[gen_stub(override_return_type(
+        type_repr = "typing.Literal['stop', 'tool_calls', 'length'] | None",
+        imports = ("typing",)
+    ))]
+    fn finish_reason(&self) -> Option<&'static str> {
+        self.finish_reason
+    }
+
+    /// The session's full history as canonical message dicts, host-only fields included.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.history.to_json())
+    }
+
+    /// This run's events, in order, as dicts with `seq`, `run_id` and `type`.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.Event]", imports = ("starweaver.types",)))]
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::serialize_to_py(py, &self.events)
+    }
+
+    /// The failure as the exception named for it (not raised), when failed: a
+    /// `ModelError` subclass for a model failure, else `RunFailedError`.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "exceptions.RunFailedError | None", imports = ("starweaver.exceptions",)))]
+    fn exception(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.exception.as_ref().map(|e| e.clone_ref(py))
+    }
+
+    /// Raises `exception` when the run failed (a `ModelError` subclass for a model
+    /// failure, else `RunFailedError`); does nothing otherwise.
+    fn raise_for_status(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.exception {
+            Some(exception) => Err(PyErr::from_value(exception.bind(py).clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("RunResult(status={:?}, output={:?})", self.status, self.output)
+    }
+}
+
+/// Tokens model requests used: per request in `model_response` events, per run in
+/// `RunResult.usage`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "Usage", frozen, eq)]
+#[derive(PartialEq)]
+pub struct PyUsage(starweaver::Usage);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyUsage {
+    /// Model requests counted: every answer, whether or not it reported tokens.
+    #[getter]
+    fn requests(&self) -> u64 {
+        self.0.requests
+    }
+
+    /// Tokens sent (cached ones included).
+    #[getter]
+    fn input_tokens(&self) -> u64 {
+        self.0.input_tokens
+    }
+
+    /// Tokens generated.
+    #[getter]
+    fn output_tokens(&self) -> u64 {
+        self.0.output_tokens
+    }
+
+    /// Input tokens served from the provider's cache.
+    #[getter]
+    fn cached_tokens(&self) -> u64 {
+        self.0.cached_tokens
+    }
+
+    fn __repr__(&self) -> String {
+        let u = &self.0;
+        format!(
+            "Usage(requests={}, input_tokens={}, output_tokens={}, cached_tokens={})",
+            u.requests, u.input_tokens, u.output_tokens, u.cached_tokens
+        )
+    }
+}

@@ -1,0 +1,33 @@
+//! [`RunOptions`]: what one run may set beside the agent's own configuration.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::{Dependencies, Tool};
+use crate::toolset::Toolset;
+
+/// Per-run options.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Cancel this token to cancel the run: running tools are cancelled and the run ends
+    /// with status `cancelled`.
+    pub cancellation: Option<CancellationToken>,
+    /// Dependencies for this run instead of the agent's.
+    pub dependencies: Option<Dependencies>,
+    /// Tools for this run only, beside the agent's (which stays unchanged).
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Toolsets for this run only, beside the agent's.
+    pub toolsets: Vec<Arc<dyn Toolset>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("cancellation", &self.cancellation)
+            .field("dependencies", &self.dependencies)
+            .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
+            .field("toolsets", &self.toolsets.iter().map(|t| t.name()).collect::<Vec<_>>())
+            .finish()
+    }
+}
