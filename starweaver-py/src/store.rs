@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::store::{MemoryStore, SessionStore, SqliteStore};
+use starweaver::store::{MemorySessionStore, SessionStore, SqliteSessionStore};
 
 use crate::convert;
 use crate::errors::IntoPyResult;
@@ -52,7 +52,7 @@ pub struct PyMemorySessionStore;
 impl PyMemorySessionStore {
     #[new]
     pub(crate) fn new() -> PyClassInitializer<PyMemorySessionStore> {
-        PyClassInitializer::from(PySessionStore(Arc::new(MemoryStore::new()))).add_subclass(PyMemorySessionStore)
+        PyClassInitializer::from(PySessionStore(Arc::new(MemorySessionStore::new()))).add_subclass(PyMemorySessionStore)
     }
 }
 
@@ -77,7 +77,7 @@ impl PySqliteSessionStore {
         py: Python<'_>,
         #[gen_stub(override_type(type_repr = "str | os.PathLike[str]", imports = ("os",)))] path: PathBuf,
     ) -> PyResult<PyClassInitializer<PySqliteSessionStore>> {
-        let store = py.detach(|| SqliteStore::open(&path)).into_py_result(py)?;
+        let store = py.detach(|| SqliteSessionStore::open(&path)).into_py_result(py)?;
         Ok(PyClassInitializer::from(PySessionStore(Arc::new(store))).add_subclass(PySqliteSessionStore { path }))
     }
 

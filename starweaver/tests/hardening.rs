@@ -192,9 +192,9 @@ async fn dropping_a_stream_mid_run_ends_the_run_cancelled_at_once() {
 
 #[tokio::test]
 async fn a_resume_that_died_after_claiming_leaves_the_calls_to_be_decided_again() {
-    use starweaver::store::{MemoryStore, SessionStore};
+    use starweaver::store::{MemorySessionStore, SessionStore};
     let log = Log::default();
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
     let model = TestModel::new([TestModel::tool_call_response([call("c", "deploy", json!({"env": "x"}))])]);
     let agent = Agent::builder(model).tool(deploy(&log)).session_store(store.clone()).build().unwrap();
     let waiting = agent.open_session("s").unwrap().run("go").await.unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::json;
-use starweaver::store::{MemoryStore, SessionStore, SqliteStore};
+use starweaver::store::{MemorySessionStore, SessionStore, SqliteSessionStore};
 use starweaver::testing::TestModel;
 use starweaver::{Agent, Error, HitlDecisions, ModelResponse, RunStatus, ToolBuilder, ToolContext};
 
@@ -40,7 +40,7 @@ async fn a_waiting_session_in_sqlite_resumes_from_another_agent_and_store_handle
     let path = dir.path().join("sessions.db");
     let runs = Counter::default();
 
-    let first = agent(0, Arc::new(SqliteStore::open(&path).unwrap()), &runs);
+    let first = agent(0, Arc::new(SqliteSessionStore::open(&path).unwrap()), &runs);
     let mut session = first.open_session("ticket-42").unwrap();
     assert_eq!(session.id(), Some("ticket-42"));
     let waiting = session.run("deploy it").await.unwrap();
@@ -48,7 +48,7 @@ async fn a_waiting_session_in_sqlite_resumes_from_another_agent_and_store_handle
     drop((session, first));
 
     // Another process: its own agent, its own connection to the same file.
-    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let store = Arc::new(SqliteSessionStore::open(&path).unwrap());
     assert_eq!(store.ids().unwrap(), ["ticket-42"]);
     assert_eq!(store.load("ticket-42").unwrap().unwrap().revision, 1);
     let second = agent(1, store.clone(), &runs);
@@ -68,7 +68,7 @@ async fn a_waiting_session_in_sqlite_resumes_from_another_agent_and_store_handle
 
 #[tokio::test]
 async fn a_second_writer_of_one_session_gets_a_conflict_not_a_lost_update() {
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
     let runs = Counter::default();
     let mut session = agent(0, store.clone(), &runs).open_session("s").unwrap();
     let waiting = session.run("go").await.unwrap();
@@ -87,7 +87,7 @@ async fn a_second_writer_of_one_session_gets_a_conflict_not_a_lost_update() {
 
 #[tokio::test]
 async fn a_refused_resume_writes_nothing() {
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
     let runs = Counter::default();
     let mut session = agent(0, store.clone(), &runs).open_session("s").unwrap();
     session.run("go").await.unwrap();
@@ -98,7 +98,7 @@ async fn a_refused_resume_writes_nothing() {
 
 #[tokio::test]
 async fn sessions_without_an_id_are_never_stored() {
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
     let agent = agent(0, store.clone(), &Counter::default());
     agent.session().run("go").await.unwrap();
     assert_eq!(agent.session().id(), None);
@@ -107,7 +107,7 @@ async fn sessions_without_an_id_are_never_stored() {
 
 #[test]
 fn bad_ids_files_and_stored_states_get_named_errors() {
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
     let agent = agent(0, store.clone(), &Counter::default());
     let err = agent.open_session("").err().unwrap();
     assert_eq!(err.to_string(), "invalid option `session_id`: must not be empty");
@@ -119,7 +119,7 @@ fn bad_ids_files_and_stored_states_get_named_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("not-a-db");
     std::fs::write(&path, b"this is not a database, just some text that is long enough").unwrap();
-    let err = SqliteStore::open(&path).unwrap_err().to_string();
+    let err = SqliteSessionStore::open(&path).unwrap_err().to_string();
     assert!(err.starts_with(&format!("session store `{}`: open failed", path.display())), "{err}");
     assert!(err.contains("not a database"), "{err}");
 }
@@ -127,7 +127,7 @@ fn bad_ids_files_and_stored_states_get_named_errors() {
 #[test]
 fn sqlite_store_saves_loads_lists_and_deletes() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+    let store = SqliteSessionStore::open(dir.path().join("s.db")).unwrap();
     assert_eq!(store.load("a").unwrap(), None);
     assert_eq!(store.save("b", &json!({"n": 1}), 0).unwrap(), 1);
     assert_eq!(store.save("a", &json!({"n": 2}), 0).unwrap(), 1);

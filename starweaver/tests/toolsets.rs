@@ -169,7 +169,7 @@ async fn tools_a_run_adds_leave_the_agent_unchanged() {
 
 #[tokio::test]
 async fn a_toolset_failing_when_a_stored_session_resumes_claims_nothing() {
-    use starweaver::store::{MemoryStore, SessionStore};
+    use starweaver::store::{MemorySessionStore, SessionStore};
     let runs = Counter::default();
     let listings = Counter::default();
     let gated = named("deploy", &runs);
@@ -179,7 +179,7 @@ async fn a_toolset_failing_when_a_stored_session_resumes_claims_nothing() {
         Box::pin(async move { if attempt == 1 { Ok(tools) } else { Err("the registry is down".to_owned()) } })
     })
     .approval_required();
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
     let model = calls_then_text(vec![call("c1", "deploy", json!({}))], "done");
     let agent = Agent::builder(model).toolset(flaky).session_store(store.clone()).build().unwrap();
     let mut session = agent.open_session("s").unwrap();

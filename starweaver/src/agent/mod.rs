@@ -27,7 +27,7 @@ use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
 use crate::result::RunResult;
 use crate::scheduler::{CallRequest, invoke_alone};
 use crate::session::Session;
-use crate::store::{MemoryStore, SessionStore};
+use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
 use crate::tool::{Dependencies, Tool, ToolDefinition};
 use crate::toolset::Toolset;
@@ -276,8 +276,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Where [`Agent::open_session`] keeps sessions: a [`MemoryStore`] unless set, or a
-    /// [`SqliteStore`](crate::store::SqliteStore) to keep them across processes.
+    /// Where [`Agent::open_session`] keeps sessions: a [`MemorySessionStore`] unless set, or a
+    /// [`SqliteSessionStore`](crate::store::SqliteSessionStore) to keep them across processes.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
         self
@@ -315,7 +315,7 @@ impl AgentBuilder {
                 max_steps: self.max_steps,
                 max_concurrency: self.max_concurrency,
                 dependencies: self.dependencies,
-                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                store: self.store.unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
             }),
         })
     }

@@ -1,4 +1,4 @@
-//! `MemoryStore`: sessions kept in this process, the default.
+//! `MemorySessionStore`: sessions kept in this process, the default.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -12,19 +12,19 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use serde_json::json;
-/// use starweaver::store::{MemoryStore, SessionStore};
+/// use starweaver::store::{MemorySessionStore, SessionStore};
 ///
-/// let store = MemoryStore::new();
+/// let store = MemorySessionStore::new();
 /// assert_eq!(store.save("s1", &json!({"v": 1}), 0).unwrap(), 1);
 /// assert!(store.save("s1", &json!({"v": 2}), 0).is_err()); // based on a stale revision
 /// assert_eq!(store.load("s1").unwrap().unwrap().state, json!({"v": 1}));
 /// ```
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct MemorySessionStore {
     sessions: Mutex<BTreeMap<String, StoredSession>>,
 }
 
-impl MemoryStore {
+impl MemorySessionStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -36,7 +36,7 @@ impl MemoryStore {
     }
 }
 
-impl SessionStore for MemoryStore {
+impl SessionStore for MemorySessionStore {
     fn load(&self, id: &str) -> Result<Option<StoredSession>> {
         Ok(self.sessions().get(id).cloned())
     }

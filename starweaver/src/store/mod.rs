@@ -12,7 +12,7 @@ mod session_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
-pub use memory::MemoryStore;
+pub use memory::MemorySessionStore;
 pub use session_store::{SessionStore, StoredSession};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::SqliteSessionStore;

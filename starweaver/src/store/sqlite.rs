@@ -1,4 +1,4 @@
-//! `SqliteStore`: sessions in an embedded SQLite database file (SQLite is bundled).
+//! `SqliteSessionStore`: sessions in an embedded SQLite database file (SQLite is bundled).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -21,23 +21,23 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// ```
 /// use serde_json::json;
-/// use starweaver::store::{SessionStore, SqliteStore};
+/// use starweaver::store::{SessionStore, SqliteSessionStore};
 ///
 /// let dir = std::env::temp_dir().join(format!("starweaver-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
-/// let store = SqliteStore::open(dir.join("sessions.db")).unwrap();
+/// let store = SqliteSessionStore::open(dir.join("sessions.db")).unwrap();
 /// let revision = store.save("ticket-42", &json!({"version": 1}), 0).unwrap();
-/// let reopened = SqliteStore::open(dir.join("sessions.db")).unwrap();
+/// let reopened = SqliteSessionStore::open(dir.join("sessions.db")).unwrap();
 /// assert_eq!(reopened.load("ticket-42").unwrap().unwrap().revision, revision);
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Debug)]
-pub struct SqliteStore {
+pub struct SqliteSessionStore {
     path: PathBuf,
     connection: Mutex<Connection>,
 }
 
-impl SqliteStore {
+impl SqliteSessionStore {
     /// Opens (creating if needed) the database at `path`.
     ///
     /// # Errors
@@ -90,7 +90,7 @@ fn store_error(path: &Path, operation: &'static str, error: &rusqlite::Error) ->
     Error::Store { path: path.display().to_string(), operation, message: error.to_string() }
 }
 
-impl SessionStore for SqliteStore {
+impl SessionStore for SqliteSessionStore {
     fn load(&self, id: &str) -> Result<Option<StoredSession>> {
         let row: Option<(i64, String)> = self
             .connection()
