@@ -550,6 +550,7 @@ fn sse_events(chunks: Vec<Vec<u8>>, limit: usize) -> Vec<Result<(String, String)
 }
 
 /// `body` cut at `cuts` (taken modulo its length, in order).
+#[cfg(feature = "providers")]
 fn cut(body: &[u8], cuts: Vec<usize>) -> Vec<Vec<u8>> {
     let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (body.len() + 1)).collect();
     cuts.sort_unstable();

@@ -423,14 +423,14 @@ fn result_of(outcome: CallOutcome) -> CallToolResult {
 }
 
 /// A definition as an MCP tool: name, description, input schema, and annotations from
-/// the metadata's MCP hint keys. The schema goes with its `$defs` inlined: MCP clients
-/// (the Inspector among them) do not follow a `$ref`, and send such an argument as a
-/// string. A recursive schema, which no inlining can finish, keeps its `$defs`.
+/// the metadata's MCP hint keys. The schema goes with its `$defs` inlined: many MCP
+/// clients (the Inspector among them) do not follow a `$ref`, and send such an argument as
+/// a string. The `$defs` stay beside the inlined properties, since JSON Schema 2020-12 is
+/// MCP's dialect (SEP-1613) and a client may look for them; a recursive schema, which no
+/// inlining can finish, keeps its `$ref`s.
 fn describe(definition: &crate::tool::ToolDefinition) -> McpTool {
     let inlined = crate::schema::inline_defs(&definition.parameters, crate::schema::DEFAULT_INLINE_LIMIT);
     let mut schema = inlined.as_ref().unwrap_or(&definition.parameters).as_object().cloned().unwrap_or_default();
-    // The definitions stay too: JSON Schema 2020-12 is MCP's dialect (SEP-1613), so a client
-    // may look for them, while one that cannot follow `$ref` reads the inlined properties.
     if let Some(defs) = definition.parameters.get("$defs") {
         schema.entry("$defs").or_insert_with(|| defs.clone());
     }

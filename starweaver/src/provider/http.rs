@@ -1,5 +1,6 @@
-//! The HTTP side of every provider: each model's client (its runs reuse connections), retries with exponential backoff and jitter that honour `Retry-After`,
-//! and failures as named [`ModelError`]s that never carry a credential.
+//! The HTTP side of every provider: each model's client (its runs reuse connections),
+//! retries with exponential backoff and jitter that honour `Retry-After`, and failures as
+//! named [`ModelError`]s that never carry a credential.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
