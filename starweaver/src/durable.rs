@@ -52,15 +52,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use crate::agent::{CallResult, CallTask, ModelTask};
-use crate::agent::{End, Machine, Next, SessionState, resolve_decisions};
+use crate::agent::{Machine, Next, SessionState, resolve_decisions};
 use crate::error::{Error, Result};
-use crate::event::{Event, EventKind, EventLog};
+use crate::event::{Event, EventLog};
 use crate::hitl::{Hitl, HitlDecisions};
-use crate::message::ToolCallPart;
 use crate::model::{ModelError, ModelResponse};
 use crate::result::{RunError, RunResult};
-use crate::scheduler::ToolReturn;
-use crate::tool::ToolError;
 use crate::trace::Tracer;
 use crate::{Agent, Session};
 
@@ -132,15 +129,12 @@ impl DurableRun {
                 message: "it is dynamic; a durable run needs its tools known up front".into(),
             });
         }
-        if let Some(waiting) = &state.waiting {
-            let pending = waiting.slots.len();
-            return Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending });
-        }
+        state.ensure_idle()?;
         let run_id: Arc<str> = run_id.into();
         let events = EventLog::new(run_id.clone(), 0, None);
         let inner = &agent.inner;
-        let machine =
-            Machine::start(state, run_id.clone(), inner.max_steps, inner.instructions.as_deref(), prompt, &events);
+        let instructions = inner.instructions.as_deref();
+        let machine = Machine::start(state, run_id.clone(), inner.max_steps, instructions, prompt, Vec::new(), &events);
         Ok(Self { agent: agent.clone(), run_id, stage: Stage::Running { machine: Box::new(machine), events } })
     }
 
@@ -153,33 +147,21 @@ impl DurableRun {
                 Stage::Running { .. } | Stage::Poisoned => unreachable!("a poisoned run is never observed"),
             };
         };
-        match machine.next(events, &registry) {
+        let next = match machine.next(events, &registry) {
+            // The agent's tools are known up front (no dynamic toolsets): nothing to list.
+            Next::ListTools { .. } => {
+                machine.tools_listed(Vec::new(), events);
+                machine.next(events, &registry)
+            }
+            next => next,
+        };
+        match next {
+            Next::ListTools { .. } => unreachable!("the tools were just listed"),
             Next::RequestModel { step } => {
                 let messages = machine.state.history.to_json();
-                events.emit(EventKind::ModelRequest { step, messages: machine.state.history.messages().len() });
                 Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages })
             }
-            Next::StartCalls(ready) => {
-                let response = machine.response().expect("calls start while a response's calls run");
-                let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
-                Step::StartCalls(
-                    ready
-                        .into_iter()
-                        .map(|r| {
-                            let call = calls[r.index].clone();
-                            let tool = registry.get(&call.name);
-                            CallTask {
-                                index: r.index,
-                                approval: r.approval.map(|a| (*a).clone()),
-                                retry: r.retry,
-                                timeout_ms: tool.and_then(|t| t.tool.definition().timeout_ms),
-                                max_retries: tool.map_or(0, |t| t.max_retries),
-                                call,
-                            }
-                        })
-                        .collect(),
-                )
-            }
+            Next::StartCalls(ready) => Step::StartCalls(machine.call_tasks(ready)),
             Next::AwaitCalls => Step::AwaitCalls,
             Next::End(end) => {
                 let Stage::Running { machine, events } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
@@ -203,7 +185,7 @@ impl DurableRun {
     /// The model request failed (after its own retries).
     pub fn model_failed(&mut self, error: ModelError) {
         if let Stage::Running { machine, .. } = &mut self.stage {
-            machine.model_failed(End::Failed(RunError::model(error)));
+            machine.failed(RunError::model(error));
         }
     }
 
@@ -220,22 +202,16 @@ impl DurableRun {
     /// A call of [`Step::StartCalls`] could not be run to its end (the engine gave up on
     /// it: its workers were lost too often): an `execution` error return the model sees.
     pub fn call_lost(&mut self, index: usize, message: &str) {
-        let Stage::Running { machine, events } = &mut self.stage else { return };
-        let Some(call) = machine.response().and_then(|r| r.tool_calls().nth(index).cloned()) else { return };
-        let ret = ToolReturn::failure(&call, ToolError::execution(message).not_retryable(), serde_json::Map::new());
-        events.emit(ret.event());
-        machine.call_finished(index, ret.into());
+        if let Stage::Running { machine, events } = &mut self.stage {
+            machine.call_lost(index, message, events);
+        }
     }
 
     /// The run was cancelled: running calls end as `cancelled` returns, and the run ends.
     pub fn cancel(&mut self) {
         let registry = self.agent.inner.registry.clone();
         if let Stage::Running { machine, events } = &mut self.stage {
-            if machine.response().is_some() {
-                machine.calls_cancelled(events, &registry);
-            } else {
-                machine.model_failed(End::Cancelled);
-            }
+            machine.cancel(events, &registry);
         }
     }
 
@@ -282,7 +258,8 @@ impl DurableRun {
         let waiting = state.waiting.take().expect("resolve_decisions found the run waiting");
         let events = EventLog::new(self.run_id.clone(), waiting.next_seq, None);
         let registry = self.agent.inner.registry.clone();
-        let machine = Machine::resume(state, waiting, self.agent.inner.max_steps, resolved, &registry, &events);
+        let max_steps = self.agent.inner.max_steps;
+        let machine = Machine::resume(state, waiting, max_steps, resolved, &registry, Vec::new(), &events);
         self.stage = Stage::Running { machine: Box::new(machine), events };
         Ok(())
     }

@@ -21,6 +21,11 @@ fn recorded<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
 /// Drives `run` to its end; calls start in the order released and each started batch
 /// finishes in reverse, so the result cannot depend on finishing order.
 async fn drive(agent: &Agent, run: &mut DurableRun) -> RunResult {
+    drive_finishing(agent, run, true).await
+}
+
+/// Drives `run` to its end, each started batch finishing in reverse or in the order started.
+async fn drive_finishing(agent: &Agent, run: &mut DurableRun, reverse: bool) -> RunResult {
     loop {
         match run.next_step() {
             Step::RequestModel(task) => match agent.request_model(&recorded::<ModelTask>(&task)).await {
@@ -34,7 +39,10 @@ async fn drive(agent: &Agent, run: &mut DurableRun) -> RunResult {
                     let result = agent.run_call(&task.call.id, &task, Default::default()).await;
                     results.push((task.index, recorded::<CallResult>(&result)));
                 }
-                for (index, result) in results.into_iter().rev() {
+                if reverse {
+                    results.reverse();
+                }
+                for (index, result) in results {
                     run.call_finished(index, result);
                 }
             }
@@ -149,4 +157,68 @@ async fn a_waiting_durable_run_takes_decisions_once_and_refuses_a_replay() {
     assert_eq!((done.status, done.output.as_deref()), (RunStatus::Completed, Some("both live")));
     let deployed: Vec<Value> = tool_returns(done.messages.messages()).into_iter().map(|r| r.content).collect();
     assert_eq!(deployed, [json!({"deployed": "staging"}), json!({"deployed": "prod"})]);
+}
+
+/// Everything a run's result says but its trace (a durable run is traced by its engine).
+fn outcome(result: &RunResult) -> (RunStatus, Option<String>, String, Value, Value, Vec<starweaver::Event>, Value) {
+    (
+        result.status,
+        result.output.clone(),
+        format!("{:?}", result.error),
+        serde_json::to_value(&result.hitl).unwrap(),
+        result.messages.to_json(),
+        result.events.clone(),
+        json!([result.usage, result.finish_reason]),
+    )
+}
+
+#[tokio::test]
+async fn one_script_through_both_drivers_gives_the_same_events_counts_and_result() {
+    // A model retry, a sequential tool, an approval beside a finished call (so the waiting
+    // run has one finished and one pending slot), a resume, and a final answer.
+    let script = || {
+        TestModel::new([
+            TestModel::tool_call_response([
+                call("c1", "read", json!({"path": "a"})),
+                call("c2", "flaky", json!({})),
+                call("c3", "write", json!({})),
+            ]),
+            TestModel::tool_call_response([
+                call("c4", "flaky", json!({})),
+                call("c5", "deploy", json!({"env": "prod"})),
+            ]),
+            ModelResponse::text("shipped"),
+        ])
+    };
+    let build = |log: &Log| {
+        let mut builder = Agent::builder(script()).shared_tool(gated());
+        for tool in tools(log) {
+            builder = builder.shared_tool(tool);
+        }
+        builder.build().unwrap()
+    };
+
+    let in_process_agent = build(&Log::default());
+    let mut session = in_process_agent.session();
+    let waiting = session.run("ship it").await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    let refused = session.run("again").await.unwrap_err();
+    let decisions = HitlDecisions::from(vec![waiting.hitl.approvals[0].approve().decided_by("ops")]);
+    let done = session.resume(decisions.clone()).await.unwrap();
+    assert_eq!(done.output.as_deref(), Some("shipped"));
+
+    let durable_agent = build(&Log::default());
+    let mut run = DurableRun::start(&durable_agent, "ship it", waiting.run_id.clone()).unwrap();
+    let durable_waiting = drive_finishing(&durable_agent, &mut run, false).await;
+    assert_eq!(outcome(&durable_waiting), outcome(&waiting));
+    let state = run.export_state().unwrap();
+    let restored = || durable_agent.restore_session(&state).unwrap();
+    let durable_refused = DurableRun::start_in_session(&durable_agent, restored(), "again", "run_2").err().unwrap();
+    assert_eq!(format!("{durable_refused:?}"), format!("{refused:?}"));
+    assert!(matches!(refused, Error::SessionWaiting { pending: 1, .. }), "{refused:?}");
+    assert!(matches!(restored().run("again").await, Err(Error::SessionWaiting { pending: 1, .. })));
+
+    run.resume(decisions).unwrap();
+    let durable_done = drive_finishing(&durable_agent, &mut run, false).await;
+    assert_eq!(outcome(&durable_done), outcome(&done));
 }

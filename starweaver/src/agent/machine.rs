@@ -1,10 +1,12 @@
 //! The run loop as a deterministic state machine with no I/O of its own.
 //!
-//! It says what to do next ([`Next`]: request the model, start these calls, wait for the
-//! running ones, or the run's end) and takes each outcome back. The step limit, retry
-//! budgets, the approval gate's suspensions, closing calls a run leaves undecided, the
-//! history and the run's events live here; the driver (`run.rs`) only does the I/O: the
-//! model request, the tool calls, listing tools, timing spans.
+//! It says what to do next ([`Next`]: list a step's tools, request the model, start these
+//! calls with their policy, wait for the running ones, or the run's end) and takes each
+//! outcome back. The step limit, retry budgets, the approval gate's suspensions, closing
+//! calls a run leaves undecided, cancellation, the history and every event the run itself
+//! emits live here. Its two drivers only do I/O: `run.rs` (in this process: the model
+//! request, the tool calls, listing tools, timing spans) and `durable.rs` (an engine that
+//! makes them elsewhere), so the two cannot disagree on what a step means.
 
 use std::borrow::BorrowMut;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::state::{SessionState, Slot, Suspended};
+use super::task::CallTask;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, EventLog};
 use crate::hitl::{
@@ -79,7 +82,11 @@ impl End {
 
 /// What the driver does next.
 pub(crate) enum Next {
-    /// Request the model with the history and the step's tools.
+    /// List the tools of `step` (dynamic toolsets may change them) and report with
+    /// [`Machine::tools_listed`], or [`Machine::failed`].
+    ListTools { step: u32 },
+    /// Request the model with the history and the step's tools, and report with
+    /// [`Machine::model_responded`], or [`Machine::failed`].
     RequestModel { step: u32 },
     /// Start these calls of the current response.
     StartCalls(Vec<ReadyCall>),
@@ -89,7 +96,7 @@ pub(crate) enum Next {
     End(End),
 }
 
-/// A call that may start now.
+/// A call that may start now, with what it runs under.
 #[derive(Clone)]
 pub(crate) struct ReadyCall {
     /// Its position among the response's tool calls.
@@ -98,6 +105,24 @@ pub(crate) struct ReadyCall {
     pub approval: Option<Arc<ApprovalDecision>>,
     /// The model retries its tool has spent in the run so far.
     pub retry: u32,
+    pub policy: CallPolicy,
+}
+
+/// What a call runs under, from its tool's definition: what an engine running the call
+/// elsewhere enforces ([`CallTask`]).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CallPolicy {
+    pub timeout_ms: Option<u64>,
+    pub max_retries: u32,
+}
+
+impl CallPolicy {
+    fn of(registry: &ToolRegistry, name: &str) -> Self {
+        registry.get(name).map_or_else(Self::default, |tool| Self {
+            timeout_ms: tool.tool.definition().timeout_ms,
+            max_retries: tool.max_retries,
+        })
+    }
 }
 
 /// A call of a batch that runs, in model order.
@@ -105,6 +130,13 @@ struct Planned {
     index: usize,
     name: Arc<str>,
     approval: Option<Arc<ApprovalDecision>>,
+    policy: CallPolicy,
+}
+
+impl Planned {
+    fn ready(&self, retry: u32) -> ReadyCall {
+        ReadyCall { index: self.index, approval: self.approval.clone(), retry, policy: self.policy }
+    }
 }
 
 /// The calls of one response on their way.
@@ -132,7 +164,10 @@ impl Batch {
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
         let runs: Vec<Planned> = runs
             .into_iter()
-            .map(|(index, approval)| Planned { index, name: calls[index].name.clone(), approval })
+            .map(|(index, approval)| {
+                let name = calls[index].name.clone();
+                Planned { index, policy: CallPolicy::of(registry, &name), name, approval }
+            })
             .collect();
         drop(calls);
         let plan = CallPlan::new(runs.iter().map(|run| PlannedCall {
@@ -149,18 +184,18 @@ impl Batch {
         self.plan
             .start_ready()
             .into_iter()
-            .map(|i| ReadyCall {
-                index: runs[i].index,
-                approval: runs[i].approval.clone(),
-                retry: retries.get(&runs[i].name).copied().unwrap_or(0),
-            })
+            .map(|i| runs[i].ready(retries.get(&runs[i].name).copied().unwrap_or(0)))
             .collect()
     }
 }
 
 enum Phase {
-    /// Next: check the step limit, then request the model.
+    /// Next: check the step limit, then list the step's tools.
     Model,
+    /// The step's tools are being listed.
+    Listing,
+    /// The model is being asked.
+    Requesting,
     Calls(Batch),
     Over(End),
     /// The end was handed out; nothing follows.
@@ -193,9 +228,11 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         max_steps: u32,
         instructions: Option<&str>,
         prompt: String,
+        refused: Vec<EventKind>,
         events: &EventLog,
     ) -> Self {
         events.emit(EventKind::RunStart { prompt: prompt.clone() });
+        emit_all(events, refused);
         let mut parts = Vec::with_capacity(2);
         if state.borrow().history.messages().is_empty()
             && let Some(instructions) = instructions
@@ -225,11 +262,13 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         max_steps: u32,
         resolved: Vec<(usize, Resolution)>,
         registry: &ToolRegistry,
+        refused: Vec<EventKind>,
         events: &EventLog,
     ) -> Self {
         let Suspended { run_id, step, retries, response, slots, .. } = waiting;
         let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
         events.emit(EventKind::RunResumed { approvals, deferred_results: resolved.len() - approvals });
+        emit_all(events, refused);
         let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
         let mut runs = Vec::new();
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
@@ -277,7 +316,15 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 }
                 Phase::Model => {
                     self.step += 1;
-                    self.phase = Phase::Model;
+                    self.phase = Phase::Listing;
+                    return Next::ListTools { step: self.step };
+                }
+                Phase::Listing => {
+                    self.phase = Phase::Listing;
+                    return Next::ListTools { step: self.step };
+                }
+                Phase::Requesting => {
+                    self.phase = Phase::Requesting;
                     return Next::RequestModel { step: self.step };
                 }
                 Phase::Calls(mut batch) => {
@@ -304,6 +351,35 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             Phase::Calls(batch) => Some(batch.response.clone()),
             _ => None,
         }
+    }
+
+    /// The step's tools were listed, leaving out `refused` (their `tool_refused` events):
+    /// the model is asked next.
+    pub fn tools_listed(&mut self, refused: Vec<EventKind>, events: &EventLog) {
+        if !matches!(self.phase, Phase::Listing) {
+            return;
+        }
+        emit_all(events, refused);
+        let messages = self.state.borrow().history.messages().len();
+        events.emit(EventKind::ModelRequest { step: self.step, messages });
+        self.phase = Phase::Requesting;
+    }
+
+    /// The calls `ready` as tasks for an engine that runs them elsewhere.
+    pub fn call_tasks(&self, ready: Vec<ReadyCall>) -> Vec<CallTask> {
+        let Phase::Calls(batch) = &self.phase else { return Vec::new() };
+        let calls: Vec<&ToolCallPart> = batch.response.tool_calls().collect();
+        ready
+            .into_iter()
+            .map(|r| CallTask {
+                index: r.index,
+                call: calls[r.index].clone(),
+                approval: r.approval.map(|a| (*a).clone()),
+                retry: r.retry,
+                timeout_ms: r.policy.timeout_ms,
+                max_retries: r.policy.max_retries,
+            })
+            .collect()
     }
 
     /// The model answered: the response enters the history; its calls come next, or the
@@ -345,9 +421,24 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         };
     }
 
-    /// The model request failed, or the run was cancelled during it.
-    pub fn model_failed(&mut self, end: End) {
-        self.phase = Phase::Over(end);
+    /// Listing the tools or the model request failed: the run ends.
+    pub fn failed(&mut self, error: RunError) {
+        self.phase = Phase::Over(End::Failed(error));
+    }
+
+    /// The run was cancelled: running calls end as `cancelled` returns (in model order),
+    /// calls waiting for a decision are closed, and the run ends.
+    pub fn cancel(&mut self, events: &EventLog, registry: &ToolRegistry) {
+        match std::mem::replace(&mut self.phase, Phase::Spent) {
+            Phase::Calls(batch) => {
+                let end = self.settle(batch, true, events, registry).unwrap_or(End::Cancelled);
+                self.phase = Phase::Over(end);
+            }
+            over @ Phase::Over(_) => self.phase = over,
+            Phase::Model | Phase::Listing | Phase::Requesting | Phase::Spent => {
+                self.phase = Phase::Over(End::Cancelled)
+            }
+        }
     }
 
     /// The calls that will run one after another after `head` (just released): the rest of
@@ -359,13 +450,10 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         };
         let run = batch.and_then(|b| b.runs.binary_search_by_key(&head.index, |run| run.index).ok());
         let retry = head.retry;
-        batch.zip(run).into_iter().flat_map(move |(batch, run)| {
-            batch.plan.chain_after(run).map(move |i| ReadyCall {
-                index: batch.runs[i].index,
-                approval: batch.runs[i].approval.clone(),
-                retry,
-            })
-        })
+        batch
+            .zip(run)
+            .into_iter()
+            .flat_map(move |(batch, run)| batch.plan.chain_after(run).map(move |i| batch.runs[i].ready(retry)))
     }
 
     /// The calls that may start now that one ended (possibly none), or `None` once every
@@ -395,15 +483,14 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         batch.plan.finish(run);
     }
 
-    /// The run was cancelled while calls ran: the unfinished ones end as `cancelled`
-    /// returns, in model order, and the run ends.
-    pub fn calls_cancelled(&mut self, events: &EventLog, registry: &ToolRegistry) {
-        if !matches!(self.phase, Phase::Calls(_)) {
-            return;
-        }
-        let Phase::Calls(batch) = std::mem::replace(&mut self.phase, Phase::Spent) else { unreachable!("checked") };
-        let end = self.settle(batch, true, events, registry).unwrap_or(End::Cancelled);
-        self.phase = Phase::Over(end);
+    /// Call `index` could not be run to its end (an engine gave up on it: its workers were
+    /// lost too often): an `execution` error return the model sees, not retried.
+    pub fn call_lost(&mut self, index: usize, message: &str, events: &EventLog) {
+        let Phase::Calls(batch) = &self.phase else { return };
+        let Some(call) = batch.response.tool_calls().nth(index) else { return };
+        let ret = ToolReturn::failure(call, ToolError::execution(message).not_retryable(), Map::new());
+        events.emit(ret.event());
+        self.call_finished(index, ret.into());
     }
 
     /// Decides what follows a batch whose calls all ended (or were cancelled): wait,
@@ -562,6 +649,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             finish_reason,
         };
         (result, state)
+    }
+}
+
+fn emit_all(events: &EventLog, kinds: Vec<EventKind>) {
+    for kind in kinds {
+        events.emit(kind);
     }
 }
 

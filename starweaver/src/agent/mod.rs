@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use inner::{AgentInner, split};
-pub(crate) use machine::{End, Machine, Next, resolve_decisions};
+pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
 pub(crate) use state::SessionState;

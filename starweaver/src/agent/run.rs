@@ -13,7 +13,7 @@ use tracing::Instrument;
 use super::inner::{AgentInner, RunTools};
 use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
 use super::options::RunOptions;
-use super::state::{SessionState, Slot, Suspended};
+use super::state::{SessionState, Suspended};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
@@ -53,10 +53,7 @@ pub(crate) async fn drive(
     let tools_at = |run_id: &Arc<str>, step: u32| ToolsetContext::new(run_id.clone(), step, dependencies.clone());
     let (run_id, next_seq, first, tools) = match start {
         Start::Prompt(prompt) => {
-            if let Some(waiting) = &state.waiting {
-                let pending = waiting.slots.iter().filter(|s| !matches!(s, Slot::Done(_))).count();
-                return Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending });
-            }
+            state.ensure_idle()?;
             let run_id: Arc<str> = format!("run_{}", uuid::Uuid::new_v4().simple()).into();
             let tools = agent.tools_for(&extra, &tools_at(&run_id, 1)).await?;
             (run_id, 0, First::Prompt(prompt), tools)
@@ -118,7 +115,8 @@ struct Run<'a> {
     dependencies: Dependencies,
     /// The tools of the current step.
     registry: Arc<ToolRegistry>,
-    /// The `tool_refused` events of its listing, until they are emitted.
+    /// The `tool_refused` events of the listing made before the run, until the machine
+    /// emits them.
     refused: Vec<EventKind>,
     /// The run's own tools and toolsets.
     extra: RunTools,
@@ -130,6 +128,7 @@ struct Run<'a> {
 impl Run<'_> {
     async fn go(mut self, state: &mut SessionState, first: First) -> Result<RunResult> {
         let max_steps = self.agent.max_steps;
+        let refused = std::mem::take(&mut self.refused);
         let mut machine = match first {
             First::Prompt(prompt) => Machine::start(
                 state,
@@ -137,23 +136,22 @@ impl Run<'_> {
                 max_steps,
                 self.agent.instructions.as_deref(),
                 prompt,
+                refused,
                 &self.events,
             ),
             First::Resume(waiting, resolved) => {
-                Machine::resume(state, waiting, max_steps, resolved, &self.registry, &self.events)
+                Machine::resume(state, waiting, max_steps, resolved, &self.registry, refused, &self.events)
             }
         };
-        // After the run's first event: the tools were listed before it.
-        self.report_refused();
         // A resume's approved calls run under the run's span, before any step of its own.
         let mut step_span = None;
         loop {
             match machine.next(&self.events, &self.registry) {
+                Next::ListTools { step } => match self.list_tools(&machine.run_id, step).await {
+                    Ok(refused) => machine.tools_listed(refused, &self.events),
+                    Err(error) => machine.failed(RunError::Tools { message: error.to_string() }),
+                },
                 Next::RequestModel { step } => {
-                    if let Err(error) = self.list_tools(&machine.run_id, step).await {
-                        machine.model_failed(End::Failed(RunError::Tools { message: error.to_string() }));
-                        continue;
-                    }
                     let (span_id, span) = self.tracer.open(SpanOf::Step(step), Some(self.run_span));
                     self.request_model(&mut machine, step, span_id).instrument(span.clone()).await;
                     step_span = Some((span_id, span));
@@ -176,30 +174,22 @@ impl Run<'_> {
         }
     }
 
-    /// The tools of `step`, listed again unless they were listed for it already.
-    async fn list_tools(&mut self, run_id: &Arc<str>, step: u32) -> Result<()> {
+    /// The tools of `step`, listed again unless they were listed for it already, and the
+    /// `tool_refused` events of a new listing.
+    async fn list_tools(&mut self, run_id: &Arc<str>, step: u32) -> Result<Vec<EventKind>> {
         if step == self.listed_step {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let ctx = ToolsetContext::new(run_id.clone(), step, self.dependencies.clone());
         let tools = self.agent.tools_for(&self.extra, &ctx).await?;
-        (self.registry, self.refused) = (tools.registry, tools.refused);
+        self.registry = tools.registry;
         self.listed_step = step;
-        self.report_refused();
-        Ok(())
-    }
-
-    /// Emits what the last listing refused, once.
-    fn report_refused(&mut self) {
-        for refused in self.refused.drain(..) {
-            self.events.emit(refused);
-        }
+        Ok(tools.refused)
     }
 
     /// One model request, its outcome handed to the machine.
     async fn request_model(&self, machine: &mut Machine<&mut SessionState>, step: u32, step_span: SpanId) {
         let events = &self.events;
-        events.emit(EventKind::ModelRequest { step, messages: machine.state.history.messages().len() });
         let deltas = move |delta| events.delta(step, delta);
         let request = ModelRequest {
             messages: machine.state.history.messages(),
@@ -215,7 +205,7 @@ impl Run<'_> {
             biased;
             () = self.cancellation.cancelled() => {
                 self.tracer.close(model_span, "cancelled");
-                return machine.model_failed(End::Cancelled);
+                return machine.cancel(events, &self.registry);
             }
             response = model.request(request).instrument(span) => response,
         };
@@ -225,7 +215,7 @@ impl Run<'_> {
                 self.tracer.annotate(model_span, &GenAi::response(response.model_name.as_deref(), response.usage));
                 machine.model_responded(response, &self.events, &self.registry);
             }
-            Err(error) => machine.model_failed(End::Failed(RunError::model(error))),
+            Err(error) => machine.failed(RunError::model(error)),
         }
     }
 
@@ -274,7 +264,7 @@ impl Run<'_> {
         drop(running);
         drop(ahead);
         if cancelled {
-            machine.calls_cancelled(&self.events, &self.registry);
+            machine.cancel(&self.events, &self.registry);
         }
     }
 

@@ -34,7 +34,27 @@ pub(crate) struct Suspended {
     pub slots: Vec<Slot>,
 }
 
+impl SessionState {
+    /// Refuses a new run while one waits for decisions, naming how many calls it waits on.
+    ///
+    /// # Errors
+    /// `SessionWaiting` when a run is waiting.
+    pub(crate) fn ensure_idle(&self) -> Result<()> {
+        match &self.waiting {
+            Some(waiting) => {
+                Err(Error::SessionWaiting { run_id: waiting.run_id.to_string(), pending: waiting.pending() })
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 impl Suspended {
+    /// How many calls still wait for a decision.
+    pub(crate) fn pending(&self) -> usize {
+        self.slots.iter().filter(|slot| !matches!(slot, Slot::Done(_))).count()
+    }
+
     pub(crate) fn hitl(&self) -> Hitl {
         let mut hitl = Hitl::default();
         for slot in &self.slots {
