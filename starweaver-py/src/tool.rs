@@ -10,9 +10,10 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::hitl::ApprovalDecision;
-use starweaver::{ChainedCall, Dependencies, RunAhead, ToolContext, ToolDefinition, ToolError, ToolResult};
+use starweaver::run_ahead::{ChainLane, RunsAhead};
+use starweaver::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolResult};
 
-use crate::bridge::{Ahead, PyAwait};
+use crate::bridge::{Lane, PyAwait};
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::PyApprovalDecision;
@@ -356,7 +357,6 @@ pub(crate) struct PythonTool {
     /// A sync tool's `run_sync(ctx, arguments, context)`, which calls it on the current
     /// thread; with it, chains of calls to the tool run ahead (`bridge::ahead`).
     run_sync: Option<Py<PyAny>>,
-    ahead: Arc<Ahead>,
 }
 
 #[gen_stub_pymethods]
@@ -369,7 +369,7 @@ impl PyNativeTool {
     #[new]
     #[pyo3(signature = (definition, invoke, *, run_sync=None))]
     fn new(definition: &PyToolDefinition, invoke: Py<PyAny>, run_sync: Option<Py<PyAny>>) -> Self {
-        let tool = PythonTool { definition: definition.0.clone(), invoke, run_sync, ahead: Arc::default() };
+        let tool = PythonTool { definition: definition.0.clone(), invoke, run_sync };
         Self { tool: Arc::new(tool) }
     }
 
@@ -385,34 +385,9 @@ impl starweaver::Tool for PythonTool {
         &self.definition
     }
 
+    /// One attempt: the layer's `invoke` starts it on the loop (a coroutine) or in the
+    /// executor (a sync tool), and the bridge awaits it.
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
-        match self.ahead.claim(&ctx) {
-            Some(claimed) => async move {
-                match claimed.await {
-                    Some(outcome) => outcome,
-                    None => self.start(ctx, args).await,
-                }
-            }
-            .boxed(),
-            None => self.start(ctx, args),
-        }
-    }
-
-    fn run_ahead(&self, chain: &mut dyn Iterator<Item = ChainedCall>) -> Option<RunAhead> {
-        let run_sync = Python::attach(|py| self.run_sync.as_ref().map(|f| f.clone_ref(py)))?;
-        let chain: Vec<ChainedCall> = chain.collect();
-        // A single call gains nothing from a thread of its own.
-        if chain.len() < 2 {
-            return None;
-        }
-        self.ahead.start(chain, run_sync, context_to_py, finish)
-    }
-}
-
-impl PythonTool {
-    /// One attempt the ordinary way: the layer's `invoke` starts it on the loop (a
-    /// coroutine) or in the executor (a sync tool), and the bridge awaits it.
-    fn start<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
         let started = Python::attach(|py| {
             let arguments = serde_json::to_vec(args).map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
             let awaitable = self
@@ -427,6 +402,17 @@ impl PythonTool {
             Ok(awaitable) => awaitable.map(|outcome| Python::attach(|py| finish(py, outcome))).boxed(),
             Err(err) => futures::future::ready(Err(err)).boxed(),
         }
+    }
+
+    fn runs_ahead(&self) -> Option<&dyn RunsAhead> {
+        self.run_sync.is_some().then_some(self as &dyn RunsAhead)
+    }
+}
+
+impl RunsAhead for PythonTool {
+    fn lane(&self, _calls: usize) -> Option<Box<dyn ChainLane>> {
+        let run_sync = self.run_sync.as_ref()?;
+        Lane::new(run_sync, context_to_py, finish).map(|lane| Box::new(lane) as Box<dyn ChainLane>)
     }
 }
 

@@ -210,8 +210,8 @@ pub struct ReadmeDoctests;
 pub struct RustToolsDoctests;
 
 pub use tool::{
-    ChainedCall, DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunAhead, TOOL_OPTIONS, Tool, ToolBuilder,
-    ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args,
+    DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunsAhead, TOOL_OPTIONS, Tool, ToolBuilder, ToolContext,
+    ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args, run_ahead,
 };
 pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext};
 pub use trace::{SpanKind, Trace, TraceSpan};

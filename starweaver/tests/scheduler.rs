@@ -144,10 +144,13 @@ fn a_zero_concurrency_cap_is_rejected() {
     assert_eq!(err.to_string(), "invalid option `max_concurrency`: must be at least 1");
 }
 
-/// A tool that records the chains it is offered to run ahead, and runs none of them.
+/// A tool that runs the chains it is offered ahead, recording the calls it ran there; a
+/// call whose id is in `fail` fails there, and one in `abandon` is dropped unsettled.
 struct Offered {
     definition: starweaver::ToolDefinition,
-    chains: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+    ran: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+    fail: &'static [&'static str],
+    abandon: &'static [&'static str],
 }
 
 impl starweaver::Tool for Offered {
@@ -160,37 +163,91 @@ impl starweaver::Tool for Offered {
         _: ToolContext,
         _: &'a serde_json::Value,
     ) -> futures::future::BoxFuture<'a, Result<starweaver::ToolResult, starweaver::ToolError>> {
-        Box::pin(async { Ok(starweaver::ToolResult::new(json!("ok"))) })
+        Box::pin(async { Ok(starweaver::ToolResult::new(json!("called"))) })
     }
 
-    fn run_ahead(&self, chain: &mut dyn Iterator<Item = starweaver::ChainedCall>) -> Option<starweaver::RunAhead> {
-        let chain: Vec<_> = chain.collect();
-        assert!(chain.iter().all(|c| c.ctx.attempt() == 1 && c.arguments.is_object()));
-        self.chains.lock().unwrap().push(chain.iter().map(|c| c.ctx.tool_call_id().to_owned()).collect());
-        None
+    fn runs_ahead(&self) -> Option<&dyn starweaver::RunsAhead> {
+        Some(self)
     }
 }
 
+impl starweaver::RunsAhead for Offered {
+    fn lane(&self, calls: usize) -> Option<Box<dyn starweaver::run_ahead::ChainLane>> {
+        let ran = self.ran.clone();
+        ran.lock().unwrap().push(Vec::with_capacity(calls));
+        Some(Box::new(OfferedLane { ran, fail: self.fail, abandon: self.abandon }))
+    }
+}
+
+struct OfferedLane {
+    ran: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+    fail: &'static [&'static str],
+    abandon: &'static [&'static str],
+}
+
+impl starweaver::run_ahead::ChainLane for OfferedLane {
+    fn run(self: Box<Self>, mut chain: starweaver::run_ahead::Chain) {
+        while let Some((call, settle)) = chain.next_call() {
+            assert!(call.ctx.attempt() == 1 && call.arguments.is_object());
+            let id = call.ctx.tool_call_id().to_owned();
+            self.ran.lock().unwrap().last_mut().unwrap().push(id.clone());
+            if self.abandon.contains(&id.as_str()) {
+                continue;
+            }
+            settle.settle(if self.fail.contains(&id.as_str()) {
+                Err(starweaver::ToolError::model_retry("not ahead"))
+            } else {
+                Ok(starweaver::ToolResult::new(json!(format!("ahead {id}"))))
+            });
+        }
+    }
+}
+
+/// The chains run ahead, and each call's return, for calls `a b a a` where `a` runs ahead.
 async fn offered_chains(
     definition: starweaver::ToolDefinition,
+    fail: &'static [&'static str],
+    abandon: &'static [&'static str],
     configure: fn(starweaver::AgentBuilder) -> starweaver::AgentBuilder,
-) -> Vec<Vec<String>> {
-    let chains = std::sync::Arc::default();
-    let a = Offered { definition, chains: std::sync::Arc::clone(&chains) };
+) -> (Vec<Vec<String>>, Vec<serde_json::Value>) {
+    let ran = std::sync::Arc::default();
+    let a = Offered { definition, ran: std::sync::Arc::clone(&ran), fail, abandon };
     let b = sleeper("b", 1, &Log::default(), &InFlight::default());
     let calls = ["a", "b", "a", "a"].iter().enumerate().map(|(i, n)| call(&format!("c{i}"), n, json!({}))).collect();
     let agent = configure(Agent::builder(calls_then_text(calls, "done")).tool(a).tool(b)).build().unwrap();
+    let result = agent.run("go").await.unwrap();
     // Approval-gated calls leave the run waiting; every other case completes.
-    assert_ne!(agent.run("go").await.unwrap().status, RunStatus::Failed);
-    chains.lock().unwrap().clone()
+    assert_ne!(result.status, RunStatus::Failed);
+    let returns = tool_returns(result.messages.messages()).into_iter().filter(|r| &*r.name == "a");
+    (ran.lock().unwrap().clone(), returns.map(|r| r.content).collect())
 }
 
 #[tokio::test]
-async fn a_run_of_calls_to_one_tool_is_offered_once_as_a_chain_and_only_when_it_can_run_ahead() {
+async fn a_run_of_calls_to_one_tool_is_run_ahead_once_as_a_chain_and_only_when_it_can_be() {
     let a = || starweaver::ToolDefinition::new("a", json!({"type": "object"}));
-    assert_eq!(offered_chains(a(), |b| b).await, [["c0", "c2", "c3"]], "`b` is alone; `a` once, at its head");
-    assert!(offered_chains(a().with_timeout_ms(1_000), |b| b).await.is_empty(), "a timed call is never run ahead");
-    assert!(offered_chains(a(), |b| b.max_concurrency(8)).await.is_empty(), "nor under a concurrency cap");
-    let gated = offered_chains(a(), |b| b.approval_required_tools(["a"])).await;
-    assert!(gated.is_empty(), "nor a call that must wait for approval");
+    let (ran, returns) = offered_chains(a(), &[], &[], |b| b).await;
+    assert_eq!(ran, [["c0", "c2", "c3"]], "`b` is alone; `a` once, at its head");
+    assert_eq!(returns, [json!("ahead c0"), json!("ahead c2"), json!("ahead c3")]);
+    for (configure, why) in [
+        ((|b| b) as fn(_) -> _, "a timed call is never run ahead"),
+        (|b: starweaver::AgentBuilder| b.max_concurrency(8), "nor under a concurrency cap"),
+        (|b: starweaver::AgentBuilder| b.approval_required_tools(["a"]), "nor a call that must wait for approval"),
+    ] {
+        let definition = if why.starts_with("a timed") { a().with_timeout_ms(1_000) } else { a() };
+        let (ran, _) = offered_chains(definition, &[], &[], configure).await;
+        assert!(ran.is_empty(), "{why}: {ran:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_chain_runs_nothing_after_a_call_that_failed_or_was_left_unsettled() {
+    let a = || starweaver::ToolDefinition::new("a", json!({"type": "object"}));
+    let (ran, returns) = offered_chains(a(), &["c2"], &[], |b| b).await;
+    assert_eq!(ran, [["c0", "c2"]], "the lane is handed nothing after a failure");
+    assert_eq!(returns[1]["kind"], "model_retry", "the failure is the call's first attempt: {returns:?}");
+    assert_eq!(returns[2], json!("called"), "the rest take the ordinary path");
+
+    let (ran, returns) = offered_chains(a(), &[], &["c0"], |b| b).await;
+    assert_eq!(ran, [["c0"]]);
+    assert_eq!(returns, [json!("called"), json!("called"), json!("called")]);
 }

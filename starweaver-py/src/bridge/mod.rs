@@ -14,7 +14,7 @@ mod awaitable;
 mod cancel;
 mod future;
 
-pub(crate) use ahead::Ahead;
+pub(crate) use ahead::Lane;
 pub(crate) use awaitable::PyAwait;
 pub(crate) use cancel::cancelled;
 pub(crate) use future::{LoopFuture, attach_unless_exiting, before_exit, runtime};

@@ -198,10 +198,10 @@ impl Agent {
     /// stops it as a run's cancellation would.
     pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
         let approval = task.approval.clone().map(Arc::new);
-        let request = CallRequest { part: &task.call, approval, retry: task.retry };
+        let request = CallRequest { part: &task.call, approval, retry: task.retry, ahead: None };
         let inner = &self.inner;
         let (outcome, events) =
-            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, &request).await;
+            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, request).await;
         CallResult { outcome, events }
     }
 }

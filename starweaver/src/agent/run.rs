@@ -21,7 +21,7 @@ use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::ToolRegistry;
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{CallEnv, CallRequest, invoke, run_ahead};
+use crate::scheduler::{Ahead, CallEnv, CallRequest, chain_ahead, invoke};
 use crate::tool::Dependencies;
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
@@ -236,18 +236,28 @@ impl Run<'_> {
         };
         let mut running = FuturesUnordered::new();
         // Chains of calls to one tool that the tool runs ahead; dropped with the batch.
-        let mut ahead = Vec::new();
-        let request =
-            |r: &ReadyCall| CallRequest { part: calls[r.index], approval: r.approval.clone(), retry: r.retry };
+        let mut ahead: Vec<Ahead> = Vec::new();
+        let request = |r: &ReadyCall| CallRequest {
+            part: calls[r.index],
+            approval: r.approval.clone(),
+            retry: r.retry,
+            ahead: None,
+        };
         let mut start = first;
         let cancelled = loop {
             for ready in start.drain(..) {
+                let mut call = request(&ready);
+                call.ahead = ahead.iter_mut().find_map(|chain| chain.claim(ready.index));
                 let mut chain = machine.chain_after(&ready).peekable();
-                if chain.peek().is_some() {
-                    ahead.extend(run_ahead(&env, request(&ready), chain.map(|r| request(&r))));
+                if chain.peek().is_some()
+                    && let Some(mut chained) =
+                        chain_ahead(&env, (ready.index, request(&ready)), chain.map(|r| (r.index, request(&r))))
+                {
+                    call.ahead = chained.claim(ready.index);
+                    ahead.push(chained);
                 }
-                let (env, index, call) = (&env, ready.index, request(&ready));
-                running.push(async move { (index, invoke(env, &call).await) });
+                let (env, index) = (&env, ready.index);
+                running.push(async move { (index, invoke(env, call).await) });
             }
             let finished = tokio::select! {
                 biased;

@@ -318,10 +318,10 @@ impl McpService {
         let run_id: Arc<str> = Arc::from(format!("mcp_{}", uuid::Uuid::new_v4().simple()));
         let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
         let call = |approval| {
-            let request = CallRequest { part: &part, approval, retry: 0 };
+            let request = CallRequest { part: &part, approval, retry: 0, ahead: None };
             let (registry, dependencies, run_id, cancellation) =
                 (&self.registry, &self.dependencies, &run_id, &job.cancellation);
-            async move { invoke_alone(registry, dependencies, run_id, cancellation, &request).await.0 }
+            async move { invoke_alone(registry, dependencies, run_id, cancellation, request).await.0 }
         };
         let mut outcome = call(None).await;
         if let CallOutcome::NeedsApproval { reason, .. } = &outcome {

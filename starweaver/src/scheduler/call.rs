@@ -2,6 +2,7 @@
 //! timeouts and panic capture, and the return the model will see.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -15,7 +16,8 @@ use crate::event::{EventKind, EventLog};
 use crate::hitl::ApprovalDecision;
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
-use crate::tool::{ChainedCall, Dependencies, RunAhead, ToolContext, ToolError, ToolErrorKind, ToolResult};
+use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
+use crate::tool::{Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
 use crate::trace::{SpanId, SpanOf, Tracer};
 
 /// What every call of one batch shares.
@@ -31,12 +33,14 @@ pub(crate) struct CallEnv<'a> {
     pub limit: Option<&'a Semaphore>,
 }
 
-/// A call to make, with the decision it was approved by, if any, and the model retries
-/// its tool has spent in the run so far (what `ToolContext::retry` tells the tool).
+/// A call to make, with the decision it was approved by, if any, the model retries its
+/// tool has spent in the run so far (what `ToolContext::retry` tells the tool), and its
+/// first attempt's outcome if a chain runs it ahead.
 pub(crate) struct CallRequest<'a> {
     pub part: &'a ToolCallPart,
     pub approval: Option<Arc<ApprovalDecision>>,
     pub retry: u32,
+    pub ahead: Option<Claimed>,
 }
 
 /// How a call ended.
@@ -119,7 +123,7 @@ pub(crate) async fn invoke_alone(
     dependencies: &Dependencies,
     run_id: &Arc<str>,
     cancellation: &CancellationToken,
-    request: &CallRequest<'_>,
+    request: CallRequest<'_>,
 ) -> (CallOutcome, Vec<EventKind>) {
     let tracer = Tracer::new(run_id.clone());
     let (parent, _span) = tracer.open(SpanOf::Run, None);
@@ -131,14 +135,15 @@ pub(crate) async fn invoke_alone(
 }
 
 /// Runs one call to its end (value, error, or a suspension for a human).
-pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> CallOutcome {
+pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> CallOutcome {
     let call = request.part;
     env.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
-        override_arguments: override_of(request).cloned(),
+        override_arguments: override_of(&request).cloned(),
     });
-    let arguments = arguments_of(request);
+    let ahead = request.ahead.take();
+    let arguments = arguments_of(&request);
     let (call_span, span) =
         env.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
@@ -147,7 +152,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
             let message = format!("unknown tool `{}`; available tools: {available}", call.name);
             return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
         };
-        let arguments = match prepare(tool, request, arguments) {
+        let arguments = match prepare(tool, &request, arguments) {
             Ok(arguments) => arguments,
             Err(outcome) => return outcome,
         };
@@ -155,7 +160,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, request: &CallRequest<'_>) -> Call
             Some(limit) => Some(limit.acquire().await.expect("the run's semaphore is never closed")),
             None => None,
         };
-        attempts(env, tool, request, &arguments).await
+        attempts(env, tool, &request, ahead, &arguments).await
     }
     .instrument(span)
     .await;
@@ -204,30 +209,55 @@ fn override_of<'r>(request: &'r CallRequest<'_>) -> Option<&'r Value> {
     request.approval.as_ref().and_then(|a| a.override_arguments.as_ref())
 }
 
-/// Offers the tool of `first` the chain `first` and `rest` (calls to it that will run one
-/// after another, the first starting now) to run ahead, as
-/// [`Tool::run_ahead`](crate::Tool::run_ahead) says. Only untimed calls outside a
-/// concurrency cap are offered, and only up to the first that would not reach the tool
-/// (bad arguments, an approval gate). The chain is built as the tool reads it: a tool that
-/// runs nothing ahead costs nothing.
-pub(crate) fn run_ahead<'c>(
+/// A chain of calls run ahead (see [`run_ahead`](crate::tool::run_ahead)): each call's
+/// outcome, claimed as the runtime makes it, and the guard that stops the chain.
+pub(crate) struct Ahead {
+    /// In chain order, which is the order the calls start in.
+    claims: VecDeque<(usize, Claimed)>,
+    _stop: StopGuard,
+}
+
+impl Ahead {
+    /// The outcome of call `index` (of the response) if this chain runs it.
+    pub(crate) fn claim(&mut self, index: usize) -> Option<Claimed> {
+        match self.claims.front() {
+            Some((next, _)) if *next == index => self.claims.pop_front().map(|(_, claimed)| claimed),
+            _ => None,
+        }
+    }
+}
+
+/// Offers the tool of `first` the chain `first` and `rest` (calls to it, by their index
+/// in the response, that will run one after another, the first starting now) to run
+/// ahead. Only untimed calls outside a concurrency cap are offered, and only up to the
+/// first that would not reach the tool (bad arguments, an approval gate). The chain's
+/// calls are prepared only once the tool takes it: a tool that runs nothing ahead costs
+/// nothing.
+pub(crate) fn chain_ahead<'c>(
     env: &CallEnv<'_>,
-    first: CallRequest<'c>,
-    rest: impl Iterator<Item = CallRequest<'c>>,
-) -> Option<RunAhead> {
-    let tool = env.registry.get(&first.part.name)?;
+    first: (usize, CallRequest<'c>),
+    rest: impl Iterator<Item = (usize, CallRequest<'c>)>,
+) -> Option<Ahead> {
+    let tool = env.registry.get(&first.1.part.name)?;
+    let runs_ahead = tool.tool.runs_ahead()?;
     if tool.timeout.is_some() || env.limit.is_some() {
         return None;
     }
-    let mut chain = std::iter::once(first)
+    let calls: Vec<(usize, ChainedCall)> = std::iter::once(first)
         .chain(rest)
-        .map_while(|request| {
+        .map_while(|(index, request)| {
             let arguments = prepare(tool, &request, arguments_of(&request)).ok()?.into_owned();
-            Some(ChainedCall { ctx: context(env, tool, &request, 1, env.cancellation.clone()), arguments })
+            let ctx = context(env, tool, &request, 1, env.cancellation.clone());
+            Some((index, ChainedCall { ctx, arguments }))
         })
-        .peekable();
-    chain.peek()?;
-    tool.tool.run_ahead(&mut chain)
+        .collect();
+    if calls.len() < 2 {
+        return None;
+    }
+    let lane = runs_ahead.lane(calls.len())?;
+    let (indices, calls): (Vec<usize>, Vec<ChainedCall>) = calls.into_iter().unzip();
+    let (claims, stop) = run_ahead::start(lane, calls)?;
+    Some(Ahead { claims: indices.into_iter().zip(claims).collect(), _stop: stop })
 }
 
 /// The context of one attempt.
@@ -255,6 +285,7 @@ async fn attempts(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
     request: &CallRequest<'_>,
+    mut ahead: Option<Claimed>,
     arguments: &Value,
 ) -> CallOutcome {
     let call = request.part;
@@ -266,8 +297,19 @@ async fn attempts(
             Some(_) => env.cancellation.child_token(),
             None => env.cancellation.clone(),
         };
-        let ctx = context(env, tool, request, attempt, cancellation.clone());
-        let error = match attempt_once(tool, ctx, arguments, &cancellation, &call.name).await {
+        // The first attempt of a call a chain ran ahead is its outcome there, if it ran.
+        let ran_ahead = match ahead.take() {
+            Some(claimed) => claimed.await,
+            None => None,
+        };
+        let outcome = match ran_ahead {
+            Some(outcome) => outcome,
+            None => {
+                let ctx = context(env, tool, request, attempt, cancellation.clone());
+                attempt_once(tool, ctx, arguments, &cancellation, &call.name).await
+            }
+        };
+        let error = match outcome {
             Ok(result) => return ToolReturn::success(call, result).into(),
             Err(error) => error,
         };

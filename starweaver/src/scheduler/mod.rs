@@ -7,5 +7,5 @@
 mod call;
 mod plan;
 
-pub(crate) use call::{CallEnv, CallOutcome, CallRequest, ToolReturn, invoke, invoke_alone, run_ahead};
+pub(crate) use call::{Ahead, CallEnv, CallOutcome, CallRequest, ToolReturn, chain_ahead, invoke, invoke_alone};
 pub use plan::{CallPlan, PlannedCall};

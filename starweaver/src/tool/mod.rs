@@ -8,12 +8,14 @@ mod definition;
 mod error;
 mod options;
 mod result;
+pub mod run_ahead;
 
 pub use args::decode_args;
 pub use builder::{FnTool, ToolBuilder};
 pub use context::{Dependencies, ToolContext};
-pub use contract::{ChainedCall, RunAhead, Tool};
+pub use contract::Tool;
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
 pub use error::{ToolError, ToolErrorKind};
 pub use options::TOOL_OPTIONS;
 pub use result::{IntoToolResult, ToolResult};
+pub use run_ahead::RunsAhead;
