@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::mcp::{McpServer, McpService};
-use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
+use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext, ToolsetError};
 
 use crate::bridge::LoopFuture;
 use crate::bridge::PyAwait;
@@ -65,8 +65,9 @@ impl PyToolset {
                     native_tools(&listed).map(Ok)
                 }
             });
-            let failed =
-                move |err: PyErr| Python::attach(|py| format!("`{name}`'s list_tools raised {}", err.value(py)));
+            let failed = move |err: PyErr| {
+                Python::attach(|py| ToolsetError::new(format!("`{name}`'s list_tools raised {}", err.value(py))))
+            };
             async move {
                 match started {
                     Ok(Ok(tools)) => Ok(tools),

@@ -213,5 +213,5 @@ pub use tool::{
     ChainedCall, DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunAhead, TOOL_OPTIONS, Tool, ToolBuilder,
     ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args,
 };
-pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext};
+pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError};
 pub use trace::{SpanKind, Trace, TraceSpan};

@@ -83,7 +83,7 @@ impl AgentInner {
             let tools = toolset
                 .list_tools(ctx)
                 .await
-                .map_err(|message| Error::Toolset { toolset: toolset.name().to_owned(), message })?;
+                .map_err(|error| Error::Toolset { toolset: toolset.name().to_owned(), message: error.to_string() })?;
             refused.extend(ctx.take_refused().into_iter().map(|RefusedTool { tool, reason }| EventKind::ToolRefused {
                 step: ctx.step,
                 toolset: toolset.name().to_owned(),
