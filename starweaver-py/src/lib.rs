@@ -29,7 +29,7 @@ mod _native {
     #[pymodule_export]
     use crate::bridge::LoopFuture;
     #[pymodule_export]
-    use crate::durable::PyDurableRun;
+    use crate::durable::{PyAwaitCalls, PyDone, PyDurableRun, PyRequestModel, PyStartCalls};
     #[pymodule_export]
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
     #[pymodule_export]
