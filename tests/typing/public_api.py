@@ -175,7 +175,7 @@ async def typed_usage() -> None:
         assert_type(deferred.fail("boom"), DeferredResult)
         assert_type(await session.hitl.resume(approvals=[decision]), RunResult)
         assert_type(await session.resume_after_hitl(approvals=[{"id": "x", "approved": True}]), RunResult)
-        assert_type(session.hitl.pending, Hitl | None)
+        assert_type(session.pending, Hitl | None)
         assert_type(session.export_state(), SessionState)
         assert_type(session.messages, list[Message])
         session_stream = session.run_stream("again")
