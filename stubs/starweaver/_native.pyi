@@ -637,11 +637,6 @@ class RunResult:
         The final answer, when completed.
         """
     @property
-    def error(self) -> typing.Optional[builtins.str]:
-        r"""
-        Why the run failed, when failed.
-        """
-    @property
     def usage(self) -> Usage:
         r"""
         Tokens this run's model requests used.
@@ -678,15 +673,21 @@ class RunResult:
         This run's events, in order, as dicts with `seq`, `run_id` and `type`.
         """
     @property
+    def error(self) -> exceptions.RunFailedError | None:
+        r"""
+        Why the run failed, when failed: the exception named for it (not raised), a
+        `ModelError` subclass for a model failure, else `RunFailedError`; `str()` gives the
+        message.
+        """
+    @property
     def exception(self) -> exceptions.RunFailedError | None:
         r"""
-        The failure as the exception named for it (not raised), when failed: a
-        `ModelError` subclass for a model failure, else `RunFailedError`.
+        The same object as `error`.
         """
     def raise_for_status(self) -> None:
         r"""
-        Raises `exception` when the run failed (a `ModelError` subclass for a model
-        failure, else `RunFailedError`); does nothing otherwise.
+        Raises `error` when the run failed (a `ModelError` subclass for a model failure,
+        else `RunFailedError`); does nothing otherwise.
         """
     def __repr__(self) -> builtins.str: ...
 

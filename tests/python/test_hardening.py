@@ -112,7 +112,7 @@ async def main():
     made = eval(WHERE)
     if isinstance(made, FunctionModel):
         run = await create_agent(model=made, tools=[t]).run("go")
-        return [run.status, run.error]
+        return [run.status, str(run.error)]
     return "accepted"
 
 try:

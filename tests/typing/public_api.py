@@ -259,6 +259,7 @@ async def typed_usage() -> None:
     ran = await create_agent(model=model).run("hi")
     assert_type(ran.usage, starweaver.Usage)
     assert_type(ran.usage.output_tokens, int)
+    assert_type(ran.error, starweaver.RunFailedError | None)
     assert_type(ran.exception, starweaver.RunFailedError | None)
     ran.raise_for_status()
     model_errors: list[type[starweaver.ModelError]] = [

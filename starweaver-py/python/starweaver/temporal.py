@@ -148,7 +148,7 @@ def _result(result: RunResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "status": result.status,
         "output": result.output,
-        "error": result.error,
+        "error": None if result.error is None else str(result.error),
         "messages": result.messages,
         "finish_reason": result.finish_reason,
         "usage": {
