@@ -27,7 +27,7 @@ mod _native {
     #[pymodule_export]
     use crate::agent::{PyAgent, PySession};
     #[pymodule_export]
-    use crate::bridge::LoopFuture;
+    use crate::bridge::RustFuture;
     #[pymodule_export]
     use crate::durable::{PyAwaitCalls, PyDone, PyDurableRun, PyRequestModel, PyStartCalls};
     #[pymodule_export]
