@@ -167,6 +167,9 @@ async fn tools_a_run_adds_leave_the_agent_unchanged() {
     let clash = RunOptions { tools: vec![named("base", &runs)], ..RunOptions::default() };
     let err = agent.run_with("go", clash).await.err().unwrap();
     assert!(err.to_string().contains("both the agent's tools and the run's tools"), "{err}");
+    let twice = RunOptions { tools: vec![named("extra", &runs), named("extra", &runs)], ..RunOptions::default() };
+    let err = agent.run_with("go", twice).await.err().unwrap();
+    assert_eq!(err.to_string(), "duplicate tool name `extra`: tool names must be unique within a run");
 }
 
 #[tokio::test]
