@@ -1,5 +1,5 @@
 //! Agents, sessions and run results for Python. Runs are awaited on the caller's event
-//! loop through [`LoopFuture`].
+//! loop through [`RustFuture`].
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::{Agent, ApprovalRule, CancellationToken, Dependencies, HitlDecisions, Model, RunOptions, Session};
 
-use crate::bridge::LoopFuture;
+use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
@@ -42,14 +42,14 @@ impl PyAgent {
     /// Makes a durable run's model request (a `request_model` step's task): `{"response":
     /// ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
-    fn request_model(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
+    fn request_model(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
         crate::task::request_model(py, &self.agent, task)
     }
 
     /// Runs one of a durable run's call tasks through the scheduler's call path; the
     /// result goes to `NativeDurableRun.call_finished`.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
-    fn run_call(&self, py: Python<'_>, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
+    fn run_call(&self, py: Python<'_>, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
         crate::task::run_call(py, &self.agent, run_id, task)
     }
 
@@ -123,11 +123,11 @@ impl PyAgent {
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
-    ) -> LoopFuture {
+    ) -> RustFuture {
         let agent = self.agent.clone();
         let (options, cancellation) = run_options(tools, toolsets);
         let run = async move { result_to_py(agent.run_with(prompt, options).await) };
-        LoopFuture::new(run.boxed(), Some(cancellation))
+        RustFuture::new(run.boxed(), Some(cancellation))
     }
 
     /// Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
@@ -209,7 +209,7 @@ enum Action {
 impl PySession {
     /// Takes the session for one run (a second concurrent run is refused, not queued) and
     /// returns the awaitable that performs it.
-    fn start(&self, py: Python<'_>, action: Action, options: (RunOptions, CancellationToken)) -> PyResult<LoopFuture> {
+    fn start(&self, py: Python<'_>, action: Action, options: (RunOptions, CancellationToken)) -> PyResult<RustFuture> {
         let mut session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
         let (options, cancellation) = options;
         let run = async move {
@@ -219,7 +219,7 @@ impl PySession {
             };
             result_to_py(result)
         };
-        Ok(LoopFuture::new(run.boxed(), Some(cancellation)))
+        Ok(RustFuture::new(run.boxed(), Some(cancellation)))
     }
 }
 
@@ -236,7 +236,7 @@ impl PySession {
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
-    ) -> PyResult<LoopFuture> {
+    ) -> PyResult<RustFuture> {
         self.start(py, Action::Run(prompt), run_options(tools, toolsets))
     }
 
@@ -263,7 +263,7 @@ impl PySession {
         py: Python<'_>,
         approvals: Option<Vec<Bound<'_, PyAny>>>,
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
-    ) -> PyResult<LoopFuture> {
+    ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, &approvals.unwrap_or_default(), &deferred_results.unwrap_or_default())?;
         self.start(py, Action::Resume(decisions), run_options(None, None))
     }

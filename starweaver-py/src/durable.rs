@@ -1,5 +1,6 @@
-//! `starweaver.durable`'s native half: a run driven step by step from Python (a Temporal
-//! workflow), and the model requests and tool calls it asks for, as JSON-ready dicts.
+//! The native half of `starweaver.temporal`: a run driven step by step from Python (a
+//! Temporal workflow), its steps as small classes to `match` on, and the model requests
+//! and tool calls it asks for, as JSON-ready dicts.
 
 use std::sync::Mutex;
 
@@ -18,8 +19,9 @@ use crate::result::PyRunResult;
 use crate::task::{format_error, from_py};
 
 /// A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
-/// says what to do (`request_model`, `start_calls`, `await_calls`, or `done`), and the
-/// outcomes come back through `model_responded`, `model_failed` and `call_finished`.
+/// says what to do (`RequestModel`, `StartCalls`, `AwaitCalls`, or `Done`), and the
+/// outcomes come back through `model_answered`, `model_lost`, `call_finished` and
+/// `call_lost`.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeDurableRun", frozen)]
 pub struct PyDurableRun(Mutex<DurableRun>);
@@ -31,6 +33,112 @@ fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, P
 impl PyDurableRun {
     fn run(&self) -> std::sync::MutexGuard<'_, DurableRun> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A step of a `NativeDurableRun`: make this model request (`NativeAgent.request_model`)
+/// and hand the answer to `model_answered`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "RequestModel", frozen)]
+pub struct PyRequestModel {
+    task: Py<PyAny>,
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyRequestModel {
+    #[classattr]
+    #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['task']]", imports = ("typing",)))]
+    fn __match_args__() -> (&'static str,) {
+        ("task",)
+    }
+
+    /// The request, as a JSON-ready dict.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
+    fn task(&self, py: Python<'_>) -> Py<PyAny> {
+        self.task.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("RequestModel(task={})", self.task.bind(py).repr()?))
+    }
+}
+
+/// A step of a `NativeDurableRun`: start these calls (`NativeAgent.run_call`, side by
+/// side) and hand each result to `call_finished` with the task's `index`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "StartCalls", frozen)]
+pub struct PyStartCalls {
+    tasks: Py<PyAny>,
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyStartCalls {
+    #[classattr]
+    #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['tasks']]", imports = ("typing",)))]
+    fn __match_args__() -> (&'static str,) {
+        ("tasks",)
+    }
+
+    /// The calls, as JSON-ready dicts, in model order.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[dict[str, typing.Any]]", imports = ("typing",)))]
+    fn tasks(&self, py: Python<'_>) -> Py<PyAny> {
+        self.tasks.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("StartCalls(tasks={})", self.tasks.bind(py).repr()?))
+    }
+}
+
+/// A step of a `NativeDurableRun`: nothing new may start until a running call is
+/// reported.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "AwaitCalls", frozen)]
+pub struct PyAwaitCalls;
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyAwaitCalls {
+    #[classattr]
+    #[gen_stub(override_return_type(type_repr = "tuple[()]"))]
+    fn __match_args__(py: Python<'_>) -> Bound<'_, pyo3::types::PyTuple> {
+        pyo3::types::PyTuple::empty(py)
+    }
+
+    fn __repr__(&self) -> &'static str {
+        "AwaitCalls()"
+    }
+}
+
+/// A step of a `NativeDurableRun`: the run ended (completed, failed or cancelled) or
+/// waits for decisions (`resume`).
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "Done", frozen)]
+pub struct PyDone {
+    result: Py<PyRunResult>,
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyDone {
+    #[classattr]
+    #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['result']]", imports = ("typing",)))]
+    fn __match_args__() -> (&'static str,) {
+        ("result",)
+    }
+
+    /// How the run ended, or what it waits for.
+    #[getter]
+    fn result(&self, py: Python<'_>) -> Py<PyRunResult> {
+        self.result.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("Done(result={})", self.result.bind(py).repr()?))
     }
 }
 
@@ -51,29 +159,19 @@ impl PyDurableRun {
         Ok(Self(Mutex::new(DurableRun::restore(agent.agent(), &state, run_id).into_py_result(py)?)))
     }
 
-    /// What to do next: `{"kind": "request_model", "task": {...}}`, `{"kind":
-    /// "start_calls", "tasks": [...]}`, `{"kind": "await_calls"}` or `{"kind": "done",
-    /// "result": RunResult}`.
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
-    fn next_step<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// What to do next: `RequestModel(task)`, `StartCalls(tasks)`, `AwaitCalls()` or
+    /// `Done(result)`, for `match`.
+    #[gen_stub(override_return_type(type_repr = "RequestModel | StartCalls | AwaitCalls | Done"))]
+    fn next_step(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let step = self.run().next_step();
-        let dict = pyo3::types::PyDict::new(py);
-        match step {
-            Step::RequestModel(task) => {
-                dict.set_item("kind", "request_model")?;
-                dict.set_item("task", to_py(py, &task)?)?;
-            }
-            Step::StartCalls(tasks) => {
-                dict.set_item("kind", "start_calls")?;
-                dict.set_item("tasks", to_py(py, &tasks)?)?;
-            }
-            Step::AwaitCalls => dict.set_item("kind", "await_calls")?,
+        Ok(match step {
+            Step::RequestModel(task) => Py::new(py, PyRequestModel { task: to_py(py, &task)?.unbind() })?.into_any(),
+            Step::StartCalls(tasks) => Py::new(py, PyStartCalls { tasks: to_py(py, &tasks)?.unbind() })?.into_any(),
+            Step::AwaitCalls => Py::new(py, PyAwaitCalls)?.into_any(),
             Step::Done(result) => {
-                dict.set_item("kind", "done")?;
-                dict.set_item("result", Py::new(py, PyRunResult::new(py, result)?)?)?;
+                Py::new(py, PyDone { result: Py::new(py, PyRunResult::new(py, result)?)? })?.into_any()
             }
-        }
-        Ok(dict.into_any())
+        })
     }
 
     /// The model answered (`{"response": ...}` from `NativeAgent.request_model`) or failed

@@ -27,9 +27,9 @@ mod _native {
     #[pymodule_export]
     use crate::agent::{PyAgent, PySession};
     #[pymodule_export]
-    use crate::bridge::LoopFuture;
+    use crate::bridge::RustFuture;
     #[pymodule_export]
-    use crate::durable::PyDurableRun;
+    use crate::durable::{PyAwaitCalls, PyDone, PyDurableRun, PyRequestModel, PyStartCalls};
     #[pymodule_export]
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
     #[pymodule_export]

@@ -29,10 +29,8 @@ pub struct PyRunResult {
     /// The final answer, when completed.
     #[pyo3(get)]
     output: Option<String>,
-    /// Why the run failed, when failed.
-    #[pyo3(get)]
-    error: Option<String>,
-    exception: Option<Py<PyAny>>,
+    /// Why the run failed, as the exception named for it; `error` and `exception` give it.
+    error: Option<Py<PyAny>>,
     /// Tokens this run's model requests used.
     #[pyo3(get)]
     usage: Py<PyUsage>,
@@ -53,8 +51,7 @@ impl PyRunResult {
             status: result.status.as_str(),
             finish_reason: result.finish_reason.map(starweaver::FinishReason::as_str),
             output: result.output,
-            exception: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
-            error: result.error.map(|e| e.to_string()),
+            error: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
             usage: Py::new(py, PyUsage(result.usage))?,
             hitl: Py::new(py, PyHitl::from(result.hitl))?,
             history: result.messages,
@@ -102,18 +99,26 @@ impl PyRunResult {
         convert::serialize_to_py(py, &self.events)
     }
 
-    /// The failure as the exception named for it (not raised), when failed: a
-    /// `ModelError` subclass for a model failure, else `RunFailedError`.
+    /// Why the run failed, when failed: the exception named for it (not raised), a
+    /// `ModelError` subclass for a model failure, else `RunFailedError`; `str()` gives the
+    /// message.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "exceptions.RunFailedError | None", imports = ("starweaver.exceptions",)))]
+    fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.error.as_ref().map(|e| e.clone_ref(py))
+    }
+
+    /// The same object as `error`.
     #[getter]
     #[gen_stub(override_return_type(type_repr = "exceptions.RunFailedError | None", imports = ("starweaver.exceptions",)))]
     fn exception(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.exception.as_ref().map(|e| e.clone_ref(py))
+        self.error(py)
     }
 
-    /// Raises `exception` when the run failed (a `ModelError` subclass for a model
-    /// failure, else `RunFailedError`); does nothing otherwise.
+    /// Raises `error` when the run failed (a `ModelError` subclass for a model failure,
+    /// else `RunFailedError`); does nothing otherwise.
     fn raise_for_status(&self, py: Python<'_>) -> PyResult<()> {
-        match &self.exception {
+        match &self.error {
             Some(exception) => Err(PyErr::from_value(exception.bind(py).clone())),
             None => Ok(()),
         }

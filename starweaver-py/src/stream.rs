@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::{CancellationToken, RunStream};
 
-use crate::bridge::{LoopFuture, runtime};
+use crate::bridge::{RustFuture, runtime};
 use crate::convert;
 use crate::result::result_to_py;
 
@@ -49,7 +49,7 @@ impl PyRunStream {
     }
 
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[types.Event]", imports = ("typing", "starweaver.types")))]
-    fn __anext__(&self) -> LoopFuture {
+    fn __anext__(&self) -> RustFuture {
         let stream = self.stream.clone();
         let next = async move {
             let mut stream = stream.lock().await;
@@ -62,12 +62,12 @@ impl PyRunStream {
                 None => Err(PyStopAsyncIteration::new_err(())),
             }
         };
-        LoopFuture::new(next.boxed(), Some(self.cancellation.clone()))
+        RustFuture::new(next.boxed(), Some(self.cancellation.clone()))
     }
 
     /// Finishes the run (events not yet read stay in the result's `events`) and returns it.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
-    fn result(&self) -> LoopFuture {
+    fn result(&self) -> RustFuture {
         let stream = self.stream.clone();
         let result = async move {
             let Some(run) = stream.lock().await.0.take() else {
@@ -75,7 +75,7 @@ impl PyRunStream {
             };
             result_to_py(run.result().await)
         };
-        LoopFuture::new(result.boxed(), Some(self.cancellation.clone()))
+        RustFuture::new(result.boxed(), Some(self.cancellation.clone()))
     }
 
     /// Cancels the run: its tools see `ctx.is_cancelled()`, and the stream ends with the

@@ -10,7 +10,7 @@ use starweaver::Agent;
 use starweaver::durable::{CallTask, ModelTask};
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::LoopFuture;
+use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors;
 
@@ -26,7 +26,7 @@ pub(crate) fn format_error(py: Python<'_>, what: &str, error: &dyn std::fmt::Dis
 }
 
 /// The I/O a durable run asks for, with this agent's model and tools.
-pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
+pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
     let task: ModelTask = from_py(py, task, "model task")?;
     let agent = agent.clone();
     let request = async move {
@@ -36,11 +36,11 @@ pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAn
         };
         Python::attach(|py| Ok(convert::to_py(py, &answer)?.unbind()))
     };
-    Ok(LoopFuture::new(request.boxed(), None))
+    Ok(RustFuture::new(request.boxed(), None))
 }
 
 /// Runs one call task; cancelling the awaiting task cancels the call as a run would.
-pub(crate) fn run_call(py: Python<'_>, agent: &Agent, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<LoopFuture> {
+pub(crate) fn run_call(py: Python<'_>, agent: &Agent, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
     let task: CallTask = from_py(py, task, "call task")?;
     let agent = agent.clone();
     let cancellation = CancellationToken::new();
@@ -49,5 +49,5 @@ pub(crate) fn run_call(py: Python<'_>, agent: &Agent, run_id: String, task: &Bou
         let result = agent.run_call(&run_id, &task, token).await;
         Python::attach(|py| Ok(convert::serialize_to_py(py, &result)?.unbind()))
     };
-    Ok(LoopFuture::new(call.boxed(), Some(cancellation)))
+    Ok(RustFuture::new(call.boxed(), Some(cancellation)))
 }

@@ -8,10 +8,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::mcp::{McpServer, McpService};
-use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext};
+use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext, ToolsetError};
 
-use crate::bridge::LoopFuture;
 use crate::bridge::PyAwait;
+use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
@@ -65,8 +65,9 @@ impl PyToolset {
                     native_tools(&listed).map(Ok)
                 }
             });
-            let failed =
-                move |err: PyErr| Python::attach(|py| format!("`{name}`'s list_tools raised {}", err.value(py)));
+            let failed = move |err: PyErr| {
+                Python::attach(|py| ToolsetError::new(format!("`{name}`'s list_tools raised {}", err.value(py))))
+            };
             async move {
                 match started {
                     Ok(Ok(tools)) => Ok(tools),
@@ -198,7 +199,7 @@ impl PyMcpServer {
     /// Starts the server now (it also starts on first use); raises `ToolsetError` naming
     /// it, with the tail of its stderr, when it cannot.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
-    fn connect(&self) -> LoopFuture {
+    fn connect(&self) -> RustFuture {
         let server = self.0.clone();
         let connect = async move {
             let outcome = server.connect().await;
@@ -207,7 +208,7 @@ impl PyMcpServer {
                 Err(message) => Err(errors::raise(errors::toolset_error(py), message)),
             })
         };
-        LoopFuture::new(connect.boxed(), None)
+        RustFuture::new(connect.boxed(), None)
     }
 
     /// Calls one of the server's tools directly, outside any agent run, and gives its
@@ -220,7 +221,7 @@ impl PyMcpServer {
         #[gen_stub(override_type(type_repr = "dict[str, typing.Any] | None", imports = ("typing",)))] arguments: Option<
             Bound<'_, PyDict>,
         >,
-    ) -> PyResult<LoopFuture> {
+    ) -> PyResult<RustFuture> {
         let arguments = match arguments {
             Some(arguments) => convert::to_json(arguments.as_any()).map_err(|e| e.within("arguments"))?,
             None => serde_json::Value::Object(serde_json::Map::new()),
@@ -233,18 +234,18 @@ impl PyMcpServer {
                 Err(error) => Err(errors::raise(errors::toolset_error(py), error.message())),
             })
         };
-        Ok(LoopFuture::new(call.boxed(), None))
+        Ok(RustFuture::new(call.boxed(), None))
     }
 
     /// Stops the server; the next use starts it again.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
-    fn close(&self) -> LoopFuture {
+    fn close(&self) -> RustFuture {
         let server = self.0.clone();
         let close = async move {
             server.close().await;
             Ok(Python::attach(|py| py.None()))
         };
-        LoopFuture::new(close.boxed(), None)
+        RustFuture::new(close.boxed(), None)
     }
 }
 
@@ -290,7 +291,7 @@ impl PyMcpService {
     /// to a copy of stdout (fd 1) taken by this call, so the caller may point fd 1
     /// elsewhere before awaiting, keeping tools' prints out of the protocol stream.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
-    fn serve_stdio(&self) -> PyResult<LoopFuture> {
+    fn serve_stdio(&self) -> PyResult<RustFuture> {
         let protocol = protocol_output()?;
         let service = self.take()?;
         Ok(Self::serving(async move { service.serve_io(tokio::io::stdin(), protocol).await }.boxed()))
@@ -301,7 +302,7 @@ impl PyMcpService {
     /// cannot be, and `ready` is called with the URL clients should use.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     #[pyo3(signature = (address, ready=None))]
-    fn serve_http(&self, address: &str, ready: Option<Bound<'_, PyAny>>) -> PyResult<LoopFuture> {
+    fn serve_http(&self, address: &str, ready: Option<Bound<'_, PyAny>>) -> PyResult<RustFuture> {
         let listener = std::net::TcpListener::bind(address)?;
         listener.set_nonblocking(true)?;
         let url = format!("http://{}/mcp", listener.local_addr()?);
@@ -325,7 +326,7 @@ impl PyMcpService {
     }
 
     /// Serving as an awaitable: `None` when the client goes, `ToolsetError` on failure.
-    fn serving(serve: futures::future::BoxFuture<'static, Result<(), String>>) -> LoopFuture {
+    fn serving(serve: futures::future::BoxFuture<'static, Result<(), String>>) -> RustFuture {
         let serve = async move {
             let outcome = serve.await;
             Python::attach(|py| match outcome {
@@ -333,7 +334,7 @@ impl PyMcpService {
                 Err(message) => Err(errors::raise(errors::toolset_error(py), message)),
             })
         };
-        LoopFuture::new(serve.boxed(), None)
+        RustFuture::new(serve.boxed(), None)
     }
 }
 

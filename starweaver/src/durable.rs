@@ -123,7 +123,7 @@ impl DurableRun {
     }
 
     fn start_in(agent: &Agent, state: SessionState, prompt: String, run_id: String) -> Result<Self> {
-        if let Some(toolset) = agent.inner.dynamic.first() {
+        if let Some(toolset) = agent.inner.tools.dynamic.first() {
             return Err(Error::Toolset {
                 toolset: toolset.name().to_owned(),
                 message: "it is dynamic; a durable run needs its tools known up front".into(),

@@ -61,13 +61,15 @@ pub enum Error {
     /// A tool definition is invalid.
     #[error(transparent)]
     Definition(#[from] DefinitionError),
-    /// Two tools of one agent share a name.
-    #[error("duplicate tool name `{name}`: tool names must be unique within an agent")]
+    /// Two tools given directly to one agent, run or MCP service share a name.
+    #[error("duplicate tool name `{name}`: tool names must be unique within {within}")]
     DuplicateTool {
         /// The shared name.
         name: String,
+        /// What they were given to: `an agent`, `a run` or `an MCP service`.
+        within: &'static str,
     },
-    /// Two sources (the agent, a run, toolsets) give tools of one name.
+    /// Two sources (the agent, a run, the served tools, toolsets) give tools of one name.
     #[error("tool name `{name}` is given by both {first} and {second}; rename or prefix one of them")]
     ToolCollision {
         /// The shared name.

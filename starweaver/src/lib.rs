@@ -213,5 +213,5 @@ pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunsAhead, TOOL_OPTIONS, Tool, ToolBuilder, ToolContext,
     ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args, run_ahead,
 };
-pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext};
+pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError};
 pub use trace::{SpanKind, Trace, TraceSpan};

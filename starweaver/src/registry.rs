@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::tool::{Tool, ToolDefinition};
+use crate::toolset::Toolset;
 
 /// A map keyed by tool name. Names are hashed several times a call (here, in the call
 /// plan, for model retries); foldhash does that several times faster than the default
@@ -27,16 +28,29 @@ pub(crate) enum Source {
     Agent,
     /// Given to one run directly.
     Run,
+    /// Given directly to an MCP service, to serve.
+    Served,
     /// From a toolset (name, id), which may require approval for all its tools.
     Toolset { name: String, id: String, requires_approval: bool },
 }
 
 impl Source {
-    pub(crate) fn of(toolset: &dyn crate::toolset::Toolset) -> Self {
+    pub(crate) fn of(toolset: &dyn Toolset) -> Self {
         Self::Toolset {
             name: toolset.name().to_owned(),
             id: toolset.id().to_owned(),
             requires_approval: toolset.requires_approval(),
+        }
+    }
+
+    /// What tools given directly by this source must have unique names within (two of
+    /// them with one name are a duplicate, not a collision of two sources).
+    fn scope(&self) -> Option<&'static str> {
+        match self {
+            Self::Agent => Some("an agent"),
+            Self::Run => Some("a run"),
+            Self::Served => Some("an MCP service"),
+            Self::Toolset { .. } => None,
         }
     }
 }
@@ -46,8 +60,50 @@ impl std::fmt::Display for Source {
         match self {
             Self::Agent => f.write_str("the agent's tools"),
             Self::Run => f.write_str("the run's tools"),
+            Self::Served => f.write_str("the served tools"),
             Self::Toolset { name, .. } => write!(f, "toolset `{name}`"),
         }
+    }
+}
+
+/// The tools handed to an agent's builder, an MCP service's builder or a run: each tool
+/// given directly, labelled with who was given it, and each toolset's; a static toolset's
+/// tools are known now, a dynamic one is kept to be listed at every step.
+#[derive(Clone)]
+pub(crate) struct ToolList {
+    /// The label of the tools given directly.
+    source: Source,
+    /// The tools known now, each with where it came from, in the order given.
+    pub entries: Vec<Registration>,
+    /// The dynamic toolsets, in the order given.
+    pub dynamic: Vec<Arc<dyn Toolset>>,
+}
+
+impl ToolList {
+    /// An empty list whose directly given tools are labelled `source`.
+    pub(crate) fn new(source: Source) -> Self {
+        Self { source, entries: Vec::new(), dynamic: Vec::new() }
+    }
+
+    /// Adds a tool given directly.
+    pub(crate) fn tool(&mut self, tool: Arc<dyn Tool>) {
+        self.entries.push(Registration { tool, source: self.source.clone() });
+    }
+
+    /// Adds a toolset: a static one's tools, labelled with the toolset; a dynamic one as it is.
+    pub(crate) fn toolset(&mut self, toolset: Arc<dyn Toolset>) {
+        match toolset.static_tools() {
+            Some(tools) => {
+                let source = Source::of(&*toolset);
+                self.entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+            }
+            None => self.dynamic.push(toolset),
+        }
+    }
+
+    /// Whether nothing was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.dynamic.is_empty()
     }
 }
 
@@ -93,9 +149,9 @@ impl ToolRegistry {
                 return Err(DefinitionError { tool: definition.name, kind }.into());
             }
             if let Some(&other) = registry.index.get(&definition.name) {
-                let first = sources.get(other).cloned().unwrap_or(Source::Agent);
-                if first == Source::Agent && source == Source::Agent {
-                    return Err(Error::DuplicateTool { name: definition.name });
+                let first = &sources[other];
+                if let Some(within) = source.scope().filter(|_| *first == source) {
+                    return Err(Error::DuplicateTool { name: definition.name, within });
                 }
                 return Err(Error::ToolCollision {
                     name: definition.name,
@@ -106,7 +162,7 @@ impl ToolRegistry {
             let approval_rule = match &source {
                 Source::Toolset { name, requires_approval: true, .. } => Some(format!("toolset `{name}`")),
                 Source::Toolset { name, id, .. } => policy.matching_rule(&definition, Some((name, id))),
-                Source::Agent | Source::Run => policy.matching_rule(&definition, None),
+                Source::Agent | Source::Run | Source::Served => policy.matching_rule(&definition, None),
             };
             registry.index.insert(definition.name.clone(), registry.tools.len());
             sources.push(source);

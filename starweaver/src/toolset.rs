@@ -62,6 +62,59 @@ impl ToolsetContext {
     }
 }
 
+/// Why a toolset could not list its tools: a message, and the error behind it when there
+/// is one. A run that meets it fails naming the toolset
+/// ([`Error::Toolset`](crate::Error::Toolset), with this message).
+///
+/// ```
+/// use starweaver::ToolsetError;
+///
+/// let io = std::io::Error::other("connection refused");
+/// let err = ToolsetError::new("the server is gone").with_source(io);
+/// assert_eq!(err.to_string(), "the server is gone");
+/// assert_eq!(std::error::Error::source(&err).unwrap().to_string(), "connection refused");
+/// let plain: ToolsetError = "no tools today".into();
+/// assert!(std::error::Error::source(&plain).is_none());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolsetError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl ToolsetError {
+    /// An error saying `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), source: None }
+    }
+
+    /// The same error, caused by `source` (what [`std::error::Error::source`] gives).
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// What went wrong, as a sentence.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for ToolsetError {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<&str> for ToolsetError {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
+}
+
 /// A named group of tools with an id; approval rules can name the toolset instead of each
 /// tool.
 ///
@@ -87,8 +140,9 @@ pub trait Toolset: Send + Sync + 'static {
     /// The tools for the step `ctx` describes.
     ///
     /// # Errors
-    /// A message saying why the tools cannot be listed (a server that will not start).
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>>;
+    /// A [`ToolsetError`] saying why the tools cannot be listed (a server that will not
+    /// start).
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>>;
 
     /// The tools, when they never change: they are then checked once, when the agent is
     /// built, and not listed again.
@@ -152,7 +206,7 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
         (**self).id()
     }
 
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         (**self).list_tools(ctx)
     }
 
@@ -209,7 +263,7 @@ impl Toolset for StaticToolset {
         self.id.as_deref().unwrap_or(&self.name)
     }
 
-    fn list_tools<'a>(&'a self, _: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, _: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         Box::pin(std::future::ready(Ok(self.tools.clone())))
     }
 
@@ -218,16 +272,30 @@ impl Toolset for StaticToolset {
     }
 }
 
-type ListFn = dyn for<'a> Fn(&'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> + Send + Sync;
+type ListFn =
+    dyn for<'a> Fn(&'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> + Send + Sync;
 
 /// A toolset whose tools a function lists at every step.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use starweaver::{DynamicToolset, Tool, Toolset};
+/// use starweaver::{Dependencies, DynamicToolset, Tool, Toolset, ToolsetContext, ToolsetError};
 ///
-/// let none = DynamicToolset::new("late", |_ctx| Box::pin(async { Ok(Vec::<Arc<dyn Tool>>::new()) }));
-/// assert!(none.static_tools().is_none());
+/// let late = DynamicToolset::new("late", |ctx| {
+///     let step = ctx.step;
+///     Box::pin(async move {
+///         if step > 3 {
+///             return Err(ToolsetError::new("the catalog closes after step 3"));
+///         }
+///         Ok(Vec::<Arc<dyn Tool>>::new())
+///     })
+/// });
+/// assert!(late.static_tools().is_none());
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let ctx = ToolsetContext::new("run_1".into(), 4, Dependencies::new());
+/// let err = late.list_tools(&ctx).await.err().unwrap();
+/// assert_eq!(err.to_string(), "the catalog closes after step 3");
+/// # });
 /// ```
 pub struct DynamicToolset {
     name: String,
@@ -239,7 +307,10 @@ impl DynamicToolset {
     /// A toolset named `name` whose tools `list` gives at each step.
     pub fn new<F>(name: impl Into<String>, list: F) -> Self
     where
-        F: for<'a> Fn(&'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> + Send + Sync + 'static,
+        F: for<'a> Fn(&'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>>
+            + Send
+            + Sync
+            + 'static,
     {
         Self { name: name.into(), id: None, list: Box::new(list) }
     }
@@ -261,7 +332,7 @@ impl Toolset for DynamicToolset {
         self.id.as_deref().unwrap_or(&self.name)
     }
 
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         (self.list)(ctx)
     }
 }
@@ -294,7 +365,7 @@ impl<T: Toolset> Toolset for Mapped<T> {
         self.inner.id()
     }
 
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         Box::pin(async move { self.inner.list_tools(ctx).await.map(|tools| self.apply(tools)) })
     }
 
@@ -320,7 +391,7 @@ impl<T: Toolset> Toolset for ApprovalRequired<T> {
         self.0.id()
     }
 
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         self.0.list_tools(ctx)
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use starweaver::testing::TestModel;
 use starweaver::{
     Agent, DynamicToolset, Error, ModelResponse, RunError, RunOptions, RunStatus, StaticToolset, Tool, ToolBuilder,
-    ToolContext, Toolset,
+    ToolContext, Toolset, ToolsetError,
 };
 
 /// A tool that answers with its own name, counting its calls.
@@ -110,7 +110,9 @@ async fn collisions_name_both_sources() {
 async fn a_toolset_that_cannot_list_fails_the_step_naming_it() {
     let flaky = DynamicToolset::new("remote", |ctx| {
         let step = ctx.step;
-        Box::pin(async move { if step == 1 { Ok(Vec::new()) } else { Err("the server is gone".to_owned()) } })
+        // The error behind the message stays with the toolset's error, not in the run's.
+        let gone = ToolsetError::new("the server is gone").with_source(std::io::Error::other("connection reset"));
+        Box::pin(async move { if step == 1 { Ok(Vec::new()) } else { Err(gone) } })
     });
     let model = Arc::new(TestModel::new([
         TestModel::tool_call_response([call("c1", "nothing", json!({}))]),
@@ -165,6 +167,9 @@ async fn tools_a_run_adds_leave_the_agent_unchanged() {
     let clash = RunOptions { tools: vec![named("base", &runs)], ..RunOptions::default() };
     let err = agent.run_with("go", clash).await.err().unwrap();
     assert!(err.to_string().contains("both the agent's tools and the run's tools"), "{err}");
+    let twice = RunOptions { tools: vec![named("extra", &runs), named("extra", &runs)], ..RunOptions::default() };
+    let err = agent.run_with("go", twice).await.err().unwrap();
+    assert_eq!(err.to_string(), "duplicate tool name `extra`: tool names must be unique within a run");
 }
 
 #[tokio::test]
@@ -176,7 +181,7 @@ async fn a_toolset_failing_when_a_stored_session_resumes_claims_nothing() {
     let flaky = DynamicToolset::new("ops", move |_| {
         let attempt = listings.bump();
         let tools = vec![gated.clone()];
-        Box::pin(async move { if attempt == 1 { Ok(tools) } else { Err("the registry is down".to_owned()) } })
+        Box::pin(async move { if attempt == 1 { Ok(tools) } else { Err("the registry is down".into()) } })
     })
     .approval_required();
     let store: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());

@@ -11,7 +11,9 @@ import typing
 import typing_extensions
 __all__ = [
     "ApprovalDecision",
+    "AwaitCalls",
     "DeferredResult",
+    "Done",
     "Hitl",
     "MemorySessionStore",
     "Messages",
@@ -28,11 +30,13 @@ __all__ = [
     "PROVIDERS",
     "PendingApproval",
     "PendingDeferred",
+    "RequestModel",
     "RunResult",
     "RunStream",
     "RustFuture",
     "SessionStore",
     "SqliteSessionStore",
+    "StartCalls",
     "ToolContext",
     "ToolDefinition",
     "ToolResult",
@@ -86,6 +90,15 @@ class ApprovalDecision:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
+class AwaitCalls:
+    r"""
+    A step of a `NativeDurableRun`: nothing new may start until a running call is
+    reported.
+    """
+    __match_args__: tuple[()]
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
 class DeferredResult:
     r"""
     The outside result of a deferred call.
@@ -104,6 +117,20 @@ class DeferredResult:
         r"""
         As canonical JSON (a dict).
         """
+
+@typing.final
+class Done:
+    r"""
+    A step of a `NativeDurableRun`: the run ended (completed, failed or cancelled) or
+    waits for decisions (`resume`).
+    """
+    __match_args__: tuple[typing.Literal['result']]
+    @property
+    def result(self) -> RunResult:
+        r"""
+        How the run ended, or what it waits for.
+        """
+    def __repr__(self) -> builtins.str: ...
 
 @typing.final
 class Hitl:
@@ -191,8 +218,9 @@ class NativeAgent:
 class NativeDurableRun:
     r"""
     A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
-    says what to do (`request_model`, `start_calls`, `await_calls`, or `done`), and the
-    outcomes come back through `model_responded`, `model_failed` and `call_finished`.
+    says what to do (`RequestModel`, `StartCalls`, `AwaitCalls`, or `Done`), and the
+    outcomes come back through `model_answered`, `model_lost`, `call_finished` and
+    `call_lost`.
     """
     @property
     def pending(self) -> typing.Optional[Hitl]:
@@ -210,11 +238,10 @@ class NativeDurableRun:
         r"""
         A run that ended or waits, from `export_state()`.
         """
-    def next_step(self) -> dict[str, typing.Any]:
+    def next_step(self) -> RequestModel | StartCalls | AwaitCalls | Done:
         r"""
-        What to do next: `{"kind": "request_model", "task": {...}}`, `{"kind":
-        "start_calls", "tasks": [...]}`, `{"kind": "await_calls"}` or `{"kind": "done",
-        "result": RunResult}`.
+        What to do next: `RequestModel(task)`, `StartCalls(tasks)`, `AwaitCalls()` or
+        `Done(result)`, for `match`.
         """
     def model_answered(self, answer: typing.Any) -> None:
         r"""
@@ -581,6 +608,20 @@ class PendingDeferred:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
+class RequestModel:
+    r"""
+    A step of a `NativeDurableRun`: make this model request (`NativeAgent.request_model`)
+    and hand the answer to `model_answered`.
+    """
+    __match_args__: tuple[typing.Literal['task']]
+    @property
+    def task(self) -> dict[str, typing.Any]:
+        r"""
+        The request, as a JSON-ready dict.
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
 class RunResult:
     r"""
     How a run ended, with its history and events.
@@ -594,11 +635,6 @@ class RunResult:
     def output(self) -> typing.Optional[builtins.str]:
         r"""
         The final answer, when completed.
-        """
-    @property
-    def error(self) -> typing.Optional[builtins.str]:
-        r"""
-        Why the run failed, when failed.
         """
     @property
     def usage(self) -> Usage:
@@ -637,15 +673,21 @@ class RunResult:
         This run's events, in order, as dicts with `seq`, `run_id` and `type`.
         """
     @property
+    def error(self) -> exceptions.RunFailedError | None:
+        r"""
+        Why the run failed, when failed: the exception named for it (not raised), a
+        `ModelError` subclass for a model failure, else `RunFailedError`; `str()` gives the
+        message.
+        """
+    @property
     def exception(self) -> exceptions.RunFailedError | None:
         r"""
-        The failure as the exception named for it (not raised), when failed: a
-        `ModelError` subclass for a model failure, else `RunFailedError`.
+        The same object as `error`.
         """
     def raise_for_status(self) -> None:
         r"""
-        Raises `exception` when the run failed (a `ModelError` subclass for a model
-        failure, else `RunFailedError`); does nothing otherwise.
+        Raises `error` when the run failed (a `ModelError` subclass for a model failure,
+        else `RunFailedError`); does nothing otherwise.
         """
     def __repr__(self) -> builtins.str: ...
 
@@ -718,6 +760,20 @@ class SqliteSessionStore(SessionStore):
         r"""
         Opens (creating if needed) the database at `path`; raises `SessionStoreError`
         naming the path when it cannot.
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class StartCalls:
+    r"""
+    A step of a `NativeDurableRun`: start these calls (`NativeAgent.run_call`, side by
+    side) and hand each result to `call_finished` with the task's `index`.
+    """
+    __match_args__: tuple[typing.Literal['tasks']]
+    @property
+    def tasks(self) -> list[dict[str, typing.Any]]:
+        r"""
+        The calls, as JSON-ready dicts, in model order.
         """
     def __repr__(self) -> builtins.str: ...
 

@@ -65,7 +65,7 @@ async def child(db: Path) -> None:
 
     async def finish(session_id: str) -> None:
         session = agent.session(session_id=session_id)
-        pending = session.hitl.pending
+        pending = session.pending
         if pending is not None:
             await session.hitl.resume(approvals=[a.approve(decided_by="crash-test") for a in pending.approvals])
             committed(session_id)
@@ -152,7 +152,7 @@ async def resume_all(db: Path) -> int:
     resumed = 0
     for session_id in agent.session_store.ids():
         session = agent.session(session_id=session_id)
-        pending = session.hitl.pending
+        pending = session.pending
         if pending is None:
             continue
         result = await session.hitl.resume(approvals=[a.approve(decided_by="after-crash") for a in pending.approvals])

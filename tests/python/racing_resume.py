@@ -40,7 +40,7 @@ async def main() -> None:
     if starting:
         await session.run("deploy")
         return
-    pending = session.hitl.pending
+    pending = session.pending
     assert pending is not None
     print("loaded", flush=True)
     while not GO.exists():

@@ -16,8 +16,10 @@ from starweaver import (
     Execution,
     Feedback,
     InvalidArguments,
+    ModelError,
     ModelRetry,
     RegistrationError,
+    RunFailedError,
     RunResult,
     Timeout,
     Tool,
@@ -126,7 +128,8 @@ def test_raised_invalid_arguments_and_model_retry_exhaust_the_budget_and_fail_th
 
         result = run(go())
         assert result.status == "failed"
-        assert result.error == f"tool `picky` exceeded its retry budget of 1; last error: {exc.message}"
+        assert type(result.error) is RunFailedError and result.error is result.exception
+        assert str(result.error) == f"tool `picky` exceeded its retry budget of 1; last error: {exc.message}"
 
 
 def test_feedback_is_guidance_not_an_error() -> None:
@@ -328,4 +331,4 @@ def test_a_script_that_runs_out_fails_the_run_clearly() -> None:
 
     result = run(go())
     assert result.status == "failed"
-    assert "TestModel script exhausted" in (result.error or "")
+    assert isinstance(result.error, ModelError) and "TestModel script exhausted" in str(result.error)

@@ -50,7 +50,7 @@ def test_waiting_runs_list_pending_approvals_under_canonical_ids() -> None:
             "deploy production",
             {"risk": "high"},
         )
-        assert session.hitl.pending is not None
+        assert session.pending is not None
 
     asyncio.run(go())
 

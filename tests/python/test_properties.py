@@ -113,7 +113,7 @@ def test_any_decision_applies_or_is_refused_and_a_refusal_keeps_the_session_wait
             try:
                 done = await session.hitl.resume(approvals=[candidate], deferred_results=[deferred])  # type: ignore[list-item]
             except StarweaverError:
-                pending = session.hitl.pending
+                pending = session.pending
                 assert pending is not None and pending.approvals[0].id == pending_id
             else:
                 assert done.status != "waiting"

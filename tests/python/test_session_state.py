@@ -26,7 +26,7 @@ RESUME_ELSEWHERE = textwrap.dedent(
     async def main() -> None:
         state = json.loads(open(sys.argv[1]).read())
         session = make_agent(script_from=1).session(state=state)
-        pending = session.hitl.pending
+        pending = session.pending
         result = await session.hitl.resume(
             approvals=[pending.approvals[0].approve(decided_by="ops")],
             deferred_results=[pending.deferred[0].complete({"rows": 2})],

@@ -36,7 +36,7 @@ def test_a_path_selects_sqlite_and_a_waiting_session_resumes_from_another_agent(
         assert isinstance(agent.session_store, SqliteSessionStore)
         assert agent.session_store.ids() == ["ticket-42"]
         session = agent.session(session_id="ticket-42")
-        pending = session.hitl.pending
+        pending = session.pending
         assert pending is not None and pending.approvals[0].id == approval_id
         done = await session.hitl.resume(approvals=[pending.approvals[0].approve(decided_by="ops")])
         assert (done.status, done.output) == ("completed", "deployed")

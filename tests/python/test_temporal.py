@@ -127,11 +127,14 @@ def test_a_workflow_run_gives_the_same_history_as_the_in_process_run(
 
     async def scenario() -> None:
         client = await Client.connect(server)
-        for prompt in ("schedule", "failures"):
+        for prompt in ("schedule", "failures", "model fails"):
             handle = await durable.start(client, prompt, id=workflow_id(prompt), task_queue=TASK_QUEUE)
             remote = await handle.result()
             local = await in_process(prompt)
             assert (remote["status"], remote["output"]) == (local.status, local.output)
+            assert remote["error"] == (None if local.error is None else str(local.error))
+            if prompt == "model fails":
+                assert remote["status"] == "failed" and "the model is down" in remote["error"], remote["error"]
             assert remote["messages"] == local.messages
             assert remote["finish_reason"] == local.finish_reason
             usage = ("requests", "input_tokens", "output_tokens", "cached_tokens")

@@ -9,7 +9,7 @@ import pytest
 from conftest import call, returns
 from snapshot import assert_snapshot
 
-from starweaver import DynamicToolset, RegistrationError, Tool, Toolset, create_agent, tool
+from starweaver import DynamicToolset, RegistrationError, RunFailedError, Tool, Toolset, create_agent, tool
 from starweaver.testing import TestModel
 from starweaver.toolsets import ToolsetContext
 
@@ -95,7 +95,8 @@ def test_a_dynamic_toolset_that_raises_fails_the_run_naming_it() -> None:
     model = TestModel.responses([TestModel.tool_call_response([call("c1", "status")]), {"text": "done"}])
     result = asyncio.run(create_agent(model=model, toolsets=[DynamicToolset("remote", broken)]).run("go"))
     assert result.status == "failed"
-    assert result.error is not None and "toolset `remote`" in result.error and "the server is gone" in result.error
+    error = str(result.error)
+    assert isinstance(result.error, RunFailedError) and "toolset `remote`" in error and "the server is gone" in error
 
 
 def test_collisions_name_both_sources() -> None:

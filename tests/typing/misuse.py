@@ -32,6 +32,8 @@ async def misuse() -> None:
     tool(sequential="yes")(add)  # error
     result = await create_agent(model=TestModel([])).run(42)  # error
     result.hitl.approvals[0].approve("ui")  # error
+    message: str = result.error  # error
+    pending = create_agent(model=TestModel([])).session().hitl.pending  # error
     render(add, "openai")  # error
     create_agent(model=TestModel([]), session_store=42)  # error
-    del doubled, result
+    del doubled, result, message, pending

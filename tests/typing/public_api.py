@@ -175,7 +175,7 @@ async def typed_usage() -> None:
         assert_type(deferred.fail("boom"), DeferredResult)
         assert_type(await session.hitl.resume(approvals=[decision]), RunResult)
         assert_type(await session.resume_after_hitl(approvals=[{"id": "x", "approved": True}]), RunResult)
-        assert_type(session.hitl.pending, Hitl | None)
+        assert_type(session.pending, Hitl | None)
         assert_type(session.export_state(), SessionState)
         assert_type(session.messages, list[Message])
         session_stream = session.run_stream("again")
@@ -259,6 +259,7 @@ async def typed_usage() -> None:
     ran = await create_agent(model=model).run("hi")
     assert_type(ran.usage, starweaver.Usage)
     assert_type(ran.usage.output_tokens, int)
+    assert_type(ran.error, starweaver.RunFailedError | None)
     assert_type(ran.exception, starweaver.RunFailedError | None)
     ran.raise_for_status()
     model_errors: list[type[starweaver.ModelError]] = [

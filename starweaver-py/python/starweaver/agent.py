@@ -120,15 +120,10 @@ class Agent(_AsyncContext):
 
 
 class HitlControls:
-    """``session.hitl``: what the session waits for, and resuming it."""
+    """``session.hitl``: resuming a waiting run (``session.pending`` says what it waits for)."""
 
     def __init__(self, native: NativeSession) -> None:
         self._native = native
-
-    @property
-    def pending(self) -> Hitl | None:
-        """What the waiting run needs, or ``None``."""
-        return self._native.pending
 
     async def resume(
         self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()
@@ -180,6 +175,12 @@ class AgentSession(_AsyncContext):
         """The session as canonical JSON: history (host-only fields included), decisions
         already applied, and a waiting run's pending approvals, deferred calls and state."""
         return self._native.export_state()
+
+    @property
+    def pending(self) -> Hitl | None:
+        """What the waiting run needs (its approvals and deferred calls), or ``None`` when
+        no run waits; the same ``Hitl`` the waiting run's ``result.hitl`` gave."""
+        return self._native.pending
 
     @property
     def messages(self) -> list[Message]:

@@ -138,9 +138,9 @@ class ToolsetError(StarweaverError, RuntimeError):
 
 
 class RunFailedError(StarweaverError):
-    """A run ended ``failed``: ``result.exception`` gives the failure as this class (or, for
-    a model failure, the ``ModelError`` subclass named for it); ``raise_for_status()``
-    raises it."""
+    """A run ended ``failed``: ``result.error`` (or ``result.exception``, the same object)
+    gives the failure as this class (or, for a model failure, the ``ModelError`` subclass
+    named for it); ``raise_for_status()`` raises it."""
 
 
 class ModelError(RunFailedError):

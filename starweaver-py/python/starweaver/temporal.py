@@ -25,15 +25,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from temporalio import activity, workflow
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.worker import Worker
+from typing_extensions import assert_never
 
-from ._native import NativeDurableRun, RunResult
+from ._native import AwaitCalls, Done, NativeDurableRun, RequestModel, RunResult, StartCalls
 from .agent import Agent, decision_list
 from .types import Event
 
@@ -147,7 +148,7 @@ def _result(result: RunResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "status": result.status,
         "output": result.output,
-        "error": result.error,
+        "error": None if result.error is None else str(result.error),
         "messages": result.messages,
         "finish_reason": result.finish_reason,
         "usage": {
@@ -206,43 +207,48 @@ class _AgentRun:
         running: dict[asyncio.Task[dict[str, Any]], int] = {}
         while True:
             step = run.next_step()
-            kind = step["kind"]
-            if kind == "request_model":
-                try:
-                    execute = (
-                        workflow.execute_local_activity if config.local_model_requests else workflow.execute_activity
-                    )
-                    answer = await execute(
-                        f"{config.name}.request_model",
-                        step["task"],
-                        start_to_close_timeout=config.model_timeout,
-                        retry_policy=RetryPolicy(maximum_attempts=3),
-                        result_type=dict,
-                    )
-                except ActivityError as error:
-                    run.model_lost(_cause(error))
-                else:
-                    run.model_answered(answer)
-            elif kind == "start_calls":
-                for task in step["tasks"]:
-                    running[self._start_call(run_id, task)] = task["index"]
-            elif kind == "await_calls":
-                done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
-                # In model order, so a replay reports them as the first run did.
-                for finished in sorted(done, key=lambda t: running[t]):
-                    index = running.pop(finished)
+            match step:
+                case RequestModel(task=task):
                     try:
-                        run.call_finished(index, finished.result())
+                        execute = (
+                            workflow.execute_local_activity
+                            if config.local_model_requests
+                            else workflow.execute_activity
+                        )
+                        answer = await execute(
+                            f"{config.name}.request_model",
+                            task,
+                            start_to_close_timeout=config.model_timeout,
+                            retry_policy=RetryPolicy(maximum_attempts=3),
+                            result_type=dict,
+                        )
                     except ActivityError as error:
-                        run.call_lost(index, _cause(error))
-            else:
-                result = cast(RunResult, step["result"])
-                if result.status != "waiting":
-                    return _result(result)
-                self.resumed = False
-                await workflow.wait_condition(lambda: self.resumed or workflow.info().is_continue_as_new_suggested())
-                if not self.resumed:
-                    workflow.continue_as_new({"state": run.export_state(), "run_id": run_id})
+                        run.model_lost(_cause(error))
+                    else:
+                        run.model_answered(answer)
+                case StartCalls(tasks=tasks):
+                    for call in tasks:
+                        running[self._start_call(run_id, call)] = call["index"]
+                case AwaitCalls():
+                    done, _ = await workflow.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+                    # In model order, so a replay reports them as the first run did.
+                    for finished in sorted(done, key=lambda t: running[t]):
+                        index = running.pop(finished)
+                        try:
+                            run.call_finished(index, finished.result())
+                        except ActivityError as error:
+                            run.call_lost(index, _cause(error))
+                case Done(result=result):
+                    if result.status != "waiting":
+                        return _result(result)
+                    self.resumed = False
+                    await workflow.wait_condition(
+                        lambda: self.resumed or workflow.info().is_continue_as_new_suggested()
+                    )
+                    if not self.resumed:
+                        workflow.continue_as_new({"state": run.export_state(), "run_id": run_id})
+                case _:
+                    assert_never(step)
 
     def _start_call(self, run_id: str, task: dict[str, Any]) -> asyncio.Task[dict[str, Any]]:
         config = self._config

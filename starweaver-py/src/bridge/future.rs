@@ -1,6 +1,6 @@
 //! Driving Rust futures from the asyncio event loop, without a thread hop per call.
 //!
-//! [`LoopFuture`] is the awaitable every native `async` method returns: the awaiting asyncio
+//! [`RustFuture`] is the awaitable every native `async` method returns: the awaiting asyncio
 //! Task polls the Rust future on the loop thread, so Python tool coroutines are stepped in
 //! place (see [`super::awaitable`]). A wake from the loop thread (a done-callback) resolves
 //! the Task's waiter directly; only wakes from other threads (timers on the background
@@ -134,7 +134,7 @@ fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
 /// cancels the run (running tools see `CancelledError`) and re-raises in the awaiter.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "RustFuture", frozen)]
-pub struct LoopFuture {
+pub struct RustFuture {
     /// Behind a lock only because pyclasses must be `Sync`; the awaiting Task is the one
     /// user, so it is never contended.
     future: Mutex<Option<BoxFuture<'static, PyResult<Py<PyAny>>>>>,
@@ -142,7 +142,7 @@ pub struct LoopFuture {
     cancellation: Option<CancellationToken>,
 }
 
-impl LoopFuture {
+impl RustFuture {
     pub(crate) fn new(
         future: BoxFuture<'static, PyResult<Py<PyAny>>>,
         cancellation: Option<CancellationToken>,
@@ -209,7 +209,7 @@ impl LoopFuture {
 
 #[gen_stub_pymethods]
 #[pymethods]
-impl LoopFuture {
+impl RustFuture {
     fn __await__(slf: Py<Self>) -> Py<Self> {
         slf
     }
@@ -231,7 +231,7 @@ impl LoopFuture {
     }
 }
 
-impl LoopFuture {
+impl RustFuture {
     /// Ends an unfinished run as cancelled: its tools (sync ones in their threads too) see
     /// the cancellation, and one more poll lets it record `cancelled` returns and free its
     /// session, instead of vanishing mid-step.
@@ -250,7 +250,7 @@ impl LoopFuture {
 }
 
 /// An awaitable dropped before it finished (its Task was garbage-collected) cancels its run.
-impl Drop for LoopFuture {
+impl Drop for RustFuture {
     fn drop(&mut self) {
         self.settle();
     }
@@ -278,6 +278,6 @@ mod tests {
             std::future::pending::<PyResult<Py<PyAny>>>().await
         };
         // What happens when the awaiting Task is garbage-collected: no panic.
-        drop(LoopFuture::new(Box::pin(call), None));
+        drop(RustFuture::new(Box::pin(call), None));
     }
 }

@@ -1,7 +1,7 @@
 //! The Python↔Rust bridge: how a call crosses between asyncio and Rust futures.
 //!
-//! A native `async` method returns a [`LoopFuture`] (`future.rs`, the Python class
-//! `RustFuture`). The asyncio Task awaiting it polls the Rust future on the loop thread. When
+//! A native `async` method returns a [`RustFuture`] (`future.rs`; Python sees the class
+//! under the same name). The asyncio Task awaiting it polls the Rust future on the loop thread. When
 //! that future reaches a Python tool, the tool's coroutine is stepped in place as a
 //! [`PyAwait`] (`awaitable.rs`), on the same thread and under the same Task. Timers and
 //! cancellation waiters run on one background tokio runtime ([`runtime`]); their wakes come
@@ -17,4 +17,4 @@ mod future;
 pub(crate) use ahead::Lane;
 pub(crate) use awaitable::PyAwait;
 pub(crate) use cancel::cancelled;
-pub(crate) use future::{LoopFuture, attach_unless_exiting, before_exit, runtime};
+pub(crate) use future::{RustFuture, attach_unless_exiting, before_exit, runtime};

@@ -8,20 +8,19 @@ use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::hitl::ApprovalPolicy;
 use crate::model::Model;
-use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
+use crate::registry::{Registration, RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::store::SessionStore;
-use crate::tool::{Dependencies, Tool};
-use crate::toolset::{RefusedTool, Toolset, ToolsetContext};
+use crate::tool::Dependencies;
+use crate::toolset::{RefusedTool, ToolsetContext};
 
 /// A built agent: checked once at build, then only read.
 pub(crate) struct AgentInner {
     pub model: Arc<dyn Model>,
     /// The agent's own tools and static toolsets, checked once at build.
     pub registry: Arc<ToolRegistry>,
-    /// What `registry` was built from, for the steps that add dynamic tools to it.
-    pub entries: Vec<Registration>,
-    /// Toolsets listed again at every step.
-    pub dynamic: Vec<Arc<dyn Toolset>>,
+    /// What `registry` was built from, for the steps that add dynamic tools to it, and the
+    /// toolsets listed again at every step.
+    pub tools: ToolList,
     pub policy: ApprovalPolicy,
     pub rules: RegistrationRules,
     pub instructions: Option<String>,
@@ -29,35 +28,6 @@ pub(crate) struct AgentInner {
     pub max_concurrency: Option<usize>,
     pub dependencies: Dependencies,
     pub store: Arc<dyn SessionStore>,
-}
-
-/// A run's own tools: those known now, and toolsets to list at each step.
-#[derive(Default)]
-pub(crate) struct RunTools {
-    entries: Vec<Registration>,
-    dynamic: Vec<Arc<dyn Toolset>>,
-}
-
-impl RunTools {
-    pub(crate) fn new(tools: Vec<Arc<dyn Tool>>, toolsets: Vec<Arc<dyn Toolset>>) -> Self {
-        let mut run = Self::default();
-        run.entries.extend(tools.into_iter().map(|tool| Registration { tool, source: Source::Run }));
-        for toolset in toolsets {
-            split(toolset, &mut run.entries, &mut run.dynamic);
-        }
-        run
-    }
-}
-
-/// A static toolset's tools go to `entries`; a dynamic one waits in `dynamic`.
-pub(crate) fn split(toolset: Arc<dyn Toolset>, entries: &mut Vec<Registration>, dynamic: &mut Vec<Arc<dyn Toolset>>) {
-    match toolset.static_tools() {
-        Some(tools) => {
-            let source = Source::of(&*toolset);
-            entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
-        }
-        None => dynamic.push(toolset),
-    }
 }
 
 /// The tools of one step, and a `tool_refused` event for each tool its toolsets left out.
@@ -72,18 +42,18 @@ impl AgentInner {
     ///
     /// # Errors
     /// A toolset that cannot list its tools, or two sources giving one name.
-    pub(crate) async fn tools_for(&self, run: &RunTools, ctx: &ToolsetContext) -> Result<StepTools> {
-        if self.dynamic.is_empty() && run.entries.is_empty() && run.dynamic.is_empty() {
+    pub(crate) async fn tools_for(&self, run: &ToolList, ctx: &ToolsetContext) -> Result<StepTools> {
+        if self.tools.dynamic.is_empty() && run.is_empty() {
             return Ok(StepTools { registry: self.registry.clone(), refused: Vec::new() });
         }
-        let mut entries = self.entries.clone();
+        let mut entries = self.tools.entries.clone();
         entries.extend(run.entries.iter().cloned());
         let mut refused = Vec::new();
-        for toolset in self.dynamic.iter().chain(&run.dynamic) {
+        for toolset in self.tools.dynamic.iter().chain(&run.dynamic) {
             let tools = toolset
                 .list_tools(ctx)
                 .await
-                .map_err(|message| Error::Toolset { toolset: toolset.name().to_owned(), message })?;
+                .map_err(|error| Error::Toolset { toolset: toolset.name().to_owned(), message: error.to_string() })?;
             refused.extend(ctx.take_refused().into_iter().map(|RefusedTool { tool, reason }| EventKind::ToolRefused {
                 step: ctx.step,
                 toolset: toolset.name().to_owned(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use inner::{AgentInner, split};
+pub(crate) use inner::AgentInner;
 pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
-use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
+use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
 use crate::scheduler::{CallRequest, invoke_alone};
 use crate::session::Session;
@@ -69,7 +69,7 @@ impl Agent {
     pub fn builder(model: impl Model) -> AgentBuilder {
         AgentBuilder {
             model: Arc::new(model),
-            tools: Vec::new(),
+            tools: ToolList::new(Source::Agent),
             instructions: None,
             approval_rules: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
@@ -77,7 +77,6 @@ impl Agent {
             dependencies: Dependencies::new(),
             store: None,
             rules: RegistrationRules::default(),
-            dynamic: Vec::new(),
         }
     }
 
@@ -210,7 +209,7 @@ impl Agent {
 #[must_use]
 pub struct AgentBuilder {
     model: Arc<dyn Model>,
-    tools: Vec<Registration>,
+    tools: ToolList,
     instructions: Option<String>,
     approval_rules: Vec<ApprovalRule>,
     max_steps: u32,
@@ -218,7 +217,6 @@ pub struct AgentBuilder {
     dependencies: Dependencies,
     store: Option<Arc<dyn SessionStore>>,
     rules: RegistrationRules,
-    dynamic: Vec<Arc<dyn Toolset>>,
 }
 
 impl AgentBuilder {
@@ -229,7 +227,7 @@ impl AgentBuilder {
 
     /// Adds a tool that is shared with other agents.
     pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push(Registration { tool, source: Source::Agent });
+        self.tools.tool(tool);
         self
     }
 
@@ -241,7 +239,7 @@ impl AgentBuilder {
 
     /// Adds a toolset that is shared with other agents.
     pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
-        split(toolset, &mut self.tools, &mut self.dynamic);
+        self.tools.toolset(toolset);
         self
     }
 
@@ -302,13 +300,12 @@ impl AgentBuilder {
             return Err(Error::InvalidOption { option: "max_concurrency", message: "must be at least 1".into() });
         }
         let policy = ApprovalPolicy::new(self.approval_rules);
-        let registry = Arc::new(ToolRegistry::new(self.tools.clone(), &policy, self.rules)?);
+        let registry = Arc::new(ToolRegistry::new(self.tools.entries.clone(), &policy, self.rules)?);
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model: self.model,
                 registry,
-                entries: self.tools,
-                dynamic: self.dynamic,
+                tools: self.tools,
                 policy,
                 rules: self.rules,
                 instructions: self.instructions,

@@ -10,7 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::inner::{AgentInner, RunTools};
+use super::inner::AgentInner;
 use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
 use super::options::RunOptions;
 use super::state::{SessionState, Suspended};
@@ -19,7 +19,7 @@ use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
 use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
-use crate::registry::ToolRegistry;
+use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{Ahead, CallEnv, CallRequest, chain_ahead, invoke};
 use crate::tool::Dependencies;
@@ -49,7 +49,13 @@ pub(crate) async fn drive(
 ) -> Result<RunResult> {
     // Every check happens before the first event, so a refused call leaves no trace.
     let dependencies = options.dependencies.unwrap_or_else(|| agent.dependencies.clone());
-    let extra = RunTools::new(options.tools, options.toolsets);
+    let mut extra = ToolList::new(Source::Run);
+    for tool in options.tools {
+        extra.tool(tool);
+    }
+    for toolset in options.toolsets {
+        extra.toolset(toolset);
+    }
     let tools_at = |run_id: &Arc<str>, step: u32| ToolsetContext::new(run_id.clone(), step, dependencies.clone());
     let (run_id, next_seq, first, tools) = match start {
         Start::Prompt(prompt) => {
@@ -119,7 +125,7 @@ struct Run<'a> {
     /// emits them.
     refused: Vec<EventKind>,
     /// The run's own tools and toolsets.
-    extra: RunTools,
+    extra: ToolList,
     /// The step `registry` was listed for.
     listed_step: u32,
     limit: Option<Semaphore>,

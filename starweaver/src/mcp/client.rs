@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::wire::{ClientTransport, Fault};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
-use crate::toolset::{Toolset, ToolsetContext};
+use crate::toolset::{Toolset, ToolsetContext, ToolsetError};
 
 /// How many stderr lines of a server are kept to explain its failures, and how much of
 /// each: its stderr is read to the end, whatever it holds, so it never fills its pipe.
@@ -418,7 +418,7 @@ impl Toolset for McpServer {
         &self.0.name
     }
 
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, String>> {
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         Box::pin(async move {
             let mut seen = std::collections::HashSet::new();
             let mut tools: Vec<Arc<dyn Tool>> = Vec::new();

@@ -26,7 +26,7 @@ use super::wire::{self, Incoming, StdioTransport};
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
-use crate::registry::{Registration, RegistrationRules, Source, ToolRegistry};
+use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::scheduler::{CallOutcome, CallRequest, invoke_alone};
 use crate::tool::{Dependencies, Tool};
 use crate::toolset::Toolset;
@@ -52,9 +52,9 @@ pub struct McpService {
 #[must_use]
 pub struct McpServiceBuilder {
     name: String,
-    tools: Vec<Registration>,
-    /// Dynamic toolsets given: an error at build, as their tools are not known up front.
-    dynamic: Vec<Arc<dyn Toolset>>,
+    /// The tools to serve; a dynamic toolset among them is an error at build, as its tools
+    /// are not known up front.
+    tools: ToolList,
     approval_rules: Vec<crate::hitl::ApprovalRule>,
     dependencies: Dependencies,
 }
@@ -64,8 +64,7 @@ impl McpService {
     pub fn builder(name: impl Into<String>) -> McpServiceBuilder {
         McpServiceBuilder {
             name: name.into(),
-            tools: Vec::new(),
-            dynamic: Vec::new(),
+            tools: ToolList::new(Source::Served),
             approval_rules: Vec::new(),
             dependencies: Dependencies::new(),
         }
@@ -80,7 +79,7 @@ impl McpServiceBuilder {
 
     /// Serves a shared tool.
     pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push(Registration { tool, source: Source::Agent });
+        self.tools.tool(tool);
         self
     }
 
@@ -92,7 +91,7 @@ impl McpServiceBuilder {
 
     /// Serves a shared static toolset's tools.
     pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
-        crate::agent::split(toolset, &mut self.tools, &mut self.dynamic);
+        self.tools.toolset(toolset);
         self
     }
 
@@ -118,14 +117,14 @@ impl McpServiceBuilder {
     /// # Errors
     /// An invalid definition, two tools of one name, or a dynamic toolset.
     pub fn build(self) -> Result<McpService> {
-        if let Some(toolset) = self.dynamic.first() {
+        if let Some(toolset) = self.tools.dynamic.first() {
             return Err(crate::Error::Toolset {
                 toolset: toolset.name().to_owned(),
                 message: "it is dynamic, and an MCP server lists its tools up front; give it a static toolset".into(),
             });
         }
         let policy = ApprovalPolicy::new(self.approval_rules);
-        let registry = ToolRegistry::new(self.tools, &policy, RegistrationRules::default())?;
+        let registry = ToolRegistry::new(self.tools.entries, &policy, RegistrationRules::default())?;
         Ok(McpService { name: self.name, registry: Arc::new(registry), dependencies: self.dependencies })
     }
 }
@@ -461,6 +460,24 @@ mod tests {
         let dynamic = DynamicToolset::new("phases", |_| Box::pin(async { Ok(Vec::new()) }));
         let err = McpService::builder("x").toolset(dynamic).build().err().unwrap();
         assert!(err.to_string().contains("toolset `phases`") && err.to_string().contains("dynamic"), "{err}");
+    }
+
+    #[test]
+    fn served_tools_are_named_as_served_in_duplicate_and_collision_errors() {
+        let noop = || {
+            crate::tool::ToolBuilder::new("deploy")
+                .handler(|_: crate::tool::ToolContext, _: Map<String, Value>| async { Ok(()) })
+                .unwrap()
+        };
+        let twice = McpService::builder("x").tool(noop()).tool(noop()).build().err().unwrap();
+        assert!(matches!(twice, crate::Error::DuplicateTool { within: "an MCP service", .. }), "{twice:?}");
+        assert_eq!(twice.to_string(), "duplicate tool name `deploy`: tool names must be unique within an MCP service");
+        let ops = crate::toolset::StaticToolset::new("ops").tool(noop());
+        let clash = McpService::builder("x").tool(noop()).toolset(ops).build().err().unwrap();
+        assert_eq!(
+            clash.to_string(),
+            "tool name `deploy` is given by both the served tools and toolset `ops`; rename or prefix one of them"
+        );
     }
 
     #[test]

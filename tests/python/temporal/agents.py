@@ -52,6 +52,8 @@ def _respond(messages: Any, info: Any) -> dict[str, Any]:
     if log:
         with open(log, "a") as out:
             out.write(f"{prompt} {info['step']}\n")
+    if prompt == "model fails":
+        raise RuntimeError("the model is down")
     step: int = info["step"]
     return SCRIPTS[prompt][step - 1]
 
