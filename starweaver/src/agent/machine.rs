@@ -23,7 +23,7 @@ use crate::hitl::{
 };
 use crate::message::{Message, RequestPart, ToolCallPart};
 use crate::model::{FinishReason, ModelResponse, Usage};
-use crate::registry::{NameMap, ToolRegistry};
+use crate::registry::{NameMap, RegisteredTool, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
 use crate::tool::{ToolError, ToolErrorKind, ToolResult};
@@ -117,8 +117,8 @@ pub(crate) struct CallPolicy {
 }
 
 impl CallPolicy {
-    fn of(registry: &ToolRegistry, name: &str) -> Self {
-        registry.get(name).map_or_else(Self::default, |tool| Self {
+    fn of(tool: Option<&RegisteredTool>) -> Self {
+        tool.map_or_else(Self::default, |tool| Self {
             timeout_ms: tool.tool.definition().timeout_ms,
             max_retries: tool.max_retries,
         })
@@ -131,6 +131,7 @@ struct Planned {
     name: Arc<str>,
     approval: Option<Arc<ApprovalDecision>>,
     policy: CallPolicy,
+    sequential: bool,
 }
 
 impl Planned {
@@ -166,14 +167,13 @@ impl Batch {
             .into_iter()
             .map(|(index, approval)| {
                 let name = calls[index].name.clone();
-                Planned { index, policy: CallPolicy::of(registry, &name), name, approval }
+                let tool = registry.get(&name);
+                let (policy, sequential) = (CallPolicy::of(tool), tool.is_some_and(|t| t.sequential));
+                Planned { index, name, approval, policy, sequential }
             })
             .collect();
         drop(calls);
-        let plan = CallPlan::new(runs.iter().map(|run| PlannedCall {
-            name: &run.name,
-            sequential: registry.get(&run.name).is_some_and(|t| t.sequential),
-        }));
+        let plan = CallPlan::new(runs.iter().map(|run| PlannedCall { name: &run.name, sequential: run.sequential }));
         let outcomes = runs.iter().map(|_| None).collect();
         Self { response, slots, runs, outcomes, plan }
     }

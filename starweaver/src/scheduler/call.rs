@@ -297,17 +297,11 @@ async fn attempts(
             Some(_) => env.cancellation.child_token(),
             None => env.cancellation.clone(),
         };
-        // The first attempt of a call a chain ran ahead is its outcome there, if it ran.
-        let ran_ahead = match ahead.take() {
-            Some(claimed) => claimed.await,
-            None => None,
-        };
-        let outcome = match ran_ahead {
-            Some(outcome) => outcome,
-            None => {
-                let ctx = context(env, tool, request, attempt, cancellation.clone());
-                attempt_once(tool, ctx, arguments, &cancellation, &call.name).await
-            }
+        let ctx = context(env, tool, request, attempt, cancellation.clone());
+        let outcome = match ahead.take() {
+            // Boxed, so the rare path does not grow every call's future.
+            Some(claimed) => Box::pin(claimed_or_call(claimed, tool, ctx, arguments, &cancellation, &call.name)).await,
+            None => attempt_once(tool, ctx, arguments, &cancellation, &call.name).await,
         };
         let error = match outcome {
             Ok(result) => return ToolReturn::success(call, result).into(),
@@ -344,6 +338,22 @@ async fn attempts(
             }
             _ => return ToolReturn::failure(call, error, Map::new()).into(),
         }
+    }
+}
+
+/// The first attempt of a call a chain ran ahead: its outcome there, or, if the chain never
+/// ran it, the attempt made here.
+async fn claimed_or_call(
+    claimed: Claimed,
+    tool: &RegisteredTool,
+    ctx: ToolContext,
+    arguments: &Value,
+    cancellation: &CancellationToken,
+    name: &str,
+) -> Result<ToolResult, ToolError> {
+    match claimed.await {
+        Some(outcome) => outcome,
+        None => attempt_once(tool, ctx, arguments, cancellation, name).await,
     }
 }
 
