@@ -300,7 +300,9 @@ async fn attempts(
         let ctx = context(env, tool, request, attempt, cancellation.clone());
         let outcome = match ahead.take() {
             // Boxed, so the rare path does not grow every call's future.
-            Some(claimed) => Box::pin(claimed_or_call(claimed, tool, ctx, arguments, &cancellation, &call.name)).await,
+            Some(claimed) => {
+                Box::pin(claimed_or(claimed, || attempt_once(tool, ctx, arguments, &cancellation, &call.name))).await
+            }
             None => attempt_once(tool, ctx, arguments, &cancellation, &call.name).await,
         };
         let error = match outcome {
@@ -342,18 +344,14 @@ async fn attempts(
 }
 
 /// The first attempt of a call a chain ran ahead: its outcome there, or, if the chain never
-/// ran it, the attempt made here.
-async fn claimed_or_call(
+/// ran it, the attempt `otherwise` makes here.
+async fn claimed_or<F: Future<Output = Result<ToolResult, ToolError>>>(
     claimed: Claimed,
-    tool: &RegisteredTool,
-    ctx: ToolContext,
-    arguments: &Value,
-    cancellation: &CancellationToken,
-    name: &str,
+    otherwise: impl FnOnce() -> F,
 ) -> Result<ToolResult, ToolError> {
     match claimed.await {
         Some(outcome) => outcome,
-        None => attempt_once(tool, ctx, arguments, cancellation, name).await,
+        None => otherwise().await,
     }
 }
 
