@@ -1,4 +1,4 @@
-//! Collects errors so the user sees every misuse at once (after serde_derive's `Ctxt`).
+//! Collects errors so the user sees every misuse at once (after `serde_derive`'s `Ctxt`).
 
 use std::cell::RefCell;
 use std::fmt::Display;

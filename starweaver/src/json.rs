@@ -21,7 +21,7 @@ pub const MAX_DEPTH: usize = 1_000;
 /// ```
 ///
 /// # Errors
-/// The nesting limit, or serde_json's message for text that is not JSON.
+/// The nesting limit, or `serde_json`'s message for text that is not JSON.
 pub fn parse(text: &str) -> Result<Value, String> {
     check_text_depth(text)?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -60,7 +60,7 @@ fn check_text_depth(text: &str) -> Result<(), String> {
 }
 
 /// The first integer in `text` (valid JSON) that no 64-bit integer holds, as an error
-/// naming where it is (`items[0].n`, the path style of argument errors). serde_json reads
+/// naming where it is (`items[0].n`, the path style of argument errors). `serde_json` reads
 /// such an integer as the nearest float, so a parameter typed as any JSON value would
 /// receive `1e23` for `100000000000000000000000`: arguments holding one are refused
 /// instead: values are never changed on the way in.

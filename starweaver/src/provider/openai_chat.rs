@@ -149,7 +149,7 @@ fn tool_choice(choice: &ToolChoice) -> Value {
     tool_choice_value(choice, |name| json!({"type": "function", "function": {"name": name}}))
 }
 
-/// Temperature, top_p, seed and the token limit under the protocol's name for it.
+/// Temperature, `top_p`, seed and the token limit under the protocol's name for it.
 pub(crate) fn sampling(body: &mut Map<String, Value>, settings: &Settings, max_tokens_key: &str) {
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), t.into());
