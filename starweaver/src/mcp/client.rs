@@ -271,7 +271,7 @@ impl Inner {
                 self.keep_tail(stderr);
                 let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
                 // On failure the child is dropped here, which kills it.
-                Ok((self.handshake(client_info().serve(transport)).await?, Some(child)))
+                Ok((self.handshake(Box::pin(client_info().serve(transport))).await?, Some(child)))
             }
             Launch::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -286,14 +286,16 @@ impl Inner {
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
                 Ok((
-                    self.handshake(client_info().serve(StreamableHttpClientTransport::from_config(config))).await?,
+                    self.handshake(Box::pin(client_info().serve(StreamableHttpClientTransport::from_config(config))))
+                        .await?,
                     None,
                 ))
             }
         }
     }
 
-    /// The MCP handshake, within the request timeout.
+    /// The MCP handshake, within the request timeout. Callers box `handshake`: rmcp's is
+    /// about 16 KB, too much to carry inline in every future that may start the server.
     async fn handshake(
         &self,
         handshake: impl Future<Output = Result<Session, rmcp::service::ClientInitializeError>>,
