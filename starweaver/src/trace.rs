@@ -33,7 +33,7 @@ impl Trace {
 
     /// How deep `span` is in the tree (the run is 0).
     fn depth(&self, span: &TraceSpan) -> usize {
-        std::iter::successors(span.parent, |p| self.spans[*p].parent).count()
+        std::iter::successors(span.parent, |p| self.spans.get(*p).and_then(|s| s.parent)).count()
     }
 }
 
@@ -233,10 +233,10 @@ impl Tracer {
     /// Ends a span, recording how it ended.
     pub(crate) fn close(&self, id: SpanId, outcome: &'static str) {
         let now = self.elapsed_us();
-        let mut spans = self.spans();
-        let span = &mut spans[id.0];
-        span.duration_us = now.saturating_sub(span.start_us);
-        span.outcome = Some(outcome);
+        if let Some(span) = self.spans().get_mut(id.0) {
+            span.duration_us = now.saturating_sub(span.start_us);
+            span.outcome = Some(outcome);
+        }
     }
 
     /// The trace. A span still open was dropped unfinished (its run was cancelled), so it

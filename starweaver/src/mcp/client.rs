@@ -319,9 +319,11 @@ impl Inner {
             while let Ok(read) = stderr.read(&mut chunk).await
                 && read > 0
             {
-                for piece in chunk[..read].split_inclusive(|&b| b == b'\n') {
+                #[allow(clippy::indexing_slicing)] // `read` is at most the buffer's length (`AsyncRead`'s contract)
+                let bytes = &chunk[..read];
+                for piece in bytes.split_inclusive(|&b| b == b'\n') {
                     let room = STDERR_LINE_BYTES.saturating_sub(line.len());
-                    line.extend_from_slice(&piece[..piece.len().min(room)]);
+                    line.extend_from_slice(piece.get(..room).unwrap_or(piece));
                     if piece.ends_with(b"\n") {
                         let text = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
                         line.clear();

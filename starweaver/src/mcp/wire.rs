@@ -156,6 +156,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             let take = newline.map_or(available.len(), |at| at + 1);
             // One byte past the cap marks a line as too long; what follows is dropped.
             let room = (MAX_MESSAGE_BYTES + 1).saturating_sub(self.line.len());
+            // In bounds: `take` is at most `available.len()` (a position in it plus one, or its length).
+            #[allow(clippy::indexing_slicing)]
             self.line.extend_from_slice(&available[..take.min(room)]);
             self.reader.consume(take);
             if newline.is_some() {
@@ -334,7 +336,7 @@ where
             let message = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
                 Ok(message) => message,
                 Err(error) => {
-                    let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+                    let text = String::from_utf8_lossy(line.get(..200).unwrap_or(line)).into_owned();
                     return self.fail(format!("sent a message that cannot be read ({error}): {text}"));
                 }
             };
