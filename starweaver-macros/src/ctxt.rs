@@ -38,8 +38,6 @@ impl Ctxt {
 
 impl Drop for Ctxt {
     fn drop(&mut self) {
-        if !std::thread::panicking() && self.errors.borrow().is_some() {
-            panic!("forgot to check for errors");
-        }
+        assert!(std::thread::panicking() || self.errors.borrow().is_none(), "forgot to check for errors");
     }
 }

@@ -77,16 +77,16 @@ impl Model for CallbackModel {
             }
         });
         match answer {
-            Err(err) => futures::future::ready(Err(model_error(err))).boxed(),
+            Err(err) => futures::future::ready(Err(model_error(&err))).boxed(),
             Ok(Answer::Ready(answer)) => futures::future::ready(Python::attach(|py| response(answer.bind(py)))).boxed(),
-            Ok(Answer::Awaiting(awaiting)) => {
-                awaiting.map(|answer| Python::attach(|py| response(answer.map_err(model_error)?.bind(py)))).boxed()
-            }
+            Ok(Answer::Awaiting(awaiting)) => awaiting
+                .map(|answer| Python::attach(|py| response(answer.map_err(|err| model_error(&err))?.bind(py))))
+                .boxed(),
         }
     }
 }
 
-fn model_error(err: PyErr) -> ModelError {
+fn model_error(err: &PyErr) -> ModelError {
     ModelError::new(format!("the model callback raised {err}"))
 }
 

@@ -1,6 +1,8 @@
 //! Limits that every JSON value entering the runtime keeps, and parsing
 //! that keeps them.
 
+use std::fmt::Write as _;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -124,7 +126,9 @@ pub fn wide_integer(text: &str) -> Option<String> {
                                 path.push('.');
                                 path.push_str(key);
                             }
-                            Frame::Array { index } => path.push_str(&format!("[{index}]")),
+                            Frame::Array { index } => {
+                                write!(path, "[{index}]").expect("writing to a String cannot fail");
+                            }
                         }
                     }
                     let what = format!("the integer {literal} does not fit in 64 bits (send it as a string)");

@@ -49,6 +49,7 @@ impl std::fmt::Display for Trace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for span in &self.spans {
             let indent = "  ".repeat(self.depth(span));
+            #[allow(clippy::cast_precision_loss)] // microseconds fit f64's 53 bits for 285 years
             let ms = span.duration_us as f64 / 1000.0;
             let outcome = span.outcome.unwrap_or("open");
             match span.kind {
@@ -163,6 +164,7 @@ impl GenAi {
 pub(crate) struct SpanId(usize);
 
 /// What a span is about, given when it opens.
+#[derive(Clone, Copy)]
 pub(crate) enum SpanOf<'a> {
     Run,
     Step(u32),

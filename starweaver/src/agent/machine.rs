@@ -444,7 +444,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             }
             over @ Phase::Over(_) => self.phase = over,
             Phase::Model | Phase::Listing | Phase::Requesting | Phase::Spent => {
-                self.phase = Phase::Over(End::Cancelled)
+                self.phase = Phase::Over(End::Cancelled);
             }
         }
     }

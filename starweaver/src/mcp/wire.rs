@@ -53,7 +53,12 @@ struct Envelope<'a> {
 /// The requests MCP defines for a client to send. rmcp reads one of these whose params
 /// do not fit as a custom request, and would answer "method not found".
 fn is_defined(method: &str) -> bool {
-    use rmcp::model::*;
+    use rmcp::model::{
+        CallToolRequestMethod, CompleteRequestMethod, ConstString, DiscoverRequestMethod, GetPromptRequestMethod,
+        InitializeResultMethod, ListPromptsRequestMethod, ListResourceTemplatesRequestMethod,
+        ListResourcesRequestMethod, ListToolsRequestMethod, PingRequestMethod, ReadResourceRequestMethod,
+        SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequestMethod, UnsubscribeRequestMethod,
+    };
     [
         InitializeResultMethod::VALUE,
         PingRequestMethod::VALUE,
@@ -420,9 +425,9 @@ mod tests {
 
     #[test]
     fn an_id_past_64_bits_is_echoed_exactly() {
-        let text = match read(br#"{"jsonrpc": "2.0", "id": 18446744073709551616123, "method": "ping"}"#) {
-            Incoming::Refused(text) => text,
-            _ => panic!("not refused"),
+        let Incoming::Refused(text) = read(br#"{"jsonrpc": "2.0", "id": 18446744073709551616123, "method": "ping"}"#)
+        else {
+            panic!("not refused")
         };
         assert!(text.contains(r#""id":18446744073709551616123"#), "{text}");
         assert!(text.contains("-32600"), "{text}");
