@@ -16,8 +16,11 @@
 //!
 //! Inline modules (`mod tests { … }`) count as their file, with `super` resolved from the
 //! inline module. A failure names each cycle, e.g. `agent → session → agent`.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -522,7 +525,7 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
         let mut line = path.join(" → ");
         if component.len() > path.len() - 1 {
             let others: Vec<&str> = component.iter().filter(|m| !path.contains(m)).map(String::as_str).collect();
-            line.push_str(&format!(" (its cycle also holds {})", others.join(", ")));
+            write!(line, " (its cycle also holds {})", others.join(", ")).unwrap();
         }
         found.push(line);
     }

@@ -1,4 +1,4 @@
-//! Collects errors so the user sees every misuse at once (after serde_derive's `Ctxt`).
+//! Collects errors so the user sees every misuse at once (after `serde_derive`'s `Ctxt`).
 
 use std::cell::RefCell;
 use std::fmt::Display;
@@ -38,8 +38,6 @@ impl Ctxt {
 
 impl Drop for Ctxt {
     fn drop(&mut self) {
-        if !std::thread::panicking() && self.errors.borrow().is_some() {
-            panic!("forgot to check for errors");
-        }
+        assert!(std::thread::panicking() || self.errors.borrow().is_none(), "forgot to check for errors");
     }
 }

@@ -37,7 +37,8 @@ pub(crate) fn description(attrs: &[Attribute]) -> Option<Description> {
         let Meta::NameValue(nv) = &attr.meta else { continue };
         match &nv.value {
             Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
-                lines.extend(s.value().lines().map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned()))
+                lines
+                    .extend(s.value().lines().map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned()));
             }
             expr => {
                 if !lines.is_empty() {

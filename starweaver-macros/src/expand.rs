@@ -13,13 +13,13 @@ use crate::symbol::PARAMETERS_SCHEMA;
 use crate::validate;
 
 /// The whole pipeline: parse, model, validate, then emit or fall back.
-pub(crate) fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn tool(args: TokenStream, mut item: TokenStream) -> TokenStream {
     let item_fn: ItemFn = match syn::parse2(item.clone()) {
         Ok(item_fn) => item_fn,
         // Keep the item so its callers still resolve; add the error.
         Err(err) => {
-            let err = err.to_compile_error();
-            return quote!(#item #err);
+            item.extend(err.to_compile_error());
+            return item;
         }
     };
     let cx = Ctxt::new();

@@ -44,13 +44,13 @@ impl ConvertError {
 
 impl fmt::Display for ConvertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A path thousands of levels deep says no more than its two ends.
+        const SHOWN: usize = 8;
         match (self.path.is_empty(), self.root.as_str()) {
             (true, "$") => return f.write_str(&self.message),
             (true, root) => return write!(f, "`{root}`: {}", self.message),
             (false, root) => write!(f, "at `{root}")?,
         }
-        // A path thousands of levels deep says no more than its two ends.
-        const SHOWN: usize = 8;
         let segments = self.path.len();
         for (i, segment) in self.path.iter().rev().enumerate() {
             if i == SHOWN && segments > 2 * SHOWN {
@@ -115,7 +115,7 @@ impl Walker {
             for (key, item) in dict.iter() {
                 let Ok(key) = key.cast::<PyString>() else {
                     if self.keys == Keys::StringsOnly {
-                        let shown = key.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+                        let shown = key.repr().map_or_else(|_| "?".into(), |r| r.to_string());
                         return Err(ConvertError::new(format!("key {shown} is not a string")));
                     }
                     return self.via_pydantic(value, depth);
@@ -153,7 +153,7 @@ impl Walker {
     fn via_pydantic(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
         static TO_JSONABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let py = value.py();
-        let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        let type_name = value.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
         let plain = TO_JSONABLE
             .import(py, "pydantic_core", "to_jsonable_python")
             .and_then(|convert| convert.call1((value,)))

@@ -109,6 +109,7 @@ impl PyAwaitCalls {
         pyo3::types::PyTuple::empty(py)
     }
 
+    #[allow(clippy::unused_self)] // Python calls `__repr__` on an instance
     fn __repr__(&self) -> &'static str {
         "AwaitCalls()"
     }
@@ -148,12 +149,14 @@ impl PyDurableRun {
     /// A run of `prompt` in a new session under `run_id`; raises `ToolsetError` for an
     /// agent with dynamic toolsets.
     #[staticmethod]
+    #[allow(clippy::needless_pass_by_value)] // pyo3 extracts the borrowed `Agent` as a `PyRef`
     fn start(py: Python<'_>, agent: PyRef<'_, PyAgent>, prompt: String, run_id: String) -> PyResult<Self> {
         Ok(Self(Mutex::new(DurableRun::start(agent.agent(), prompt, run_id).into_py_result(py)?)))
     }
 
     /// A run that ended or waits, from `export_state()`.
     #[staticmethod]
+    #[allow(clippy::needless_pass_by_value)] // pyo3 extracts the borrowed `Agent` as a `PyRef`
     fn restore(py: Python<'_>, agent: PyRef<'_, PyAgent>, state: &Bound<'_, PyAny>, run_id: String) -> PyResult<Self> {
         let state = convert::to_json(state)?;
         Ok(Self(Mutex::new(DurableRun::restore(agent.agent(), &state, run_id).into_py_result(py)?)))

@@ -70,14 +70,14 @@ pub(crate) fn raise(class: PyResult<&Bound<'_, PyType>>, message: impl Into<Stri
 }
 
 /// `error` as `class`, prefixed with what was being converted.
-pub(crate) fn convert_error(error: ConvertError, class: PyResult<&Bound<'_, PyType>>, what: &str) -> PyErr {
+pub(crate) fn convert_error(error: &ConvertError, class: PyResult<&Bound<'_, PyType>>, what: &str) -> PyErr {
     raise(class, format!("{what}: {error}"))
 }
 
 /// A value without a JSON form is a `FormatError` unless the caller names a better class.
 impl From<ConvertError> for PyErr {
     fn from(error: ConvertError) -> Self {
-        Python::attach(|py| convert_error(error, format_error(py), "value is not JSON"))
+        Python::attach(|py| convert_error(&error, format_error(py), "value is not JSON"))
     }
 }
 
@@ -117,7 +117,7 @@ type ClassOf = for<'py> fn(Python<'py>) -> PyResult<&'py Bound<'py, PyType>>;
 
 /// The tool outcome a Python exception stands for. Unexpected exceptions become
 /// `Execution` errors whose traceback goes to `private_metadata` only.
-pub(crate) fn tool_error(py: Python<'_>, err: PyErr) -> ToolError {
+pub(crate) fn tool_error(py: Python<'_>, err: &PyErr) -> ToolError {
     let value = err.value(py);
     let kinds: [(ClassOf, ToolErrorKind); 9] = [
         (invalid_arguments, ToolErrorKind::InvalidArguments),
@@ -144,14 +144,14 @@ pub(crate) fn tool_error(py: Python<'_>, err: PyErr) -> ToolError {
                 })
                 .unwrap_or_default();
             let error = ToolError::new(kind, message).with_metadata(metadata);
-            return if kind == ToolErrorKind::Execution { with_traceback(py, error, &err) } else { error };
+            return if kind == ToolErrorKind::Execution { with_traceback(py, error, err) } else { error };
         }
     }
     if err.is_instance_of::<pyo3::exceptions::asyncio::CancelledError>(py) {
         return ToolError::cancelled("the tool was cancelled");
     }
-    let type_name = value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "Exception".into());
-    with_traceback(py, ToolError::execution(format!("{type_name}: {value}")), &err)
+    let type_name = value.get_type().name().map_or_else(|_| "Exception".into(), |n| n.to_string());
+    with_traceback(py, ToolError::execution(format!("{type_name}: {value}")), err)
 }
 
 fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {
@@ -168,7 +168,7 @@ fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {
 
 /// A core error as the Python exception named for its category. The match names every
 /// category, so a new one does not compile until it has a class here.
-pub(crate) fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
+pub(crate) fn to_py_err(py: Python<'_>, error: &Error) -> PyErr {
     let class = match error.category() {
         ErrorCategory::Registration => registration_error(py),
         ErrorCategory::SessionState => session_state_error(py),
@@ -189,6 +189,6 @@ pub(crate) trait IntoPyResult<T> {
 
 impl<T> IntoPyResult<T> for Result<T, Error> {
     fn into_py_result(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py_err(py, e))
+        self.map_err(|e| to_py_err(py, &e))
     }
 }

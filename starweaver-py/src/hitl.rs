@@ -91,7 +91,7 @@ pending_methods!(PyPendingApproval, {
         decision.override_arguments =
             override_arguments.map(|v| decision_json(py, v, "override_arguments")).transpose()?;
         decision.metadata = metadata
-            .map(|m| convert::to_json_object(m, "metadata").map_err(|e| invalid_decision(py, e)))
+            .map(|m| convert::to_json_object(m, "metadata").map_err(|e| invalid_decision(py, &e)))
             .transpose()?
             .unwrap_or_default();
         Ok(PyApprovalDecision(decision))
@@ -245,9 +245,9 @@ pub(crate) fn decisions(
 
 /// Part of a decision as JSON; a value without an exact JSON form is a `DecisionError`.
 fn decision_json(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
-    convert::to_json(value).map_err(|e| invalid_decision(py, e.within(what)))
+    convert::to_json(value).map_err(|e| invalid_decision(py, &e.within(what)))
 }
 
-fn invalid_decision(py: Python<'_>, error: ConvertError) -> PyErr {
+fn invalid_decision(py: Python<'_>, error: &ConvertError) -> PyErr {
     errors::convert_error(error, errors::decision_error(py), "invalid decision")
 }

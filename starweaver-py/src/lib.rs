@@ -51,7 +51,7 @@ mod _native {
     #[pymodule_export]
     use crate::trace::{PyTrace, PyTraceSpan};
 
-    use super::*;
+    use pyo3::prelude::*;
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

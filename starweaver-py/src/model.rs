@@ -77,16 +77,16 @@ impl Model for CallbackModel {
             }
         });
         match answer {
-            Err(err) => futures::future::ready(Err(model_error(err))).boxed(),
+            Err(err) => futures::future::ready(Err(model_error(&err))).boxed(),
             Ok(Answer::Ready(answer)) => futures::future::ready(Python::attach(|py| response(answer.bind(py)))).boxed(),
-            Ok(Answer::Awaiting(awaiting)) => {
-                awaiting.map(|answer| Python::attach(|py| response(answer.map_err(model_error)?.bind(py)))).boxed()
-            }
+            Ok(Answer::Awaiting(awaiting)) => awaiting
+                .map(|answer| Python::attach(|py| response(answer.map_err(|err| model_error(&err))?.bind(py))))
+                .boxed(),
         }
     }
 }
 
-fn model_error(err: PyErr) -> ModelError {
+fn model_error(err: &PyErr) -> ModelError {
     ModelError::new(format!("the model callback raised {err}"))
 }
 
@@ -155,12 +155,12 @@ impl Messages {
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        let len = self.0.len() as isize;
-        let at = if index < 0 { index + len } else { index };
-        if !(0..len).contains(&at) {
+        // A negative index counts from the end, as in a list.
+        let at = if index < 0 { self.0.len().checked_sub(index.unsigned_abs()) } else { usize::try_from(index).ok() };
+        let Some(message) = at.and_then(|at| self.0.get(at)) else {
             return Err(pyo3::exceptions::PyIndexError::new_err("message index out of range"));
-        }
-        convert::serialize_to_py(py, &*self.0[at as usize])
+        };
+        convert::serialize_to_py(py, &**message)
     }
 
     /// Every message, as a list of dicts.

@@ -49,7 +49,7 @@ impl PyToolDefinition {
         let label = name.extract::<String>().unwrap_or_else(|_| name.to_string());
         let registration = |message: String| errors::raise(errors::registration_error(py), message);
         let mut fields = Map::new();
-        for (key, value) in options.into_iter().flat_map(|options| options.iter()) {
+        for (key, value) in options.into_iter().flat_map(PyDictMethods::iter) {
             let key: String = key.extract()?;
             if !starweaver::TOOL_OPTIONS.contains(&key.as_str()) {
                 let expected = starweaver::TOOL_OPTIONS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>();
@@ -260,7 +260,7 @@ impl PyToolContext {
                 } else if let Ok(name) = given.extract::<String>() {
                     Some(ApprovalDecision { approved: true, decided_by: Some(name), ..ApprovalDecision::default() })
                 } else {
-                    let kind = given.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+                    let kind = given.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
                     return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                         "`approval` must be an ApprovalDecision, a bool or who approved (a str), got {kind}"
                     )));
@@ -395,7 +395,7 @@ impl starweaver::Tool for PythonTool {
                 .bind(py)
                 .call1((PyToolContext(ctx), PyBytes::new(py, &arguments)))
                 .and_then(PyAwait::new)
-                .map_err(|err| errors::tool_error(py, err))?;
+                .map_err(|err| errors::tool_error(py, &err))?;
             Ok::<_, ToolError>(awaitable)
         });
         match started {
@@ -424,7 +424,7 @@ fn context_to_py(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>> {
 /// A finished Python call as a tool outcome: a `ToolResult` as given, any other value as
 /// JSON, an exception as its `ToolError` kind.
 fn finish(py: Python<'_>, outcome: PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError> {
-    let value = outcome.map_err(|err| errors::tool_error(py, err))?.into_bound(py);
+    let value = outcome.map_err(|err| errors::tool_error(py, &err))?.into_bound(py);
     if let Ok(result) = value.cast::<PyToolResult>() {
         return Ok(result.get().0.clone());
     }

@@ -243,7 +243,10 @@ impl PyMcpServer {
         let server = self.0.clone();
         let close = async move {
             server.close().await;
-            Ok(Python::attach(|py| py.None()))
+            // Not `Python::None`, clippy's suggestion: that is not general over the lifetime.
+            #[allow(clippy::redundant_closure_for_method_calls)]
+            let none = Python::attach(|py| py.None());
+            Ok(none)
         };
         RustFuture::new(close.boxed(), None)
     }

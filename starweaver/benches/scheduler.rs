@@ -3,6 +3,8 @@
 //!
 //! `cargo bench -p starweaver --bench scheduler` prints the time for a whole run of
 //! 1,000 calls; divide by 1,000 for µs per call (the target is ≤ 1 µs).
+// Bench code, like test code, may unwrap and index: a panic fails the bench.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use divan::Bencher;
 use serde_json::json;
@@ -21,6 +23,7 @@ struct AddArgs {
 
 /// Add two integers.
 #[tool]
+#[allow(clippy::unused_async)] // an async tool, as users write one: it runs on the async workers
 async fn add(a: i64, b: i64) -> i64 {
     a + b
 }
@@ -35,7 +38,7 @@ fn agent(calls: usize, tool: impl Tool) -> Agent {
     Agent::builder(model).tool(tool).build().expect("valid agent")
 }
 
-fn run(bencher: Bencher, agent: Agent) {
+fn run(bencher: Bencher, agent: &Agent) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     bencher.bench_local(|| {
         let result = runtime.block_on(agent.run("go")).unwrap();
@@ -49,11 +52,11 @@ fn thousand_calls_closure_tool(bencher: Bencher) {
     let add = ToolBuilder::new("add")
         .handler(|_: ToolContext, args: AddArgs| async move { Ok(args.a + args.b) })
         .expect("valid tool");
-    run(bencher, agent(1_000, add));
+    run(bencher, &agent(1_000, add));
 }
 
 /// The same with a `#[tool]` function.
 #[divan::bench(sample_count = 100)]
 fn thousand_calls_macro_tool(bencher: Bencher) {
-    run(bencher, agent(1_000, add_tool()));
+    run(bencher, &agent(1_000, add_tool()));
 }

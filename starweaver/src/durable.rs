@@ -52,7 +52,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use crate::agent::{CallResult, CallTask, ModelTask};
-use crate::agent::{Machine, Next, SessionState, resolve_decisions};
+use crate::agent::{Machine, Next, SessionState, Suspended, resolve_decisions};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventLog};
 use crate::hitl::{Hitl, HitlDecisions};
@@ -227,7 +227,7 @@ impl DurableRun {
     /// The pending approvals and deferred calls of a waiting run.
     pub fn pending(&self) -> Option<Hitl> {
         match &self.stage {
-            Stage::Ended { state, .. } => state.waiting.as_ref().map(|w| w.hitl()),
+            Stage::Ended { state, .. } => state.waiting.as_ref().map(Suspended::hitl),
             _ => None,
         }
     }
@@ -281,7 +281,7 @@ impl DurableRun {
     pub fn restore(agent: &Agent, state: &Value, run_id: impl Into<String>) -> Result<Self> {
         let state = agent.restore_session(state)?.into_state();
         let run_id: Arc<str> = run_id.into().into();
-        let hitl = state.waiting.as_ref().map(|w| w.hitl()).unwrap_or_default();
+        let hitl = state.waiting.as_ref().map(Suspended::hitl).unwrap_or_default();
         let status = if state.waiting.is_some() { crate::RunStatus::Waiting } else { crate::RunStatus::Completed };
         let result = RunResult {
             run_id: run_id.to_string(),

@@ -1,6 +1,8 @@
 //! Limits that every JSON value entering the runtime keeps, and parsing
 //! that keeps them.
 
+use std::fmt::Write as _;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,7 +23,7 @@ pub const MAX_DEPTH: usize = 1_000;
 /// ```
 ///
 /// # Errors
-/// The nesting limit, or serde_json's message for text that is not JSON.
+/// The nesting limit, or `serde_json`'s message for text that is not JSON.
 pub fn parse(text: &str) -> Result<Value, String> {
     check_text_depth(text)?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
@@ -60,7 +62,7 @@ fn check_text_depth(text: &str) -> Result<(), String> {
 }
 
 /// The first integer in `text` (valid JSON) that no 64-bit integer holds, as an error
-/// naming where it is (`items[0].n`, the path style of argument errors). serde_json reads
+/// naming where it is (`items[0].n`, the path style of argument errors). `serde_json` reads
 /// such an integer as the nearest float, so a parameter typed as any JSON value would
 /// receive `1e23` for `100000000000000000000000`: arguments holding one are refused
 /// instead: values are never changed on the way in.
@@ -124,7 +126,9 @@ pub fn wide_integer(text: &str) -> Option<String> {
                                 path.push('.');
                                 path.push_str(key);
                             }
-                            Frame::Array { index } => path.push_str(&format!("[{index}]")),
+                            Frame::Array { index } => {
+                                write!(path, "[{index}]").expect("writing to a String cannot fail");
+                            }
                         }
                     }
                     let what = format!("the integer {literal} does not fit in 64 bits (send it as a string)");

@@ -273,7 +273,8 @@ impl History {
             let mut json = serde_json::to_value(message).expect("messages hold only JSON values");
             for ((_, part), host) in self.host.range((i, 0)..(i + 1, 0)) {
                 let fields = serde_json::to_value(host).expect("host fields hold only JSON values");
-                if let (Some(obj), Value::Object(fields)) = (json["parts"][*part].as_object_mut(), fields) {
+                let obj = json.get_mut("parts").and_then(|parts| parts.get_mut(*part)).and_then(Value::as_object_mut);
+                if let (Some(obj), Value::Object(fields)) = (obj, fields) {
                     obj.extend(fields);
                 }
             }

@@ -148,8 +148,7 @@ impl ToolRegistry {
                 let kind = DefinitionErrorKind::UndescribedParameter { name };
                 return Err(DefinitionError { tool: definition.name, kind }.into());
             }
-            if let Some(&other) = registry.index.get(&definition.name) {
-                let first = &sources[other];
+            if let Some(first) = registry.index.get(&definition.name).and_then(|&other| sources.get(other)) {
                 if let Some(within) = source.scope().filter(|_| *first == source) {
                     return Err(Error::DuplicateTool { name: definition.name, within });
                 }
@@ -182,7 +181,7 @@ impl ToolRegistry {
 
     /// The tool called `name`.
     pub(crate) fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.index.get(name).map(|&i| &self.tools[i])
+        self.index.get(name).and_then(|&i| self.tools.get(i))
     }
 
     /// Every definition, in registration order (what models are sent).

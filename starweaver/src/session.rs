@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::agent::{AgentInner, Claim, RunOptions, SessionState, Start, drive};
+use crate::agent::{AgentInner, Claim, RunOptions, SessionState, Start, Suspended, drive};
 use crate::error::Result;
 use crate::hitl::{Hitl, HitlDecisions};
 use crate::message::History;
@@ -142,7 +142,7 @@ impl Session {
 
     /// What the waiting run needs, if a run is waiting.
     pub fn pending(&self) -> Option<Hitl> {
-        self.state.waiting.as_ref().map(|w| w.hitl())
+        self.state.waiting.as_ref().map(Suspended::hitl)
     }
 
     /// The conversation so far, host-only fields included.

@@ -351,7 +351,7 @@ impl<T: Toolset> Mapped<T> {
         Self { inner, map: Box::new(map) }
     }
 
-    fn apply(&self, tools: Vec<Arc<dyn Tool>>) -> Vec<Arc<dyn Tool>> {
+    fn apply(&self, tools: &[Arc<dyn Tool>]) -> Vec<Arc<dyn Tool>> {
         tools.iter().filter_map(|tool| (self.map)(tool)).collect()
     }
 }
@@ -366,11 +366,11 @@ impl<T: Toolset> Toolset for Mapped<T> {
     }
 
     fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
-        Box::pin(async move { self.inner.list_tools(ctx).await.map(|tools| self.apply(tools)) })
+        Box::pin(async move { self.inner.list_tools(ctx).await.map(|tools| self.apply(&tools)) })
     }
 
     fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
-        self.inner.static_tools().map(|tools| self.apply(tools))
+        self.inner.static_tools().map(|tools| self.apply(&tools))
     }
 
     fn requires_approval(&self) -> bool {

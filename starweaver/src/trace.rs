@@ -33,7 +33,7 @@ impl Trace {
 
     /// How deep `span` is in the tree (the run is 0).
     fn depth(&self, span: &TraceSpan) -> usize {
-        std::iter::successors(span.parent, |p| self.spans[*p].parent).count()
+        std::iter::successors(span.parent, |p| self.spans.get(*p).and_then(|s| s.parent)).count()
     }
 }
 
@@ -49,6 +49,7 @@ impl std::fmt::Display for Trace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for span in &self.spans {
             let indent = "  ".repeat(self.depth(span));
+            #[allow(clippy::cast_precision_loss)] // microseconds fit f64's 53 bits for 285 years
             let ms = span.duration_us as f64 / 1000.0;
             let outcome = span.outcome.unwrap_or("open");
             match span.kind {
@@ -163,6 +164,7 @@ impl GenAi {
 pub(crate) struct SpanId(usize);
 
 /// What a span is about, given when it opens.
+#[derive(Clone, Copy)]
 pub(crate) enum SpanOf<'a> {
     Run,
     Step(u32),
@@ -233,10 +235,10 @@ impl Tracer {
     /// Ends a span, recording how it ended.
     pub(crate) fn close(&self, id: SpanId, outcome: &'static str) {
         let now = self.elapsed_us();
-        let mut spans = self.spans();
-        let span = &mut spans[id.0];
-        span.duration_us = now.saturating_sub(span.start_us);
-        span.outcome = Some(outcome);
+        if let Some(span) = self.spans().get_mut(id.0) {
+            span.duration_us = now.saturating_sub(span.start_us);
+            span.outcome = Some(outcome);
+        }
     }
 
     /// The trace. A span still open was dropped unfinished (its run was cancelled), so it

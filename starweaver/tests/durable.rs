@@ -1,5 +1,7 @@
 //! DESIGN.md §15: a run driven step by step from outside (as a durable workflow drives it),
 //! every task and result crossing as JSON, ends exactly as the in-process run does.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
@@ -10,7 +12,8 @@ use serde_json::{Value, json};
 use starweaver::durable::{CallResult, CallTask, DurableRun, ModelTask, Step};
 use starweaver::testing::TestModel;
 use starweaver::{
-    Agent, Error, HitlDecisions, ModelResponse, RunResult, RunStatus, Tool, ToolBuilder, ToolContext, ToolError,
+    Agent, CancellationToken, Error, HitlDecisions, ModelResponse, RunResult, RunStatus, Tool, ToolBuilder,
+    ToolContext, ToolError,
 };
 
 /// Through JSON and back, as an engine records it.
@@ -36,7 +39,7 @@ async fn drive_finishing(agent: &Agent, run: &mut DurableRun, reverse: bool) -> 
                 let mut results = Vec::new();
                 for task in tasks {
                     let task: CallTask = recorded(&task);
-                    let result = agent.run_call(&task.call.id, &task, Default::default()).await;
+                    let result = agent.run_call(&task.call.id, &task, CancellationToken::default()).await;
                     results.push((task.index, recorded::<CallResult>(&result)));
                 }
                 if reverse {

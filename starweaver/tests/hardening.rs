@@ -1,4 +1,6 @@
 //! DESIGN.md §16: what outside testing broke, each kept broken-proof here.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
@@ -10,7 +12,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use starweaver::testing::TestModel;
 use starweaver::{
-    Agent, Error, Event, EventKind, HitlDecisions, ModelResponse, RunStatus, ToolBuilder, ToolContext, ToolError,
+    Agent, Error, Event, EventKind, HitlDecisions, ModelResponse, PendingApproval, RunStatus, ToolBuilder, ToolContext,
+    ToolError,
 };
 
 /// `deploy`: asks for approval unless re-invoked with one; logs the environments it deployed.
@@ -77,7 +80,7 @@ async fn two_pending_calls_with_one_model_id_get_distinct_ids_and_a_bare_id_is_a
     let err = session.resume(HitlDecisions::from_json(&bare).unwrap()).await.unwrap_err();
     assert!(matches!(err, Error::InvalidDecision { .. }), "{err}");
     assert!(err.to_string().contains("canonical ids"), "{err}");
-    let approvals: Vec<_> = waiting.hitl.approvals.iter().map(|a| a.approve()).collect();
+    let approvals: Vec<_> = waiting.hitl.approvals.iter().map(PendingApproval::approve).collect();
     assert_eq!(session.resume(approvals).await.unwrap().status, RunStatus::Completed);
 }
 

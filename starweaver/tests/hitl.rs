@@ -1,4 +1,6 @@
 //! DESIGN.md §8: waiting runs, decisions, resumes and approval policies.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

@@ -2,9 +2,12 @@
 //! states, explicit schemas and their renders. `make test` tries a few hundred cases;
 //! `make fuzz` sets `PROPTEST_CASES` (and prints `PROPTEST_RNG_SEED`) for a long campaign.
 //! Each property prints how many inputs it tried.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use common::*;
@@ -587,10 +590,10 @@ fn any_sse_body_gives_its_events_however_it_is_cut_and_whatever_its_line_endings
                     body.push_str(": keep-alive\n");
                 }
                 if let Some(name) = &name {
-                    body.push_str(&format!("event: {name}\n"));
+                    writeln!(body, "event: {name}").unwrap();
                 }
                 for line in &lines {
-                    body.push_str(&format!("data: {line}\n"));
+                    writeln!(body, "data: {line}").unwrap();
                 }
                 body.push('\n');
                 expected.push((name.unwrap_or_else(|| "message".into()), lines.join("\n")));

@@ -2,9 +2,13 @@
 //! provider's API reference (`tests/fixtures/providers`), checking what the clients send
 //! and what the runs make of the answers.
 #![cfg(all(feature = "openai", feature = "anthropic", feature = "gemini"))]
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 
+use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -494,7 +498,7 @@ fn chat_stream(deltas: &[Value]) -> ResponseTemplate {
         let finish = if i + 1 == deltas.len() { json!("tool_calls") } else { Value::Null };
         let chunk = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        body.push_str(&format!("data: {chunk}\n\n"));
+        write!(body, "data: {chunk}\n\n").unwrap();
     }
     body.push_str("data: [DONE]\n\n");
     ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
@@ -702,6 +706,7 @@ async fn endless_server(head: &'static str, body: &'static [u8], times: usize) -
 #[tokio::test]
 async fn a_body_past_the_size_cap_is_a_named_error_streamed_or_not() {
     static JUNK: [u8; 64 * 1024] = [b' '; 64 * 1024];
+    static COMMENTS: &[u8] = b": keep-alive padding that never ends an event\n";
     let settings = || Settings { max_response_bytes: Some(1 << 20), ..Settings::default() };
     let whole = endless_server(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
@@ -714,7 +719,6 @@ async fn a_body_past_the_size_cap_is_a_named_error_streamed_or_not() {
     assert_eq!(error.kind, ModelErrorKind::InvalidResponse);
     assert!(error.message.contains("larger than the 1048576 bytes"), "{}", error.message);
 
-    static COMMENTS: &[u8] = b": keep-alive padding that never ends an event\n";
     let streamed = endless_server(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
         b"2e\r\n: keep-alive padding that never ends an event\n\r\n",
@@ -817,7 +821,7 @@ async fn an_integer_wider_than_64_bits_is_the_models_to_correct_and_never_a_floa
             "{} {stream}",
             protocol.dir
         );
-        assert_eq!(returns[1].1, json!({"n": 18446744073709551615u64, "f": 1e23}), "{} {stream}", protocol.dir);
+        assert_eq!(returns[1].1, json!({"n": u64::MAX, "f": 1e23}), "{} {stream}", protocol.dir);
     }
 }
 
@@ -923,7 +927,8 @@ async fn a_tool_call_without_its_id_or_name_is_a_named_error_never_an_empty_stri
         let protocol = PROTOCOLS[protocol];
         let body = fixture(protocol.dir, name);
         assert!(body.contains(cut), "{} {name}: {cut}", protocol.dir);
-        let (result, sent) = run_on(protocol, name.ends_with(".sse"), body.replace(cut, "")).await;
+        let (result, sent) =
+            run_on(protocol, Path::new(name).extension().is_some_and(|ext| ext == "sse"), body.replace(cut, "")).await;
         let error = model_error(&result);
         assert_eq!(error.kind, ModelErrorKind::InvalidResponse, "{} {name}: {error}", protocol.dir);
         assert!(error.message.ends_with(expected), "{} {name}: {}", protocol.dir, error.message);

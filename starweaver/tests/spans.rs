@@ -3,6 +3,8 @@
 //!
 //! Alone in its own test binary: tracing caches callsite interest process-wide, so tests
 //! running beside it without a subscriber would race the cache.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

@@ -1,5 +1,7 @@
 //! DESIGN.md §14: toolsets, static and dynamic, their combinators, and tools a run adds
 //! for itself.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

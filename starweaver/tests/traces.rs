@@ -1,4 +1,6 @@
 //! DESIGN.md §9: a run's `trace` (the subscriber-side test is alone in `spans.rs`).
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
 

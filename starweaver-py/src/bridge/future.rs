@@ -190,11 +190,11 @@ impl RustFuture {
     /// Yields what the Task should wait on: `None` to be stepped again at once (woken
     /// during the poll, like `asyncio.sleep(0)`), else a fresh asyncio future.
     fn park(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.woken {
             return Ok(py.None());
         }
-        static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
         let future = event_loop.call_method0("create_future")?;
         future.setattr("_asyncio_future_blocking", true)?;

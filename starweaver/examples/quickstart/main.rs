@@ -2,6 +2,8 @@
 //!
 //! `cargo run --example quickstart` (or `make run`). The tools are `#[tool]` functions in
 //! `tools.rs`; the risky one sits behind an approval policy.
+// An example, like a test, may index: the script above makes the one approval it reads.
+#![allow(clippy::indexing_slicing)]
 
 mod tools;
 

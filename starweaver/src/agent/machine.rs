@@ -156,6 +156,9 @@ struct Batch {
 
 impl Batch {
     /// `runs` (indices of the response's calls, in model order) with their approvals.
+    // In bounds: `model_responded` numbers the response's calls, and a resume's come from
+    // slots `restore_waiting` matched one to one with them.
+    #[allow(clippy::indexing_slicing)]
     fn new(
         response: Arc<Message>,
         slots: Vec<Option<Slot>>,
@@ -179,6 +182,7 @@ impl Batch {
     }
 
     /// The calls the plan releases now.
+    #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     fn release(&mut self, retries: &NameMap<Arc<str>, u32>) -> Vec<ReadyCall> {
         let runs = &self.runs;
         self.plan
@@ -256,6 +260,9 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// A waiting run taken up again with `resolved` decisions: denials and deferred
     /// results become returns now; approved calls run again, with their decision, under
     /// the usual scheduling.
+    // In bounds: a resolved slot is one of `slots`, one per call of `response` (a restored
+    // state's are checked against them).
+    #[allow(clippy::indexing_slicing)]
     pub fn resume(
         state: S,
         waiting: Suspended,
@@ -366,6 +373,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     }
 
     /// The calls `ready` as tasks for an engine that runs them elsewhere.
+    #[allow(clippy::indexing_slicing)] // the machine released `ready`: calls of this batch's response
     pub fn call_tasks(&self, ready: Vec<ReadyCall>) -> Vec<CallTask> {
         let Phase::Calls(batch) = &self.phase else { return Vec::new() };
         let calls: Vec<&ToolCallPart> = batch.response.tool_calls().collect();
@@ -436,13 +444,14 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             }
             over @ Phase::Over(_) => self.phase = over,
             Phase::Model | Phase::Listing | Phase::Requesting | Phase::Spent => {
-                self.phase = Phase::Over(End::Cancelled)
+                self.phase = Phase::Over(End::Cancelled);
             }
         }
     }
 
     /// The calls that will run one after another after `head` (just released): the rest of
     /// a run of calls to its tool, which the driver may let the tool run ahead.
+    #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     pub fn chain_after(&self, head: &ReadyCall) -> impl Iterator<Item = ReadyCall> + '_ {
         let batch = match &self.phase {
             Phase::Calls(batch) => Some(batch),
@@ -468,6 +477,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
 
     /// Call `index` (of the response) ended with `outcome`; an error the model is to
     /// correct counts against its tool's retry budget.
+    #[allow(clippy::indexing_slicing)] // `run` was found in `runs`, and `outcomes` has one entry per run
     pub fn call_finished(&mut self, index: usize, outcome: CallOutcome) {
         let Phase::Calls(batch) = &mut self.phase else { return };
         let Ok(run) = batch.runs.binary_search_by_key(&index, |run| run.index) else { return };
@@ -495,6 +505,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
 
     /// Decides what follows a batch whose calls all ended (or were cancelled): wait,
     /// fail, stop, or go on to the next model request (`None`).
+    #[allow(clippy::indexing_slicing)] // a run's index is one of the response's calls; `slots` has one per call
     fn settle(&mut self, batch: Batch, cancelled: bool, events: &EventLog, registry: &ToolRegistry) -> Option<End> {
         let Batch { response, mut slots, runs, outcomes, .. } = batch;
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
@@ -587,7 +598,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             (spent > tool.max_retries).then(|| RunError::RetriesExhausted {
                 tool: ret.part.name.to_string(),
                 max_retries: tool.max_retries,
-                message: ret.part.content["message"].as_str().unwrap_or_default().to_owned(),
+                message: ret.part.content.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
             })
         })
     }

@@ -16,7 +16,7 @@ pub(crate) use inner::AgentInner;
 pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
-pub(crate) use state::SessionState;
+pub(crate) use state::{SessionState, Suspended};
 pub use task::{CallResult, CallTask, ModelTask};
 
 use crate::error::{Error, Result};

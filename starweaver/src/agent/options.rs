@@ -27,7 +27,7 @@ impl std::fmt::Debug for RunOptions {
             .field("cancellation", &self.cancellation)
             .field("dependencies", &self.dependencies)
             .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
-            .field("toolsets", &self.toolsets.iter().map(|t| t.name()).collect::<Vec<_>>())
+            .field("toolsets", &self.toolsets.iter().map(Toolset::name).collect::<Vec<_>>())
             .finish()
     }
 }

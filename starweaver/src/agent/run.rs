@@ -243,6 +243,7 @@ impl Run<'_> {
         let mut running = FuturesUnordered::new();
         // Chains of calls to one tool that the tool runs ahead; dropped with the batch.
         let mut ahead: Vec<Ahead> = Vec::new();
+        #[allow(clippy::indexing_slicing)] // the machine released `r`: one of this response's calls
         let request = |r: &ReadyCall| CallRequest {
             part: calls[r.index],
             approval: r.approval.clone(),

@@ -271,7 +271,7 @@ impl Inner {
                 self.keep_tail(stderr);
                 let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
                 // On failure the child is dropped here, which kills it.
-                Ok((self.handshake(client_info().serve(transport)).await?, Some(child)))
+                Ok((self.handshake(Box::pin(client_info().serve(transport))).await?, Some(child)))
             }
             Launch::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -286,14 +286,16 @@ impl Inner {
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
                 Ok((
-                    self.handshake(client_info().serve(StreamableHttpClientTransport::from_config(config))).await?,
+                    self.handshake(Box::pin(client_info().serve(StreamableHttpClientTransport::from_config(config))))
+                        .await?,
                     None,
                 ))
             }
         }
     }
 
-    /// The MCP handshake, within the request timeout.
+    /// The MCP handshake, within the request timeout. Callers box `handshake`: rmcp's is
+    /// about 16 KB, too much to carry inline in every future that may start the server.
     async fn handshake(
         &self,
         handshake: impl Future<Output = Result<Session, rmcp::service::ClientInitializeError>>,
@@ -317,9 +319,11 @@ impl Inner {
             while let Ok(read) = stderr.read(&mut chunk).await
                 && read > 0
             {
-                for piece in chunk[..read].split_inclusive(|&b| b == b'\n') {
+                #[allow(clippy::indexing_slicing)] // `read` is at most the buffer's length (`AsyncRead`'s contract)
+                let bytes = &chunk[..read];
+                for piece in bytes.split_inclusive(|&b| b == b'\n') {
                     let room = STDERR_LINE_BYTES.saturating_sub(line.len());
-                    line.extend_from_slice(&piece[..piece.len().min(room)]);
+                    line.extend_from_slice(piece.get(..room).unwrap_or(piece));
                     if piece.ends_with(b"\n") {
                         let text = String::from_utf8_lossy(line.trim_ascii_end()).into_owned();
                         line.clear();

@@ -53,7 +53,12 @@ struct Envelope<'a> {
 /// The requests MCP defines for a client to send. rmcp reads one of these whose params
 /// do not fit as a custom request, and would answer "method not found".
 fn is_defined(method: &str) -> bool {
-    use rmcp::model::*;
+    use rmcp::model::{
+        CallToolRequestMethod, CompleteRequestMethod, ConstString, DiscoverRequestMethod, GetPromptRequestMethod,
+        InitializeResultMethod, ListPromptsRequestMethod, ListResourceTemplatesRequestMethod,
+        ListResourcesRequestMethod, ListToolsRequestMethod, PingRequestMethod, ReadResourceRequestMethod,
+        SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequestMethod, UnsubscribeRequestMethod,
+    };
     [
         InitializeResultMethod::VALUE,
         PingRequestMethod::VALUE,
@@ -156,6 +161,8 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             let take = newline.map_or(available.len(), |at| at + 1);
             // One byte past the cap marks a line as too long; what follows is dropped.
             let room = (MAX_MESSAGE_BYTES + 1).saturating_sub(self.line.len());
+            // In bounds: `take` is at most `available.len()` (a position in it plus one, or its length).
+            #[allow(clippy::indexing_slicing)]
             self.line.extend_from_slice(&available[..take.min(room)]);
             self.reader.consume(take);
             if newline.is_some() {
@@ -334,7 +341,7 @@ where
             let message = match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
                 Ok(message) => message,
                 Err(error) => {
-                    let text = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+                    let text = String::from_utf8_lossy(line.get(..200).unwrap_or(line)).into_owned();
                     return self.fail(format!("sent a message that cannot be read ({error}): {text}"));
                 }
             };
@@ -418,9 +425,9 @@ mod tests {
 
     #[test]
     fn an_id_past_64_bits_is_echoed_exactly() {
-        let text = match read(br#"{"jsonrpc": "2.0", "id": 18446744073709551616123, "method": "ping"}"#) {
-            Incoming::Refused(text) => text,
-            _ => panic!("not refused"),
+        let Incoming::Refused(text) = read(br#"{"jsonrpc": "2.0", "id": 18446744073709551616123, "method": "ping"}"#)
+        else {
+            panic!("not refused")
         };
         assert!(text.contains(r#""id":18446744073709551616123"#), "{text}");
         assert!(text.contains("-32600"), "{text}");

@@ -69,8 +69,10 @@ impl Protocol for Anthropic {
                 Some(ToolChoice::None) => json!({"type": "none"}),
                 Some(ToolChoice::Tool(name)) => json!({"type": "tool", "name": name}),
             };
-            if settings.parallel_tool_calls == Some(false) {
-                choice["disable_parallel_tool_use"] = true.into();
+            if settings.parallel_tool_calls == Some(false)
+                && let Value::Object(choice) = &mut choice
+            {
+                choice.insert("disable_parallel_tool_use".into(), true.into());
             }
             if settings.tool_choice.is_some() || settings.parallel_tool_calls.is_some() {
                 body.insert("tool_choice".into(), choice);

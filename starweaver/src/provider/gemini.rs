@@ -126,8 +126,10 @@ fn contents(request: &ModelRequest<'_>) -> Vec<Value> {
                                 other => json!({"result": other}),
                             };
                             let mut call = json!({"name": &*ret.name, "response": response});
-                            if !ret.tool_call_id.starts_with(MADE_UP_ID) {
-                                call["id"] = (&*ret.tool_call_id).into();
+                            if !ret.tool_call_id.starts_with(MADE_UP_ID)
+                                && let Value::Object(call) = &mut call
+                            {
+                                call.insert("id".into(), (&*ret.tool_call_id).into());
                             }
                             Some(json!({"functionResponse": call}))
                         }
@@ -143,8 +145,10 @@ fn contents(request: &ModelRequest<'_>) -> Vec<Value> {
                         ResponsePart::ToolCall(call) => {
                             let args = call.arguments.as_object().cloned().unwrap_or_default();
                             let mut function = json!({"name": &*call.name, "args": args});
-                            if !call.id.starts_with(MADE_UP_ID) {
-                                function["id"] = (&*call.id).into();
+                            if !call.id.starts_with(MADE_UP_ID)
+                                && let Value::Object(function) = &mut function
+                            {
+                                function.insert("id".into(), (&*call.id).into());
                             }
                             json!({"functionCall": function})
                         }

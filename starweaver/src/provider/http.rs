@@ -2,6 +2,7 @@
 //! retries with exponential backoff and jitter that honour `Retry-After`, and failures as
 //! named [`ModelError`]s that never carry a credential.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -21,7 +22,7 @@ pub(crate) struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Self { connect: Duration::from_secs(10), read: Duration::from_secs(120), total: Duration::from_secs(600) }
+        Self { connect: Duration::from_secs(10), read: Duration::from_mins(2), total: Duration::from_mins(10) }
     }
 }
 
@@ -101,7 +102,7 @@ impl Failure {
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// The longest a retry waits unless the model says otherwise (its `max_retry_wait`).
-pub(crate) const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_mins(1);
 
 /// How often and how long failed attempts are retried.
 #[derive(Debug, Clone, Copy)]
@@ -132,11 +133,13 @@ where
         }
         if let Some(after) = after.filter(|after| *after > policy.max_wait) {
             let mut error = failure.error;
-            error.message.push_str(&format!(
+            write!(
+                error.message,
                 " (the server asked to retry after {:.3} s, longer than the {:.3} s this model waits)",
                 after.as_secs_f64(),
                 policy.max_wait.as_secs_f64()
-            ));
+            )
+            .expect("writing to a String cannot fail");
             return Err(error);
         }
         tokio::time::sleep(delay(retries, after).min(policy.max_wait)).await;
@@ -156,6 +159,9 @@ pub(crate) fn delay(retry: u32, retry_after: Option<Duration>) -> Duration {
 }
 
 /// A number in [0, 1) that differs between calls and processes (jitter needs no more).
+// The casts are the point: any 64 bits of the clock make a seed, and a 53-bit integer
+// over 2^53 is an exact f64 in [0, 1).
+#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
 fn unit_random() -> f64 {
     static STATE: Mutex<u64> = Mutex::new(0);
     let mut state = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

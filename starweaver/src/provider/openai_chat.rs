@@ -149,7 +149,7 @@ fn tool_choice(choice: &ToolChoice) -> Value {
     tool_choice_value(choice, |name| json!({"type": "function", "function": {"name": name}}))
 }
 
-/// Temperature, top_p, seed and the token limit under the protocol's name for it.
+/// Temperature, `top_p`, seed and the token limit under the protocol's name for it.
 pub(crate) fn sampling(body: &mut Map<String, Value>, settings: &Settings, max_tokens_key: &str) {
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), t.into());
@@ -312,7 +312,9 @@ impl ChatStream {
             None => self.calls.len().checked_sub(1),
         };
         match found {
-            Some(slot) if id.is_none_or(|id| self.calls[slot].id.is_empty() || self.calls[slot].id == id) => slot,
+            Some(slot) if self.calls.get(slot).is_some_and(|c| id.is_none_or(|id| c.id.is_empty() || c.id == id)) => {
+                slot
+            }
             _ => {
                 self.calls.push(PartialCall { index, ..PartialCall::default() });
                 self.calls.len() - 1
@@ -353,6 +355,7 @@ impl StreamState for ChatStream {
         }
         for call in delta.tool_calls.into_iter().flatten() {
             let slot = self.slot(call.index, call.id.as_deref());
+            #[allow(clippy::indexing_slicing)] // `slot` gives an index of `calls`: one it found, or the one it added
             let partial = &mut self.calls[slot];
             let (name, args) = call.function.map_or((None, None), |f| (f.name, f.arguments));
             let name = name.filter(|n| !n.is_empty());

@@ -86,6 +86,8 @@ enum CallState {
 
 impl CallPlan {
     /// Plans `calls`, in model order.
+    // Every index is a call's (`i`, or `j` below it) and every vector has one entry per call.
+    #[allow(clippy::indexing_slicing)]
     pub fn new<'a>(calls: impl IntoIterator<Item = PlannedCall<'a>>) -> Self {
         let calls: Vec<PlannedCall<'a>> = calls.into_iter().collect();
         let mut unblocks = vec![Vec::new(); calls.len()];
@@ -132,7 +134,9 @@ impl CallPlan {
         let mut ready = std::mem::take(&mut self.ready);
         ready.sort_unstable();
         for &i in &ready {
-            self.state[i] = CallState::Running;
+            if let Some(state) = self.state.get_mut(i) {
+                *state = CallState::Running;
+            }
         }
         ready
     }
@@ -141,14 +145,13 @@ impl CallPlan {
     /// (whatever its outcome). Anything else is ignored: a call that never started cannot
     /// release the calls after it.
     pub fn finish(&mut self, index: usize) {
-        if self.state.get(index) != Some(&CallState::Running) {
-            return;
-        }
-        self.state[index] = CallState::Finished;
+        let Some(state) = self.state.get_mut(index).filter(|state| **state == CallState::Running) else { return };
+        *state = CallState::Finished;
         self.finished += 1;
-        for &next in &self.unblocks[index] {
-            self.waits_for[next] -= 1;
-            if self.waits_for[next] == 0 {
+        for &next in self.unblocks.get(index).into_iter().flatten() {
+            let Some(waits_for) = self.waits_for.get_mut(next) else { continue };
+            *waits_for -= 1;
+            if *waits_for == 0 {
                 self.ready.push(next);
             }
         }

@@ -96,7 +96,7 @@ impl Inliner<'_> {
         };
         if let Some(start) = self.stack.iter().position(|r| r == reference) {
             let cycle: Vec<String> =
-                self.stack[start..].iter().map(String::as_str).chain([reference]).map(walk::last_segment).collect();
+                self.stack.iter().skip(start).map(String::as_str).chain([reference]).map(walk::last_segment).collect();
             return Err(err(
                 &at,
                 format!("`{reference}` is recursive ({}), so it cannot be inlined", cycle.join(" -> ")),

@@ -133,6 +133,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[allow(clippy::needless_pass_by_value)] // takes `json!` literals, for terser tests
     fn rejected(schema: Value) -> SchemaError {
         validate_parameters(&schema).unwrap_err()
     }

@@ -228,10 +228,12 @@ pub(crate) fn append_notes(map: &mut Map<String, Value>, notes: &[String]) {
 mod tests {
     use super::*;
 
+    #[allow(clippy::needless_pass_by_value)] // takes `json!` literals, for terser tests
     fn strict(schema: Value) -> Value {
         to_strict(&schema).unwrap()
     }
 
+    #[allow(clippy::needless_pass_by_value)] // takes `json!` literals, for terser tests
     fn refused(schema: Value) -> SchemaError {
         to_strict(&schema).unwrap_err()
     }
