@@ -192,9 +192,7 @@ impl DurableRun {
     /// A call of [`Step::StartCalls`] ended.
     pub fn call_finished(&mut self, index: usize, result: CallResult) {
         if let Stage::Running { machine, events } = &mut self.stage {
-            for kind in result.events {
-                events.emit(kind);
-            }
+            events.emit_all(result.events);
             machine.call_finished(index, result.outcome);
         }
     }

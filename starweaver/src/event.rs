@@ -165,6 +165,13 @@ impl EventLog {
         Self { run_id, inner: Mutex::new((next_seq, Vec::new())), live }
     }
 
+    /// Emits `kinds` in order.
+    pub(crate) fn emit_all(&self, kinds: impl IntoIterator<Item = EventKind>) {
+        for kind in kinds {
+            self.emit(kind);
+        }
+    }
+
     pub(crate) fn emit(&self, kind: EventKind) {
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let event = Event { seq: inner.0, run_id: self.run_id.clone(), kind };

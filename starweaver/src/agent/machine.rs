@@ -236,7 +236,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         events: &EventLog,
     ) -> Self {
         events.emit(EventKind::RunStart { prompt: prompt.clone() });
-        emit_all(events, refused);
+        events.emit_all(refused);
         let mut parts = Vec::with_capacity(2);
         if state.borrow().history.messages().is_empty()
             && let Some(instructions) = instructions
@@ -275,7 +275,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         let Suspended { run_id, step, retries, response, slots, .. } = waiting;
         let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
         events.emit(EventKind::RunResumed { approvals, deferred_results: resolved.len() - approvals });
-        emit_all(events, refused);
+        events.emit_all(refused);
         let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
         let mut runs = Vec::new();
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
@@ -366,7 +366,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         if !matches!(self.phase, Phase::Listing) {
             return;
         }
-        emit_all(events, refused);
+        events.emit_all(refused);
         let messages = self.state.borrow().history.messages().len();
         events.emit(EventKind::ModelRequest { step: self.step, messages });
         self.phase = Phase::Requesting;
@@ -660,12 +660,6 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             finish_reason,
         };
         (result, state)
-    }
-}
-
-fn emit_all(events: &EventLog, kinds: Vec<EventKind>) {
-    for kind in kinds {
-        events.emit(kind);
     }
 }
 

@@ -243,19 +243,18 @@ pub(crate) fn chain_ahead<'c>(
     if tool.timeout.is_some() || env.limit.is_some() {
         return None;
     }
-    let calls: Vec<(usize, ChainedCall)> = std::iter::once(first)
+    let (indices, calls): (Vec<usize>, Vec<ChainedCall>) = std::iter::once(first)
         .chain(rest)
         .map_while(|(index, request)| {
             let arguments = prepare(tool, &request, arguments_of(&request)).ok()?.into_owned();
             let ctx = context(env, tool, &request, 1, env.cancellation.clone());
             Some((index, ChainedCall { ctx, arguments }))
         })
-        .collect();
+        .unzip();
     if calls.len() < 2 {
         return None;
     }
     let lane = runs_ahead.lane(calls.len())?;
-    let (indices, calls): (Vec<usize>, Vec<ChainedCall>) = calls.into_iter().unzip();
     let (claims, stop) = run_ahead::start(lane, calls)?;
     Some(Ahead { claims: indices.into_iter().zip(claims).collect(), _stop: stop })
 }
