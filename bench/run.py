@@ -79,6 +79,7 @@ ROWS = [
     ("P9", "p9", "µs CPU/chunk", "≥ 40× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 40),
     ("P10", "mcp", "", "server ≥ 10×, client and pair ≥ 5×", None),
     ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
+    ("P15", "p15", "µs/report", "≤ 1 µs per progress event", None),
 ]
 
 # P10's six comparisons: the key p10.py reports, what it counts, whether lower is better,
@@ -113,6 +114,18 @@ def p10(runs: int) -> int:
             f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {f'≥ {target}× ({unit})':<36} {'met' if ok else 'MISSED'}"
         )
     return missed
+
+
+def p15(runs: int) -> int:
+    """P15, ours alone (pydantic-ai has no progress reports): µs per `ctx.report_progress`
+    in the tool, and per report over the whole streamed run with every event read."""
+    ours = median([measure(OURS, "scenarios_starweaver.py", "p15") for _ in range(runs)])
+    ok = ours["value"] <= 1
+    print(
+        f"{'P15':<4} {'p15':<8} {ours['value']:>12.2f} {'-':>12} {'-':>8}  {'≤ 1 µs per progress event':<36} "
+        f"{'met' if ok else 'MISSED'} (streamed end to end: {ours['end_to_end_us']:.2f} µs per report; kept: {ours['kept']:.0f})"
+    )
+    return int(not ok)
 
 
 @contextlib.contextmanager
@@ -173,6 +186,9 @@ def main() -> int:
             continue
         if scenario == "mcp":
             missed += p10(args.runs)
+            continue
+        if scenario == "p15":
+            missed += p15(args.runs)
             continue
         ours_samples, theirs_samples = [], []
         for _ in range(args.runs):

@@ -4,6 +4,7 @@ JSON measurement; bench/run.py runs it in fresh processes beside the pydantic-ai
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from _common import (
@@ -20,7 +21,7 @@ from _common import (
     timed,
 )
 
-from starweaver import create_agent, tool
+from starweaver import ToolContext, create_agent, tool
 from starweaver.testing import FunctionModel, Messages
 
 
@@ -119,5 +120,53 @@ def p8() -> None:
     report(peak_rss_growth(lambda: agent.run("go")))
 
 
+REPORTS = 10_000
+
+
+def p15() -> None:
+    """µs per `ctx.report_progress` of a sync Python tool in a streamed run: the tool's
+    own time per report, and the whole streamed run's (every event read by `async for`)
+    over the same run with a tool that reports nothing, per report."""
+    spent: list[float] = []
+
+    def reporter(reports: int) -> Any:
+        @tool(name="index")
+        def index(ctx: ToolContext) -> str:
+            started = time.perf_counter()
+            for done in range(reports):
+                ctx.report_progress(done, total=reports)
+            spent.append(time.perf_counter() - started)
+            return "indexed"
+
+        return index
+
+    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+        call = {"id": "c1", "name": "index", "arguments": {}}
+        return {"tool_calls": [call]} if info["step"] == 1 else {"text": "done"}
+
+    async def streamed(reports: int) -> float:
+        agent = create_agent(model=FunctionModel(model), tools=[reporter(reports)])
+        started = time.perf_counter()
+        stream = agent.run_stream("go")
+        live = sum([event["type"] == "tool_progress" async for event in stream])
+        result = await stream.result()
+        elapsed = time.perf_counter() - started
+        kept = sum(event["type"] == "tool_progress" for event in result.events)
+        assert (live, kept) == (reports, min(reports, 1)), (live, kept)
+        return elapsed
+
+    async def go() -> tuple[float, float]:
+        await streamed(REPORTS)
+        await streamed(0)
+        spent.clear()
+        with_reports = min([await streamed(REPORTS) for _ in range(3)])
+        tool_side = min(spent)
+        without = min([await streamed(0) for _ in range(3)])
+        return tool_side, with_reports - without
+
+    tool_side, end_to_end = asyncio.run(go())
+    report(tool_side / REPORTS * 1e6, end_to_end_us=end_to_end / REPORTS * 1e6, kept=1)
+
+
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8, "p9": p9})
+    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8, "p9": p9, "p15": p15})

@@ -47,10 +47,22 @@ impl PyAgent {
     }
 
     /// Runs one of a durable run's call tasks through the scheduler's call path; the
-    /// result goes to `NativeDurableRun.call_finished`.
+    /// result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
+    /// `tool_progress` and `tool_log` event of the call as it happens.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
-    fn run_call(&self, py: Python<'_>, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
-        crate::task::run_call(py, &self.agent, run_id, task)
+    #[pyo3(signature = (run_id, task, on_event = None))]
+    fn run_call(
+        &self,
+        py: Python<'_>,
+        run_id: String,
+        task: &Bound<'_, PyAny>,
+        #[gen_stub(override_type(
+            type_repr = "typing.Callable[[types.Event], object] | None",
+            imports = ("typing", "starweaver.types")
+        ))]
+        on_event: Option<Py<PyAny>>,
+    ) -> PyResult<RustFuture> {
+        crate::task::run_call(py, &self.agent, run_id, task, on_event)
     }
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.

@@ -6,8 +6,11 @@ use futures::FutureExt;
 use pyo3::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use starweaver::Agent;
+use std::sync::Arc;
+
 use starweaver::durable::{CallTask, ModelTask};
+use starweaver::tool::{CallChannel, LogMessage, Progress};
+use starweaver::{Agent, EventKind, ToolContext};
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::RustFuture;
@@ -40,14 +43,48 @@ pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAn
 }
 
 /// Runs one call task; cancelling the awaiting task cancels the call as a run would.
-pub(crate) fn run_call(py: Python<'_>, agent: &Agent, run_id: String, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
+/// `on_event` is called with each `tool_progress` and `tool_log` event as it happens.
+pub(crate) fn run_call(
+    py: Python<'_>,
+    agent: &Agent,
+    run_id: String,
+    task: &Bound<'_, PyAny>,
+    on_event: Option<Py<PyAny>>,
+) -> PyResult<RustFuture> {
     let task: CallTask = from_py(py, task, "call task")?;
     let agent = agent.clone();
     let cancellation = CancellationToken::new();
     let token = cancellation.clone();
+    let listener = on_event.map(|callback| Arc::new(Listener(callback)) as Arc<dyn CallChannel>);
     let call = async move {
-        let result = agent.run_call(&run_id, &task, token).await;
+        let result = agent.run_call(&run_id, &task, token, listener).await;
         Python::attach(|py| Ok(convert::serialize_to_py(py, &result)?.unbind()))
     };
     Ok(RustFuture::new(call.boxed(), Some(cancellation)))
+}
+
+/// A call's progress and log messages, each handed as its event's dict to a Python
+/// callable (a durable engine's heartbeat, say). A callable that raises is reported as
+/// unraisable and the call goes on: listening must not break the tool.
+struct Listener(Py<PyAny>);
+
+impl Listener {
+    fn tell(&self, event: &EventKind) {
+        Python::attach(|py| {
+            let told = convert::serialize_to_py(py, event).and_then(|event| self.0.bind(py).call1((event,)));
+            if let Err(error) = told {
+                error.write_unraisable(py, Some(self.0.bind(py)));
+            }
+        });
+    }
+}
+
+impl CallChannel for Listener {
+    fn progress(&self, call: &ToolContext, progress: &Progress) {
+        self.tell(&EventKind::progress(call, progress));
+    }
+
+    fn log(&self, call: &ToolContext, log: &LogMessage) {
+        self.tell(&EventKind::log(call, log));
+    }
 }

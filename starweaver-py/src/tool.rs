@@ -11,6 +11,7 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::hitl::ApprovalDecision;
 use starweaver::run_ahead::{ChainLane, RunsAhead};
+use starweaver::tool::LogLevel;
 use starweaver::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolResult};
 
 use crate::bridge::{Lane, PyAwait};
@@ -336,6 +337,38 @@ impl PyToolContext {
     #[gen_stub(override_return_type(type_repr = "asyncio.Future[None]", imports = ("asyncio",)))]
     fn cancelled(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         crate::bridge::cancelled(py, self.0.clone())
+    }
+
+    /// Reports how far the call has got: `progress` so far, out of `total` when known,
+    /// with what it is doing now. A `tool_progress` event of the run (the kept log holds
+    /// the last of each call), or MCP `notifications/progress` when served. A plain call,
+    /// from sync and async tools alike; raises `ValueError` for a number that is not finite.
+    #[pyo3(signature = (progress, total = None, message = None))]
+    fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> PyResult<()> {
+        self.0
+            .report_progress(progress, total, message)
+            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.message().to_owned()))
+    }
+
+    /// Logs `message` at `level` (`"debug"`, `"info"`, `"notice"`, `"warning"`, `"error"`,
+    /// `"critical"`, `"alert"` or `"emergency"`), with optional JSON `data`: a `tool_log`
+    /// event of the run, or MCP `notifications/message` when served. Raises `ValueError`
+    /// for an unknown level and `TypeError` for data that is not JSON.
+    #[pyo3(signature = (level, message, data = None))]
+    fn log(
+        &self,
+        #[gen_stub(override_type(type_repr = "types.LogLevel", imports = ("starweaver.types",)))] level: &str,
+        message: String,
+        data: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let level: LogLevel = level.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+        let data = data
+            .map(|data| {
+                convert::to_json(data).map_err(|e| pyo3::exceptions::PyTypeError::new_err(e.within("data").to_string()))
+            })
+            .transpose()?;
+        self.0.log(level, message, data);
+        Ok(())
     }
 
     fn __repr__(&self) -> String {

@@ -148,6 +148,14 @@ impl PyTraceSpan {
         crate::convert::to_py(py, &serde_json::Value::Object(self.0.attributes.clone()))
     }
 
+    /// What happened within it, in order: a tool call's last `tool_progress` and its
+    /// `tool_log` messages, each `{"name", "at_us", "attributes"}`.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "list[types.SpanEvent]", imports = ("starweaver.types",)))]
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::convert::serialize_to_py(py, &self.0.events)
+    }
+
     fn __repr__(&self) -> String {
         format!("TraceSpan(name={:?}, duration_us={}, outcome={:?})", self.name(), self.0.duration_us, self.0.outcome)
     }

@@ -35,7 +35,7 @@
 //!         },
 //!         Step::StartCalls(tasks) => {
 //!             for task in tasks {
-//!                 let result = agent.run_call("run_1", &task, Default::default()).await;
+//!                 let result = agent.run_call("run_1", &task, Default::default(), None).await;
 //!                 run.call_finished(task.index, result);
 //!             }
 //!         }
@@ -167,7 +167,7 @@ impl DurableRun {
                 let Stage::Running { machine, events } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
                     unreachable!("matched above")
                 };
-                let (result, state) = machine.finish(end, events, |_| Tracer::new(self.run_id.clone()).finish());
+                let (result, state) = machine.finish(end, &events, |_| Tracer::new(self.run_id.clone()).finish());
                 self.stage = Stage::Ended { state, result: Box::new(result.clone()) };
                 Step::Done(result)
             }

@@ -1,6 +1,7 @@
 //! Run events: every run records an ordered stream of them, and can hand
 //! them out live.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,23 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::hitl::{PendingApproval, PendingDeferred};
 use crate::message::{Message, ToolReturnRecord};
 use crate::model::{FinishReason, ModelDelta, ToolCallDelta, Usage};
+use crate::tool::{LogLevel, LogMessage, Progress, ToolContext};
+
+impl EventKind {
+    /// The `tool_progress` event of the call `call` runs.
+    pub fn progress(call: &ToolContext, progress: &Progress) -> Self {
+        let Progress { progress, total, message } = progress.clone();
+        let (tool_call_id, name) = (call.tool_call_id.clone(), call.tool_name.clone());
+        Self::ToolProgress { tool_call_id, name, progress, total, message }
+    }
+
+    /// The `tool_log` event of the call `call` runs.
+    pub fn log(call: &ToolContext, log: &LogMessage) -> Self {
+        let LogMessage { level, message, data } = log.clone();
+        let (tool_call_id, name) = (call.tool_call_id.clone(), call.tool_name.clone());
+        Self::ToolLog { tool_call_id, name, level, message, data }
+    }
+}
 
 /// One thing that happened in a run, numbered within the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -126,6 +144,37 @@ pub enum EventKind {
         /// Why it failed.
         error: String,
     },
+    /// A running call reported progress (`ctx.report_progress`). Host-facing: never in a
+    /// model request. The kept event log holds only the last of each call; a live stream
+    /// gets every one.
+    ToolProgress {
+        /// The model's call id.
+        tool_call_id: Arc<str>,
+        /// The tool.
+        name: Arc<str>,
+        /// The progress so far.
+        progress: f64,
+        /// What it counts up to, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What the call is doing now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A running call logged a message (`ctx.log`). Host-facing: never in a model request.
+    ToolLog {
+        /// The model's call id.
+        tool_call_id: Arc<str>,
+        /// The tool.
+        name: Arc<str>,
+        /// How severe it is.
+        level: LogLevel,
+        /// What happened.
+        message: String,
+        /// Details, as JSON.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+    },
     /// A call ended; host-only fields included.
     ToolReturn(ToolReturnRecord),
     /// A call waits for approval.
@@ -154,15 +203,32 @@ pub enum EventKind {
 }
 
 /// Collects a run's events in order and forwards each to a live listener, if any.
+///
+/// A chatty tool cannot grow the kept log without bound: of each call's `tool_progress`
+/// events only the last is kept (at its own place in the order); the live listener gets
+/// every one.
 pub(crate) struct EventLog {
     run_id: Arc<str>,
-    inner: Mutex<(u64, Vec<Event>)>,
+    live: bool,
+    inner: Mutex<Kept>,
+}
+
+/// What the log holds. Once finished, it takes no more events: a tool that kept its
+/// context past its call cannot write into a run that has ended, nor keep its stream open.
+struct Kept {
+    next_seq: u64,
+    events: Vec<Event>,
+    /// The last progress event of each call, by call id; merged into `events` by `seq`.
+    progress: HashMap<Arc<str>, Event>,
     live: Option<UnboundedSender<Event>>,
+    finished: bool,
 }
 
 impl EventLog {
     pub(crate) fn new(run_id: Arc<str>, next_seq: u64, live: Option<UnboundedSender<Event>>) -> Self {
-        Self { run_id, inner: Mutex::new((next_seq, Vec::new())), live }
+        let is_live = live.is_some();
+        let kept = Kept { next_seq, events: Vec::new(), progress: HashMap::new(), live, finished: false };
+        Self { run_id, live: is_live, inner: Mutex::new(kept) }
     }
 
     /// Emits `kinds` in order.
@@ -173,19 +239,28 @@ impl EventLog {
     }
 
     pub(crate) fn emit(&self, kind: EventKind) {
-        let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let event = Event { seq: inner.0, run_id: self.run_id.clone(), kind };
-        inner.0 += 1;
-        if let Some(live) = &self.live {
+        let mut kept = self.kept();
+        if kept.finished {
+            return;
+        }
+        let event = Event { seq: kept.next_seq, run_id: self.run_id.clone(), kind };
+        kept.next_seq += 1;
+        if let Some(live) = &kept.live {
             // A listener that went away only stops listening; the run goes on.
             let _ = live.send(event.clone());
         }
-        inner.1.push(event);
+        match &event.kind {
+            EventKind::ToolProgress { tool_call_id, .. } => {
+                let id = tool_call_id.clone();
+                kept.progress.insert(id, event);
+            }
+            _ => kept.events.push(event),
+        }
     }
 
     /// Whether someone is listening live (a streamed run): only then do models stream.
     pub(crate) fn is_live(&self) -> bool {
-        self.live.is_some()
+        self.live
     }
 
     /// A streamed delta of step `step`'s answer, as an event.
@@ -196,14 +271,34 @@ impl EventLog {
         });
     }
 
-    /// The events so far and the next sequence number.
     /// The events so far.
     pub(crate) fn snapshot(&self) -> Vec<Event> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1.clone()
+        let kept = self.kept();
+        in_order(kept.events.clone(), kept.progress.values().cloned())
     }
 
-    pub(crate) fn finish(self) -> (Vec<Event>, u64) {
-        let (next, events) = self.inner.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-        (events, next)
+    /// The run's events and the next sequence number. The log takes no more events, and
+    /// the live listener's stream ends after the last.
+    pub(crate) fn finish(&self) -> (Vec<Event>, u64) {
+        let mut kept = self.kept();
+        kept.finished = true;
+        kept.live = None;
+        let events = std::mem::take(&mut kept.events);
+        let progress = std::mem::take(&mut kept.progress);
+        (in_order(events, progress.into_values()), kept.next_seq)
     }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `events` (in `seq` order) with the kept progress events put back where they belong.
+fn in_order(mut events: Vec<Event>, progress: impl Iterator<Item = Event>) -> Vec<Event> {
+    let before = events.len();
+    events.extend(progress);
+    if events.len() > before {
+        events.sort_by_key(|event| event.seq);
+    }
+    events
 }

@@ -126,6 +126,22 @@ pub struct TraceSpan {
     /// and response model, token usage) that the model reported.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub attributes: Map<String, Value>,
+    /// What happened within the span: a tool call's `tool_progress` (the last only) and
+    /// `tool_log` events, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<SpanEvent>,
+}
+
+/// A moment within a span (an OpenTelemetry span event).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpanEvent {
+    /// `tool_progress` or `tool_log`.
+    pub name: &'static str,
+    /// When, in microseconds after the run's start.
+    pub at_us: u64,
+    /// What it says: for progress `progress`, `total` and `message`; for a log `level`,
+    /// `message` and `data` (as JSON text).
+    pub attributes: Map<String, Value>,
 }
 
 /// The OpenTelemetry GenAI attributes of a model request span.
@@ -158,6 +174,9 @@ impl GenAi {
         Self(attributes)
     }
 }
+
+/// The name of a call's progress event, of which a span keeps the last.
+pub(crate) const PROGRESS: &str = "tool_progress";
 
 /// An open span: close it with [`Tracer::close`].
 #[derive(Debug, Clone, Copy)]
@@ -221,6 +240,7 @@ impl Tracer {
             tool_call_id,
             outcome: None,
             attributes: Map::new(),
+            events: Vec::new(),
         });
         (SpanId(id), span)
     }
@@ -241,16 +261,37 @@ impl Tracer {
         }
     }
 
+    /// Records `event` on the span of call `tool_call_id` that is still open (a call's
+    /// channel may outlive it). Only the last `tool_progress` of a call is kept, as in the
+    /// event log. Calls that report are running, so their spans are among the last opened.
+    pub(crate) fn call_event(&self, tool_call_id: &str, name: &'static str, attributes: Map<String, Value>) {
+        let at_us = self.elapsed_us();
+        let mut spans = self.spans();
+        let Some(span) = spans.iter_mut().rev().find(|span| {
+            span.outcome.is_none()
+                && span.kind == SpanKind::ToolCall
+                && span.tool_call_id.as_deref() == Some(tool_call_id)
+        }) else {
+            return;
+        };
+        if name == PROGRESS
+            && let Some(last) = span.events.iter().rposition(|event| event.name == PROGRESS)
+        {
+            span.events.remove(last);
+        }
+        span.events.push(SpanEvent { name, at_us, attributes });
+    }
+
     /// The trace. A span still open was dropped unfinished (its run was cancelled), so it
     /// ends here as `cancelled`.
-    pub(crate) fn finish(self) -> Trace {
+    pub(crate) fn finish(&self) -> Trace {
         let now = self.elapsed_us();
-        let mut spans = self.spans.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut spans = std::mem::take(&mut *self.spans());
         for span in spans.iter_mut().filter(|s| s.outcome.is_none()) {
             span.duration_us = now.saturating_sub(span.start_us);
             span.outcome = Some("cancelled");
         }
-        Trace { run_id: self.run_id, started_at_unix_us: self.started_at_unix_us, spans }
+        Trace { run_id: self.run_id.clone(), started_at_unix_us: self.started_at_unix_us, spans }
     }
 
     fn elapsed_us(&self) -> u64 {

@@ -39,7 +39,7 @@ async fn drive_finishing(agent: &Agent, run: &mut DurableRun, reverse: bool) -> 
                 let mut results = Vec::new();
                 for task in tasks {
                     let task: CallTask = recorded(&task);
-                    let result = agent.run_call(&task.call.id, &task, CancellationToken::default()).await;
+                    let result = agent.run_call(&task.call.id, &task, CancellationToken::default(), None).await;
                     results.push((task.index, recorded::<CallResult>(&result)));
                 }
                 if reverse {

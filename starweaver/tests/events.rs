@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use futures::StreamExt;
 use serde_json::json;
+use starweaver::tool::LogLevel;
 use starweaver::{Agent, EventKind, RunStatus, ToolBuilder, ToolContext};
 
 fn kinds(events: &[starweaver::Event]) -> Vec<String> {
@@ -138,4 +139,109 @@ async fn a_session_stream_resumes_a_waiting_run() {
     let decision = pending.approve();
     let resumed: Vec<_> = session.resume_stream(vec![decision]).collect().await;
     assert!(matches!(resumed.last().unwrap().kind, EventKind::RunComplete { .. }));
+}
+
+/// A tool that reports progress `reports` times and logs twice, as `name`.
+fn chatty(name: &str, reports: u32) -> impl starweaver::Tool {
+    raw_tool(ToolBuilder::new(name), move |ctx: ToolContext, _: Args| async move {
+        ctx.log(LogLevel::Info, "starting", None);
+        for done in 1..=reports {
+            ctx.report_progress(f64::from(done), Some(f64::from(reports)), Some("indexing"))?;
+        }
+        ctx.log(LogLevel::Warning, "one file skipped", Some(json!({"file": "a.bin"})));
+        Ok(ok())
+    })
+}
+
+#[tokio::test]
+async fn progress_and_logs_are_events_live_and_the_kept_log_holds_each_calls_last_progress() {
+    let calls = vec![call("c1", "index", json!({})), call("c2", "scan", json!({}))];
+    let agent =
+        Agent::builder(calls_then_text(calls, "done")).tool(chatty("index", 50)).tool(chatty("scan", 3)).build();
+    let mut stream = agent.unwrap().run_stream("go");
+    let live: Vec<_> = (&mut stream).collect().await;
+    let result = stream.result().await.unwrap();
+    let progress_of = |events: &[starweaver::Event], id: &str| -> Vec<f64> {
+        events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ToolProgress { tool_call_id, progress, .. } if &**tool_call_id == id => Some(*progress),
+                _ => None,
+            })
+            .collect()
+    };
+    let all: Vec<f64> = (1..=50).map(f64::from).collect();
+    assert_eq!(progress_of(&live, "c1"), all, "a live stream gets every report");
+    assert_eq!(progress_of(&result.events, "c1"), [50.0], "the kept log only the last");
+    assert_eq!(progress_of(&result.events, "c2"), [3.0]);
+    // The kept events are the live ones less the earlier reports, in the same order.
+    let kept: Vec<u64> = result.events.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = live
+        .iter()
+        .filter(|e| result.events.iter().any(|k| k.seq == e.seq) || !matches!(e.kind, EventKind::ToolProgress { .. }))
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(kept, expected);
+    assert!(kept.windows(2).all(|w| w[0] < w[1]), "{kept:?}");
+    let last = result
+        .events
+        .iter()
+        .find(|e| matches!(&e.kind, EventKind::ToolProgress { tool_call_id, .. } if &**tool_call_id == "c1"));
+    assert_eq!(
+        serde_json::to_value(last.unwrap()).unwrap(),
+        json!({"seq": last.unwrap().seq, "run_id": result.run_id, "type": "tool_progress", "tool_call_id": "c1",
+               "name": "index", "progress": 50.0, "total": 50.0, "message": "indexing"})
+    );
+    let logs: Vec<_> = result
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolLog { tool_call_id, level, message, data, .. } if &**tool_call_id == "c1" => {
+                Some((*level, message.as_str(), data.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [(LogLevel::Info, "starting", None), (LogLevel::Warning, "one file skipped", Some(json!({"file": "a.bin"})))]
+    );
+    // Each event comes after its call's `tool_call` and before its `tool_return`.
+    let position = |what: &dyn Fn(&EventKind) -> bool| result.events.iter().position(|e| what(&e.kind)).unwrap();
+    let started = position(&|k| matches!(k, EventKind::ToolCall { tool_call_id, .. } if &**tool_call_id == "c1"));
+    let returned = position(&|k| matches!(k, EventKind::ToolReturn(r) if &*r.part.tool_call_id == "c1"));
+    let reported = position(&|k| matches!(k, EventKind::ToolProgress { tool_call_id, .. } if &**tool_call_id == "c1"));
+    assert!(started < reported && reported < returned);
+    // Nothing a tool reports reaches the model.
+    let history = serde_json::to_string(&result.messages.to_json()).unwrap();
+    assert!(!history.contains("indexing") && !history.contains("one file skipped"), "{history}");
+}
+
+#[tokio::test]
+async fn a_calls_span_holds_its_last_progress_and_its_logs_as_span_events() {
+    let agent = Agent::builder(calls_then_text(vec![call("c1", "index", json!({}))], "done"))
+        .tool(chatty("index", 20))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    let span = result.trace.spans.iter().find(|s| s.tool_call_id.as_deref() == Some("c1")).unwrap();
+    let names: Vec<&str> = span.events.iter().map(|e| e.name).collect();
+    assert_eq!(names, ["tool_log", "tool_progress", "tool_log"]);
+    assert_eq!(span.events[1].attributes["progress"], json!(20.0));
+    assert_eq!(span.events[2].attributes["data"], json!(r#"{"file":"a.bin"}"#));
+    assert!(span.events.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+}
+
+#[tokio::test]
+async fn a_report_that_is_not_a_finite_number_is_the_tools_user_error() {
+    let tool = raw_tool(ToolBuilder::new("bad"), |ctx: ToolContext, _: Args| async move {
+        ctx.report_progress(1.0, Some(f64::NAN), None)?;
+        Ok(ok())
+    });
+    let agent = Agent::builder(calls_then_text(vec![call("c1", "bad", json!({}))], "done")).tool(tool).build();
+    let result = agent.unwrap().run("go").await.unwrap();
+    let returns = tool_returns(result.messages.messages());
+    assert_eq!(returns[0].content["kind"], "user_error");
+    assert_eq!(returns[0].content["message"], "progress `total` must be a finite number, got NaN");
+    assert!(!result.events.iter().any(|e| matches!(e.kind, EventKind::ToolProgress { .. })));
 }

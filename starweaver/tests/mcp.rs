@@ -21,7 +21,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use starweaver::mcp::{McpServer, McpService};
 use starweaver::testing::TestModel;
-use starweaver::{Agent, ModelResponse, RunStatus, StaticToolset, ToolBuilder, ToolContext, ToolError};
+use starweaver::{Agent, EventKind, ModelResponse, RunStatus, StaticToolset, ToolBuilder, ToolContext, ToolError};
 
 /// Our service on a loopback port, serving until the test ends; its URL.
 async fn serve(service: McpService) -> String {
@@ -376,4 +376,82 @@ async fn the_client_names_itself_and_offers_the_newest_revision_with_a_handshake
     let (url, _server) = serve_rmcp(Growing::default());
     let answer = McpServer::http("growing", url).call_tool("whoami", json!({})).await.unwrap();
     assert_eq!(answer, json!(format!("starweaver {} 2025-11-25", env!("CARGO_PKG_VERSION"))));
+}
+
+/// A tool that reports progress three times, then logs a notice.
+fn reporter() -> McpService {
+    let report = ToolBuilder::new("report")
+        .description("Reports as it works.")
+        .handler(|ctx: ToolContext, _: Args| async move {
+            for done in [0.0, 50.0, 100.0] {
+                ctx.report_progress(done, Some(100.0), Some("copying"))?;
+            }
+            ctx.log(starweaver::tool::LogLevel::Notice, "copied", Some(json!({"files": 3})));
+            Ok(json!("ok"))
+        })
+        .unwrap();
+    McpService::builder("reporter").tool(report).build().unwrap()
+}
+
+#[tokio::test]
+async fn a_served_tools_progress_and_logs_become_events_of_the_clients_run() {
+    let url = serve(reporter()).await;
+    let agent = Agent::builder(calls_then_text(vec![call("c1", "report", json!({}))], "done"))
+        .toolset(McpServer::http("reporter", url))
+        .build()
+        .unwrap();
+    let mut stream = agent.run_stream("go");
+    let live: Vec<_> = futures::StreamExt::collect::<Vec<_>>(&mut stream).await;
+    let result = stream.result().await.unwrap();
+    let progress: Vec<(f64, Option<f64>, Option<String>)> = live
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolProgress { tool_call_id, progress, total, message, .. } if &**tool_call_id == "c1" => {
+                Some((*progress, *total, message.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let copying = Some("copying".to_owned());
+    assert_eq!(
+        progress,
+        [(0.0, Some(100.0), copying.clone()), (50.0, Some(100.0), copying.clone()), (100.0, Some(100.0), copying)]
+    );
+    // Progress rides the call's own stream, so all of it comes before the return. (Over
+    // HTTP, rmcp sends log messages on the session's standalone stream, which keeps no
+    // order with the call's: the stdio test below checks them.)
+    let returned = result.events.iter().position(|e| matches!(e.kind, EventKind::ToolReturn(_))).unwrap();
+    let reported = result.events.iter().position(|e| matches!(e.kind, EventKind::ToolProgress { .. })).unwrap();
+    assert!(reported < returned);
+}
+
+#[tokio::test]
+async fn served_progress_goes_only_under_the_clients_token_and_logs_respect_its_level_all_before_the_answer() {
+    let mut client = RawClient::serve(reporter());
+    client.initialize().await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"report","arguments":{},"_meta":{"progressToken":"p1"}}}"#)
+        .await;
+    for done in [0.0, 50.0, 100.0] {
+        let note = client.answer().await;
+        assert_eq!(note["method"], "notifications/progress", "{note}");
+        assert_eq!(
+            note["params"],
+            json!({"progressToken": "p1", "progress": done, "total": 100.0, "message": "copying"})
+        );
+    }
+    let log = client.answer().await;
+    assert_eq!(log["method"], "notifications/message", "{log}");
+    assert_eq!(
+        log["params"],
+        json!({"level": "notice", "logger": "report", "data": {"message": "copied", "data": {"files": 3}}})
+    );
+    assert_eq!(client.answer().await["id"], 1);
+    client.send(r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"warning"}}"#).await;
+    assert_eq!(client.answer().await, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    // No token, so no progress; a notice is below the level the client set.
+    client.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"report","arguments":{}}}"#).await;
+    let answer = client.answer().await;
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "ok");
 }

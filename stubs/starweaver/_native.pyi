@@ -188,10 +188,11 @@ class NativeAgent:
         Makes a durable run's model request (a `request_model` step's task): `{"response":
         ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
         """
-    def run_call(self, run_id: builtins.str, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
+    def run_call(self, run_id: builtins.str, task: typing.Any, on_event: typing.Callable[[types.Event], object] | None = None) -> typing.Awaitable[dict[str, typing.Any]]:
         r"""
         Runs one of a durable run's call tasks through the scheduler's call path; the
-        result goes to `NativeDurableRun.call_finished`.
+        result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
+        `tool_progress` and `tool_log` event of the call as it happens.
         """
     def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False) -> NativeAgent:
         r"""
@@ -842,6 +843,20 @@ class ToolContext:
         r"""
         Completes when the runtime asks this call to stop.
         """
+    def report_progress(self, progress: builtins.float, total: typing.Optional[builtins.float] = None, message: typing.Optional[builtins.str] = None) -> None:
+        r"""
+        Reports how far the call has got: `progress` so far, out of `total` when known,
+        with what it is doing now. A `tool_progress` event of the run (the kept log holds
+        the last of each call), or MCP `notifications/progress` when served. A plain call,
+        from sync and async tools alike; raises `ValueError` for a number that is not finite.
+        """
+    def log(self, level: types.LogLevel, message: builtins.str, data: typing.Optional[typing.Any] = None) -> None:
+        r"""
+        Logs `message` at `level` (`"debug"`, `"info"`, `"notice"`, `"warning"`, `"error"`,
+        `"critical"`, `"alert"` or `"emergency"`), with optional JSON `data`: a `tool_log`
+        event of the run, or MCP `notifications/message` when served. Raises `ValueError`
+        for an unknown level and `TypeError` for data that is not JSON.
+        """
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
@@ -1058,6 +1073,12 @@ class TraceSpan:
         r"""
         OpenTelemetry attributes: for model requests, `gen_ai.system`, `gen_ai.request.model`,
         `gen_ai.response.model` and `gen_ai.usage.*`, as far as the model reported them.
+        """
+    @property
+    def events(self) -> list[types.SpanEvent]:
+        r"""
+        What happened within it, in order: a tool call's last `tool_progress` and its
+        `tool_log` messages, each `{"name", "at_us", "attributes"}`.
         """
     def __repr__(self) -> builtins.str: ...
 

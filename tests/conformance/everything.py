@@ -3,14 +3,16 @@ today: `python -m starweaver serve-mcp tests/conformance/everything.py --http HO
 
 The suite's server scenarios call tools by fixed names (`test_simple_text`,
 `test_error_handling`, ...). Only the tools our public API can write are here; the
-scenarios that need what serve-mcp does not offer yet (content other than text, progress,
-logging, sampling, elicitation from a tool, resources, prompts, completions) are listed,
-each with its reason, in `expected-failures.txt`.
+scenarios that need what serve-mcp does not offer yet (content other than text, sampling,
+elicitation from a tool, resources, prompts, completions) are listed, each with its
+reason, in `expected-failures.txt`.
 """
 
 from __future__ import annotations
 
-from starweaver import UserError, tool
+import asyncio
+
+from starweaver import ToolContext, UserError, tool
 
 
 @tool
@@ -55,3 +57,24 @@ def test_reconnection() -> str:
 def json_schema_2020_12_tool(name: str | None = None, address: dict[str, str] | None = None) -> str:
     """Tool with JSON Schema 2020-12 features."""
     return f"name={name} address={address}"
+
+
+@tool
+async def test_tool_with_logging(ctx: ToolContext) -> str:
+    """Logs three messages while it runs, with pauses between them."""
+    ctx.log("info", "Tool execution started")
+    await asyncio.sleep(0.05)
+    ctx.log("info", "Tool processing data")
+    await asyncio.sleep(0.05)
+    ctx.log("info", "Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@tool
+async def test_tool_with_progress(ctx: ToolContext) -> str:
+    """Reports progress 0, 50 and 100 of 100, with pauses between."""
+    for done in (0, 50, 100):
+        ctx.report_progress(done, total=100)
+        if done < 100:
+            await asyncio.sleep(0.05)
+    return "Tool with progress executed successfully"

@@ -43,10 +43,32 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         assert [r["content"] for r in got[:2]] == [{"result": 5}, {"result": "HI"}]
         assert got[2]["is_error"] is True and "the vault is locked" in str(got[2]["content"])
         tools = {t["name"]: t for t in model.requests[0]["tools"]}
-        assert set(tools) == {"add", "shout", "refuse", "grow", "slow"}
+        assert set(tools) == {"add", "shout", "refuse", "grow", "slow", "copy"}
         assert tools["add"]["description"] == "Add two integers."
         add_schema = tools["add"]["parameters"]
         assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
+
+    asyncio.run(scenario())
+
+
+def test_an_mcp_servers_progress_and_logs_are_events_of_the_call() -> None:
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [TestModel.tool_call_response([call("c1", "copy", {"files": 2})]), {"text": "done"}]
+        )
+        async with echo() as server:
+            stream = create_agent(model=model, toolsets=[server]).run_stream("go")
+            live = [event async for event in stream]
+            result = await stream.result()
+        progress = [(e["progress"], e.get("total"), e.get("message")) for e in live if e["type"] == "tool_progress"]
+        assert progress == [(0, 2, "0 of 2"), (1, 2, "1 of 2"), (2, 2, "2 of 2")]
+        assert [e["tool_call_id"] for e in live if e["type"] == "tool_progress"] == ["c1"] * 3
+        logs = [(e["tool_call_id"], e["level"], e["message"]) for e in result.events if e["type"] == "tool_log"]
+        assert logs == [("c1", "info", "copying"), ("c1", "warning", "one file was empty")]
+        kinds = [e["type"] for e in result.events]
+        # Over stdio the server's notifications keep their place: all before the return.
+        assert kinds.index("tool_return") > max(i for i, k in enumerate(kinds) if k in ("tool_log", "tool_progress"))
+        assert kinds.count("tool_progress") == 1, "the kept log holds the call's last progress"
 
     asyncio.run(scenario())
 

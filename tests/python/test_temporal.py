@@ -145,6 +145,51 @@ def test_a_workflow_run_gives_the_same_history_as_the_in_process_run(
     run(scenario())
 
 
+def test_a_calls_progress_and_logs_reach_the_events_query(server: str, workers: Workers) -> None:
+    workers.start()
+
+    async def scenario() -> None:
+        client = await Client.connect(server)
+        handle = await temporal_agent.start(client, "survey", id=workflow_id("survey"), task_queue=TASK_QUEUE)
+        assert (await handle.result())["output"] == "surveyed"
+        events = await handle.query("events")
+        progress = [(e["tool_call_id"], e["progress"], e.get("total")) for e in events if e["type"] == "tool_progress"]
+        assert progress == [("c1", 3, 3)], "the kept log holds the call's last progress"
+        logs = [(e["level"], e["message"], e.get("data")) for e in events if e["type"] == "tool_log"]
+        assert logs == [("info", "surveying", {"sites": 3})]
+        kinds = [e["type"] for e in events]
+        assert kinds.index("tool_call") < kinds.index("tool_log") < kinds.index("tool_return")
+
+    run(scenario())
+
+
+def test_a_call_task_hands_its_reports_to_the_heartbeat_as_they_happen() -> None:
+    from starweaver.temporal import _Reports  # pyright: ignore[reportPrivateUsage]
+
+    async def scenario() -> None:
+        reports = _Reports()
+        heard: list[Any] = []
+
+        def hear(event: Any) -> None:
+            heard.append(event)
+            reports.heard(event)
+
+        task = {
+            "index": 0,
+            "call": {"id": "c1", "name": "survey", "arguments": {"sites": 2}},
+            "retry": 0,
+            "max_retries": 1,
+        }
+        native = agent._native  # pyright: ignore[reportPrivateUsage]
+        await native.run_call("run_1", task, hear)
+        assert [e["type"] for e in heard] == ["tool_log", "tool_progress", "tool_progress", "tool_progress"]
+        beat = reports.take()
+        assert [(e["type"], e.get("progress")) for e in beat] == [("tool_log", None), ("tool_progress", 2)]
+        assert reports.take() == [], "each beat carries what came since the last"
+
+    run(scenario())
+
+
 def test_model_requests_are_local_or_ordinary_activities_and_nothing_else() -> None:
     with pytest.raises(ValueError, match="model_requests must be 'local' or 'activity'"):
         TemporalAgent(agent, model_requests="remote")  # type: ignore[arg-type]

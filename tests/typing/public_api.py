@@ -68,12 +68,15 @@ from starweaver.testing import FunctionModel, Messages, TestModel, tool_context
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
 from starweaver.types import (
     Event,
+    LogLevel,
     Message,
     ModelRequestRecord,
     RequestPart,
     SessionState,
+    SpanEvent,
     ToolDefinitionDict,
     ToolDefinitionOptions,
+    ToolProgressEvent,
 )
 
 
@@ -155,6 +158,15 @@ async def typed_usage() -> None:
     assert_type(result.hitl, Hitl)
     assert_type(result.messages, list[Message])
     assert_type(result.events, list[Event])
+    for event in result.events:
+        if event["type"] == "tool_progress":
+            assert_type(event, ToolProgressEvent)
+            assert_type(event["progress"], float)
+        elif event["type"] == "tool_log":
+            assert_type(event["level"], LogLevel)
+    assert_type(ctx.report_progress(1, total=2, message="half"), None)
+    assert_type(ctx.log("warning", "slow", data={"ms": 900}), None)
+    assert_type(result.trace.spans[0].events, list[SpanEvent])
     first = result.messages[0]
     if first["kind"] == "request":
         assert_type(first["parts"], list[RequestPart])

@@ -11,7 +11,8 @@ tool call, with the recorded start times and durations, nested as they ran::
 Spans are named as the Rust ``tracing`` spans (``starweaver.run``, ``starweaver.step``,
 ``starweaver.model_request``, ``starweaver.tool_call``) and carry ``starweaver.*``
 attributes (model requests also the ``gen_ai.*`` ones: system, request and response model,
-token usage); a failed run or a tool call that ended in an error gets an ERROR status.
+token usage); a failed run or a tool call that ended in an error gets an ERROR status. A
+tool call's last ``tool_progress`` and its ``tool_log`` messages are span events.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def export_trace(trace: Trace, tracer: Tracer | None = None) -> None:
         )
         if item.outcome is not None and item.outcome not in _FINE:
             span.set_status(otel.Status(otel.StatusCode.ERROR, item.outcome))
+        for event in item.events:
+            span.add_event(event["name"], attributes=event["attributes"], timestamp=origin_ns + event["at_us"] * 1000)
         opened[item.id] = span
     # Children end before their parents, as they did.
     for item in reversed(trace.spans):

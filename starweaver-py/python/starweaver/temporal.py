@@ -79,9 +79,10 @@ class TemporalAgent:
 
         @activity.defn(name=f"{name}.run_call")
         async def run_call(run_id: str, task: dict[str, Any]) -> dict[str, Any]:
-            beating = asyncio.ensure_future(_heartbeat(heartbeat / 3))
+            reports = _Reports()
+            beating = asyncio.ensure_future(_heartbeat(heartbeat / 3, reports))
             try:
-                return await native.run_call(run_id, task)
+                return await native.run_call(run_id, task, reports.heard)
             finally:
                 beating.cancel()
 
@@ -136,9 +137,32 @@ def _as_json(decision: object) -> object:
     return to_dict() if callable(to_dict) else decision
 
 
-async def _heartbeat(every: timedelta) -> None:
+class _Reports:
+    """What a running call reported (``tool_progress``, ``tool_log``) since the last
+    heartbeat: its log messages and its latest progress. Heard on the tool's own thread;
+    the heartbeat, which must run in the activity's context, takes them."""
+
+    def __init__(self) -> None:
+        self.logs: list[Event] = []
+        self.progress: Event | None = None
+
+    def heard(self, event: Event) -> None:
+        if event["type"] == "tool_progress":
+            self.progress = event
+        else:
+            self.logs.append(event)
+
+    def take(self) -> list[Event]:
+        taken = self.logs + ([self.progress] if self.progress is not None else [])
+        self.logs, self.progress = [], None
+        return taken
+
+
+async def _heartbeat(every: timedelta, reports: _Reports) -> None:
+    """Beats while the call runs, each beat carrying what the call reported since the
+    last (Temporal keeps the last beat's details, and throttles what it sends)."""
     while True:
-        activity.heartbeat()
+        activity.heartbeat(*reports.take())
         await asyncio.sleep(every.total_seconds())
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "ApprovalRequestedEvent",
     "DeferredRequestedEvent",
     "Event",
+    "LogLevel",
     "Message",
     "ModelOptions",
     "ModelRequestEvent",
@@ -38,6 +39,7 @@ __all__ = [
     "RunResumedEvent",
     "RunStartEvent",
     "SessionState",
+    "SpanEvent",
     "SystemPromptPart",
     "TextDeltaEvent",
     "TextPart",
@@ -47,7 +49,9 @@ __all__ = [
     "ToolChoice",
     "ToolDefinitionDict",
     "ToolDefinitionOptions",
+    "ToolLogEvent",
     "ToolOptions",
+    "ToolProgressEvent",
     "ToolRefusedEvent",
     "ToolRetryEvent",
     "ToolReturnEvent",
@@ -297,6 +301,43 @@ class ToolRetryEvent(_EventHead):
     error: str
 
 
+#: A log message's severity, MCP's levels, least severe first.
+LogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+class ToolProgressEvent(_EventHead):
+    """``ctx.report_progress``: host-facing, never in a model request. The kept event log
+    (``result.events``) holds the last of each call; ``run_stream`` yields every one."""
+
+    type: Literal["tool_progress"]
+    tool_call_id: str
+    name: str
+    progress: float
+    total: NotRequired[float]
+    message: NotRequired[str]
+
+
+class ToolLogEvent(_EventHead):
+    """``ctx.log``: host-facing, never in a model request."""
+
+    type: Literal["tool_log"]
+    tool_call_id: str
+    name: str
+    level: LogLevel
+    message: str
+    data: NotRequired[Any]
+
+
+class SpanEvent(TypedDict):
+    """A moment within a trace span (``TraceSpan.events``): a tool call's last
+    ``tool_progress`` (attributes ``progress``, ``total``, ``message``) or a ``tool_log``
+    (``level``, ``message``, ``data`` as JSON text)."""
+
+    name: Literal["tool_progress", "tool_log"]
+    at_us: int
+    attributes: dict[str, str | float]
+
+
 class ToolReturnEvent(_EventHead, _ToolReturnFields):
     type: Literal["tool_return"]
 
@@ -339,6 +380,8 @@ Event: TypeAlias = Union[
     ToolCallEvent,
     ToolRefusedEvent,
     ToolRetryEvent,
+    ToolProgressEvent,
+    ToolLogEvent,
     ToolReturnEvent,
     ApprovalRequestedEvent,
     DeferredRequestedEvent,

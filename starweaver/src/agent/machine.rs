@@ -616,7 +616,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// Ends the run: records the end in the session (a waiting run's slots, numbered to
     /// go on from this run's events) and in the events, closes the events, and gives the
     /// result and the session. `trace` closes the run's trace once its status is known.
-    pub fn finish(self, end: End, events: EventLog, trace: impl FnOnce(RunStatus) -> Trace) -> (RunResult, S) {
+    pub fn finish(self, end: End, events: &EventLog, trace: impl FnOnce(RunStatus) -> Trace) -> (RunResult, S) {
         let Self { mut state, run_id, step, retries, usage, finish_reason, .. } = self;
         let (status, output, error) = match end {
             End::Completed(output) => {

@@ -29,7 +29,7 @@ use crate::scheduler::{CallRequest, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
-use crate::tool::{Dependencies, Tool, ToolDefinition};
+use crate::tool::{CallChannel, Dependencies, Tool, ToolDefinition};
 use crate::toolset::Toolset;
 
 /// How many model requests a run may make unless the agent says otherwise.
@@ -194,13 +194,21 @@ impl Agent {
 
     /// Runs a call a [`DurableRun`](crate::durable::DurableRun) asked for through the scheduler's call path (argument
     /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
-    /// stops it as a run's cancellation would.
-    pub async fn run_call(&self, run_id: &str, task: &CallTask, cancellation: CancellationToken) -> CallResult {
+    /// stops it as a run's cancellation would. What the call reports while it runs
+    /// (progress, log messages) is in the result's events, and goes to `listener` as it
+    /// happens (an engine's heartbeats, say).
+    pub async fn run_call(
+        &self,
+        run_id: &str,
+        task: &CallTask,
+        cancellation: CancellationToken,
+        listener: Option<Arc<dyn CallChannel>>,
+    ) -> CallResult {
         let approval = task.approval.clone().map(Arc::new);
         let request = CallRequest { part: &task.call, approval, retry: task.retry, ahead: None };
         let inner = &self.inner;
         let (outcome, events) =
-            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, request).await;
+            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, request, listener).await;
         CallResult { outcome, events }
     }
 }

@@ -21,7 +21,7 @@ use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{Ahead, CallEnv, CallRequest, chain_ahead, invoke};
+use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke};
 use crate::tool::Dependencies;
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
@@ -86,13 +86,13 @@ pub(crate) async fn drive(
         First::Prompt(_) => 1,
         First::Resume(waiting, _) => waiting.step,
     };
-    let tracer = Tracer::new(run_id.clone());
-    let (run_span, span) = tracer.open(SpanOf::Run, None);
+    let trace = Tracer::new(run_id.clone());
+    let (run_span, span) = trace.open(SpanOf::Run, None);
+    let events = Arc::new(EventLog::new(run_id.clone(), next_seq, live));
     let run = Run {
-        tracer,
+        channel: Arc::new(RunChannel { events, trace: Arc::new(trace), also: None }),
         run_span,
         agent,
-        events: EventLog::new(run_id.clone(), next_seq, live),
         run_id,
         cancellation: options.cancellation.unwrap_or_default(),
         dependencies,
@@ -112,11 +112,11 @@ enum First {
 
 /// The I/O around the machine: the model, the tools, listing tools, spans.
 struct Run<'a> {
-    tracer: Tracer,
+    /// The run's events and trace, and what its calls report through.
+    channel: Arc<RunChannel>,
     run_span: SpanId,
     agent: &'a AgentInner,
     run_id: Arc<str>,
-    events: EventLog,
     cancellation: CancellationToken,
     dependencies: Dependencies,
     /// The tools of the current step.
@@ -143,36 +143,36 @@ impl Run<'_> {
                 self.agent.instructions.as_deref(),
                 prompt,
                 refused,
-                &self.events,
+                &self.channel.events,
             ),
             First::Resume(waiting, resolved) => {
-                Machine::resume(state, waiting, max_steps, resolved, &self.registry, refused, &self.events)
+                Machine::resume(state, waiting, max_steps, resolved, &self.registry, refused, &self.channel.events)
             }
         };
         // A resume's approved calls run under the run's span, before any step of its own.
         let mut step_span = None;
         loop {
-            match machine.next(&self.events, &self.registry) {
+            match machine.next(&self.channel.events, &self.registry) {
                 Next::ListTools { step } => match self.list_tools(&machine.run_id, step).await {
-                    Ok(refused) => machine.tools_listed(refused, &self.events),
+                    Ok(refused) => machine.tools_listed(refused, &self.channel.events),
                     Err(error) => machine.failed(RunError::Tools { message: error.to_string() }),
                 },
                 Next::RequestModel { step } => {
-                    let (span_id, span) = self.tracer.open(SpanOf::Step(step), Some(self.run_span));
+                    let (span_id, span) = self.channel.trace.open(SpanOf::Step(step), Some(self.run_span));
                     self.request_model(&mut machine, step, span_id).instrument(span.clone()).await;
                     step_span = Some((span_id, span));
                 }
                 Next::StartCalls(first) => match step_span.take() {
                     Some((span_id, span)) => {
                         self.run_calls(&mut machine, first, span_id).instrument(span).await;
-                        self.tracer.close(span_id, "tool_calls");
+                        self.channel.trace.close(span_id, "tool_calls");
                     }
                     None => self.run_calls(&mut machine, first, self.run_span).await,
                 },
                 Next::AwaitCalls => unreachable!("run_calls returns once every call has ended"),
                 Next::End(end) => {
                     if let Some((span_id, _)) = step_span.take() {
-                        self.tracer.close(span_id, end.as_str());
+                        self.channel.trace.close(span_id, end.as_str());
                     }
                     return Ok(self.finish(machine, end));
                 }
@@ -195,7 +195,7 @@ impl Run<'_> {
 
     /// One model request, its outcome handed to the machine.
     async fn request_model(&self, machine: &mut Machine<&mut SessionState>, step: u32, step_span: SpanId) {
-        let events = &self.events;
+        let events = &self.channel.events;
         let deltas = move |delta| events.delta(step, delta);
         let request = ModelRequest {
             messages: machine.state.history.messages(),
@@ -205,21 +205,23 @@ impl Run<'_> {
             deltas: events.is_live().then_some(&deltas as &(dyn Fn(_) + Send + Sync)),
         };
         let model = &self.agent.model;
-        let (model_span, span) = self.tracer.open(SpanOf::ModelRequest(step), Some(step_span));
-        self.tracer.annotate(model_span, &GenAi::request(model.system(), model.model_name()));
+        let (model_span, span) = self.channel.trace.open(SpanOf::ModelRequest(step), Some(step_span));
+        self.channel.trace.annotate(model_span, &GenAi::request(model.system(), model.model_name()));
         let response = tokio::select! {
             biased;
             () = self.cancellation.cancelled() => {
-                self.tracer.close(model_span, "cancelled");
+                self.channel.trace.close(model_span, "cancelled");
                 return machine.cancel(events, &self.registry);
             }
             response = model.request(request).instrument(span) => response,
         };
-        self.tracer.close(model_span, if response.is_ok() { "ok" } else { "error" });
+        self.channel.trace.close(model_span, if response.is_ok() { "ok" } else { "error" });
         match response {
             Ok(response) => {
-                self.tracer.annotate(model_span, &GenAi::response(response.model_name.as_deref(), response.usage));
-                machine.model_responded(response, &self.events, &self.registry);
+                self.channel
+                    .trace
+                    .annotate(model_span, &GenAi::response(response.model_name.as_deref(), response.usage));
+                machine.model_responded(response, &self.channel.events, &self.registry);
             }
             Err(error) => machine.failed(RunError::model(error)),
         }
@@ -231,13 +233,12 @@ impl Run<'_> {
         let Some(response) = machine.response() else { return };
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
         let env = CallEnv {
-            trace: &self.tracer,
+            run: &self.channel,
             parent,
             registry: &self.registry,
             run_id: &self.run_id,
             cancellation: &self.cancellation,
             dependencies: &self.dependencies,
-            events: &self.events,
             limit: self.limit.as_ref(),
         };
         let mut running = FuturesUnordered::new();
@@ -281,15 +282,15 @@ impl Run<'_> {
         drop(running);
         drop(ahead);
         if cancelled {
-            machine.cancel(&self.events, &self.registry);
+            machine.cancel(&self.channel.events, &self.registry);
         }
     }
 
     fn finish(self, machine: Machine<&mut SessionState>, end: End) -> RunResult {
-        let Run { events, tracer, run_span, .. } = self;
+        let RunChannel { events, trace, .. } = &*self.channel;
         let trace = |status: RunStatus| {
-            tracer.close(run_span, status.as_str());
-            tracer.finish()
+            trace.close(self.run_span, status.as_str());
+            trace.finish()
         };
         machine.finish(end, events, trace).0
     }

@@ -12,6 +12,7 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
+use super::notify::{InFlight, Tap};
 use super::wire::{ClientTransport, Fault};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::toolset::{Toolset, ToolsetContext, ToolsetError};
@@ -59,6 +60,8 @@ struct Inner {
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// What the server did wrong that ended its session, if it did.
     fault: Fault,
+    /// The calls in flight, to hand them the server's notifications.
+    calls: Arc<InFlight>,
 }
 
 /// A session with a server, as rmcp runs it.
@@ -116,6 +119,7 @@ impl McpServer {
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             fault: Arc::default(),
+            calls: Arc::default(),
         }))
     }
 
@@ -127,6 +131,7 @@ impl McpServer {
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             fault: Arc::default(),
+            calls: Arc::default(),
         });
         change(&mut inner);
         Self(Arc::new(inner))
@@ -202,7 +207,7 @@ impl McpServer {
     /// An `execution` error for an `isError` result or a server that failed (named, with
     /// its stderr's tail); a `timeout` error past `timeout_ms`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ToolError> {
-        let call = self.0.call(name, &arguments);
+        let call = self.0.call(name, &arguments, None);
         let result = match self.0.timeout_ms {
             Some(ms) => tokio::time::timeout(std::time::Duration::from_millis(ms), call)
                 .await
@@ -271,7 +276,10 @@ impl Inner {
                 self.keep_tail(stderr);
                 let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
                 // On failure the child is dropped here, which kills it.
-                Ok((self.handshake(Box::pin(client_info().serve(transport))).await?, Some(child)))
+                Ok((
+                    self.handshake(Box::pin(client_info().serve(Tap::new(transport, self.calls.clone())))).await?,
+                    Some(child),
+                ))
             }
             Launch::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -286,8 +294,11 @@ impl Inner {
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
                 Ok((
-                    self.handshake(Box::pin(client_info().serve(StreamableHttpClientTransport::from_config(config))))
-                        .await?,
+                    self.handshake(Box::pin(
+                        client_info()
+                            .serve(Tap::new(StreamableHttpClientTransport::from_config(config), self.calls.clone())),
+                    ))
+                    .await?,
                     None,
                 ))
             }
@@ -366,10 +377,16 @@ impl Inner {
         }
     }
 
-    async fn call(&self, name: &str, arguments: &Value) -> Result<CallToolResult, String> {
+    /// Calls tool `name`; the server's progress and log notifications meanwhile are
+    /// reported by `ctx`'s call, when it listens.
+    async fn call(&self, name: &str, arguments: &Value, ctx: Option<&ToolContext>) -> Result<CallToolResult, String> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments.clone());
+        }
+        let listening = ctx.filter(|ctx| ctx.listens()).map(|ctx| self.calls.listen(ctx));
+        if let Some(listening) = &listening {
+            listening.mark(params.meta.get_or_insert_with(Default::default));
         }
         let mut attempt = 0;
         loop {
@@ -486,7 +503,7 @@ impl Tool for McpTool {
             let result = tokio::select! {
                 biased;
                 () = ctx.cancelled() => return Err(ToolError::cancelled("the call was cancelled")),
-                result = self.server.call(&self.definition.name, args) => result,
+                result = self.server.call(&self.definition.name, args, Some(&ctx)) => result,
             };
             let result = result.map_err(|message| ToolError::execution(message).not_retryable())?;
             outcome(result)

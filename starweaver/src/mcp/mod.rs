@@ -12,6 +12,8 @@
 //! [`McpService`] (`server.rs`): tools served to any MCP client over stdio or streamable HTTP, each call run
 //! through the scheduler as in an agent.
 //!
+//! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`).
+//!
 //! ```no_run
 //! use starweaver::mcp::McpServer;
 //! use starweaver::{Agent, Toolset};
@@ -22,6 +24,7 @@
 //! ```
 
 mod client;
+mod notify;
 mod server;
 mod wire;
 

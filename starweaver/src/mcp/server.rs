@@ -14,7 +14,7 @@ use futures::stream::FuturesUnordered;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+    PaginatedRequestParams, ProgressToken, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::{ElicitationError, Peer, RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, Value};
@@ -22,13 +22,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::notify::{self, LevelFilter, Notifier};
 use super::wire::{self, Incoming, StdioTransport};
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::scheduler::{CallOutcome, CallRequest, invoke_alone};
-use crate::tool::{Dependencies, Tool};
+use crate::tool::{CallChannel, Dependencies, Tool};
 use crate::toolset::Toolset;
 
 /// Tools served to MCP clients.
@@ -137,8 +138,12 @@ struct Job {
     name: String,
     arguments: Value,
     cancellation: CancellationToken,
-    /// The client, asked for approvals by elicitation.
+    /// The client, asked for approvals by elicitation and told of progress and logs.
     peer: Peer<RoleServer>,
+    /// The token the client asked progress of this call under, if it did.
+    progress_token: Option<ProgressToken>,
+    /// The least severe log message the client wants, shared with its session.
+    level: Arc<LevelFilter>,
     reply: oneshot::Sender<CallToolResult>,
 }
 
@@ -148,13 +153,33 @@ struct Handler {
     name: String,
     tools: Arc<[McpTool]>,
     jobs: mpsc::UnboundedSender<Job>,
+    level: Arc<LevelFilter>,
+}
+
+impl Handler {
+    /// The handler of a new client session: the same tools and queue, a level of its own.
+    fn for_session(&self) -> Self {
+        Self { level: Arc::default(), ..self.clone() }
+    }
 }
 
 impl rmcp::ServerHandler for Handler {
+    #[allow(deprecated)] // MCP logging (SEP-2577 deprecates it; clients still use it)
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_logging().build();
+        let mut config = ServerConfig::new(capabilities);
         config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
         config
+    }
+
+    #[allow(deprecated)] // MCP logging (SEP-2577 deprecates it; clients still use it)
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), ErrorData> {
+        self.level.set(notify::level_of(request.level));
+        Ok(())
     }
 
     async fn list_tools(
@@ -171,11 +196,14 @@ impl rmcp::ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
         let (reply, answer) = oneshot::channel();
+        let progress_token = context.meta.get_progress_token().or_else(|| request.meta?.get_progress_token());
         let job = Job {
             name: request.name.to_string(),
             arguments: request.arguments.map_or_else(|| Value::Object(Map::new()), Value::Object),
             cancellation: context.ct.clone(),
             peer: context.peer.clone(),
+            progress_token,
+            level: self.level.clone(),
             reply,
         };
         self.jobs.send(job).map_err(|_| ErrorData::internal_error("the service has stopped", None))?;
@@ -258,7 +286,7 @@ impl McpService {
         let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts).with_allowed_origins(origins);
         config.max_request_body_bytes = MAX_HTTP_BODY_BYTES;
         let sessions = Arc::new(LocalSessionManager::default());
-        let http = StreamableHttpService::new(move || Ok(handler.clone()), sessions, config);
+        let http = StreamableHttpService::new(move || Ok(handler.for_session()), sessions, config);
         let router = axum::Router::new().nest_service("/mcp", http).layer(axum::middleware::from_fn(check_request));
         tokio::select! {
             served = axum::serve(listener, router) => served.map_err(|e| format!("the MCP HTTP server failed: {e}")),
@@ -270,7 +298,7 @@ impl McpService {
     fn handler(&self) -> (Handler, mpsc::UnboundedReceiver<Job>) {
         let (jobs, queue) = mpsc::unbounded_channel();
         let tools = self.registry.definitions().iter().map(describe).collect();
-        (Handler { name: self.name.clone(), tools, jobs }, queue)
+        (Handler { name: self.name.clone(), tools, jobs, level: Arc::default() }, queue)
     }
 
     /// Runs calls as they come, side by side, under the agent's rules: a `sequential`
@@ -316,23 +344,25 @@ impl McpService {
             if sequential { (None, Some(barrier.write().await)) } else { (Some(barrier.read().await), None) };
         let run_id: Arc<str> = Arc::from(format!("mcp_{}", uuid::Uuid::new_v4().simple()));
         let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
+        let (notifier, notes) = Notifier::new(job.progress_token, job.level);
+        let listener: Arc<dyn CallChannel> = Arc::new(notifier);
         let call = |approval| {
             let request = CallRequest { part: &part, approval, retry: 0, ahead: None };
             let (registry, dependencies, run_id, cancellation) =
                 (&self.registry, &self.dependencies, &run_id, &job.cancellation);
-            async move { invoke_alone(registry, dependencies, run_id, cancellation, request).await.0 }
+            let listener = Some(listener.clone());
+            async move { invoke_alone(registry, dependencies, run_id, cancellation, request, listener).await.0 }
         };
-        let mut outcome = call(None).await;
-        if let CallOutcome::NeedsApproval { reason, .. } = &outcome {
-            outcome = match ask_approval(&job.peer, &part, reason).await {
-                Ok(approval) => call(Some(Arc::new(approval))).await,
-                Err(refusal) => {
-                    drop(job.reply.send(CallToolResult::error(vec![Content::text(refusal)])));
-                    return;
-                }
-            };
-        }
-        drop(job.reply.send(result_of(outcome)));
+        let answer = async {
+            let outcome = call(None).await;
+            let CallOutcome::NeedsApproval { reason, .. } = &outcome else { return result_of(outcome) };
+            match ask_approval(&job.peer, &part, reason).await {
+                Ok(approval) => result_of(call(Some(Arc::new(approval))).await),
+                Err(refusal) => CallToolResult::error(vec![Content::text(refusal)]),
+            }
+        };
+        let result = notify::alongside(answer, notes, &job.peer).await;
+        drop(job.reply.send(result));
     }
 }
 

@@ -17,19 +17,21 @@ use crate::hitl::ApprovalDecision;
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
-use crate::tool::{Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{CallChannel, Channel, Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
 use crate::trace::{SpanId, SpanOf, Tracer};
+
+use super::channel::RunChannel;
 
 /// What every call of one batch shares.
 pub(crate) struct CallEnv<'a> {
-    pub trace: &'a Tracer,
+    /// The run's events and trace, and the channel its calls talk through.
+    pub run: &'a Arc<RunChannel>,
     /// The span calls are timed under.
     pub parent: SpanId,
     pub registry: &'a ToolRegistry,
     pub run_id: &'a Arc<str>,
     pub cancellation: &'a CancellationToken,
     pub dependencies: &'a Dependencies,
-    pub events: &'a EventLog,
     pub limit: Option<&'a Semaphore>,
 }
 
@@ -118,26 +120,31 @@ impl ToolReturn {
 
 /// Runs one call outside any agent run (an MCP `tools/call`, a durable run's activity)
 /// under a trace and an event log of its own; the events it emitted come back with it.
+/// What the call reports as it runs goes to `listener` too.
 pub(crate) async fn invoke_alone(
     registry: &ToolRegistry,
     dependencies: &Dependencies,
     run_id: &Arc<str>,
     cancellation: &CancellationToken,
     request: CallRequest<'_>,
+    listener: Option<Arc<dyn CallChannel>>,
 ) -> (CallOutcome, Vec<EventKind>) {
-    let tracer = Tracer::new(run_id.clone());
-    let (parent, _span) = tracer.open(SpanOf::Run, None);
-    let events = EventLog::new(run_id.clone(), 0, None);
-    let env =
-        CallEnv { trace: &tracer, parent, registry, run_id, cancellation, dependencies, events: &events, limit: None };
+    let trace = Tracer::new(run_id.clone());
+    let (parent, _span) = trace.open(SpanOf::Run, None);
+    let run = Arc::new(RunChannel {
+        events: Arc::new(EventLog::new(run_id.clone(), 0, None)),
+        trace: Arc::new(trace),
+        also: listener,
+    });
+    let env = CallEnv { run: &run, parent, registry, run_id, cancellation, dependencies, limit: None };
     let outcome = invoke(&env, request).await;
-    (outcome, events.finish().0.into_iter().map(|event| event.kind).collect())
+    (outcome, run.events.finish().0.into_iter().map(|event| event.kind).collect())
 }
 
 /// Runs one call to its end (value, error, or a suspension for a human).
 pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> CallOutcome {
     let call = request.part;
-    env.events.emit(EventKind::ToolCall {
+    env.run.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
         override_arguments: override_of(&request).cloned(),
@@ -145,7 +152,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     let ahead = request.ahead.take();
     let arguments = arguments_of(&request);
     let (call_span, span) =
-        env.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
+        env.run.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
             let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
@@ -164,7 +171,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     }
     .instrument(span)
     .await;
-    env.trace.close(
+    env.run.trace.close(
         call_span,
         match &outcome {
             CallOutcome::Returned(ret) => ret.error.map_or("ok", ToolErrorKind::as_str),
@@ -173,7 +180,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         },
     );
     if let CallOutcome::Returned(ret) = &outcome {
-        env.events.emit(ret.event());
+        env.run.events.emit(ret.event());
     }
     outcome
 }
@@ -277,6 +284,7 @@ fn context(
         cancellation,
         approval: request.approval.clone(),
         dependencies: env.dependencies.clone(),
+        channel: Some(Channel(env.run.clone())),
     }
 }
 
@@ -310,7 +318,7 @@ async fn attempts(
         };
         match error.kind() {
             ToolErrorKind::Execution if attempt <= tool.max_retries && error.is_retryable() => {
-                env.events.emit(EventKind::ToolRetry {
+                env.run.events.emit(EventKind::ToolRetry {
                     tool_call_id: call.id.clone(),
                     name: call.name.clone(),
                     attempt,
@@ -379,7 +387,6 @@ async fn attempt_once(
     outcome.unwrap_or_else(|panic| Err(ToolError::panicked(name, &*panic)))
 }
 
-/// Arguments must be a JSON object; some providers send one encoded as a string.
 /// Whether a `null` appears anywhere in `value` (cheaper than filling defaults for nothing).
 fn contains_null(value: &Value) -> bool {
     match value {
@@ -390,6 +397,7 @@ fn contains_null(value: &Value) -> bool {
     }
 }
 
+/// Arguments must be a JSON object; some providers send one encoded as a string.
 fn object_arguments(arguments: &Value) -> Result<Cow<'_, Value>, ToolError> {
     match arguments {
         Value::Object(_) => Ok(Cow::Borrowed(arguments)),

@@ -2,10 +2,13 @@
 //! calls may start (a `sequential` call is a barrier; calls to one tool name run one at a
 //! time in model order while other names overlap), and `call.rs` runs one call. The run's
 //! driver runs the released calls concurrently on its own task (no spawn per call); an
-//! optional semaphore caps concurrency.
+//! optional semaphore caps concurrency. `channel.rs` records what a call reports while it
+//! runs.
 
 mod call;
+mod channel;
 mod plan;
 
 pub(crate) use call::{Ahead, CallEnv, CallOutcome, CallRequest, ToolReturn, chain_ahead, invoke, invoke_alone};
+pub(crate) use channel::RunChannel;
 pub use plan::{CallPlan, PlannedCall};

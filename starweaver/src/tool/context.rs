@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use super::error::ToolError;
+use super::report::{LogLevel, LogMessage, Progress};
 use crate::hitl::ApprovalDecision;
 
 /// Typed values the application hands to its tools (a database pool, an HTTP client).
@@ -71,6 +72,29 @@ pub struct ToolContext {
     pub(crate) cancellation: CancellationToken,
     pub(crate) approval: Option<Arc<ApprovalDecision>>,
     pub(crate) dependencies: Dependencies,
+    /// Where progress and log messages go; `None` outside any run.
+    pub(crate) channel: Option<Channel>,
+}
+
+/// Where a call's progress and log messages go: implemented by whoever runs calls (an
+/// agent run, the MCP server, a durable engine's worker), never by tools. Methods are
+/// called on the tool's own thread, possibly often: they must not block.
+pub trait CallChannel: Send + Sync {
+    /// The call `call` reports progress.
+    fn progress(&self, call: &ToolContext, progress: &Progress);
+
+    /// The call `call` logs a message.
+    fn log(&self, call: &ToolContext, message: &LogMessage);
+}
+
+/// A call's channel, shared by every call of a run.
+#[derive(Clone)]
+pub(crate) struct Channel(pub(crate) Arc<dyn CallChannel>);
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallChannel")
+    }
 }
 
 impl ToolContext {
@@ -86,7 +110,16 @@ impl ToolContext {
             cancellation: CancellationToken::new(),
             approval: None,
             dependencies: Dependencies::new(),
+            channel: None,
         }
+    }
+
+    /// Sends this call's progress and log messages to `channel` (for direct calls in
+    /// tests, and for engines that run calls themselves); a context without one drops them.
+    #[must_use]
+    pub fn with_channel(mut self, channel: Arc<dyn CallChannel>) -> Self {
+        self.channel = Some(Channel(channel));
+        self
     }
 
     /// Supplies dependencies (for direct calls in tests).
@@ -172,5 +205,60 @@ impl ToolContext {
                 type_name::<T>()
             ))
         })
+    }
+
+    /// Reports how far the call has got: `progress` so far, out of `total` when known,
+    /// with what it is doing now. The run's stream gets a `tool_progress` event (the kept
+    /// event log only the last of each call); an MCP client that asked for progress gets
+    /// `notifications/progress`. Cheap enough to call in a tight loop.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), starweaver::ToolError> {
+    /// let ctx = starweaver::ToolContext::detached("index");
+    /// for done in 0..=10 {
+    ///     ctx.report_progress(f64::from(done), Some(10.0), None)?;
+    /// }
+    /// assert!(ctx.report_progress(f64::INFINITY, None, None).is_err());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// A `UserError` when `progress` or `total` is not a finite number.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), ToolError> {
+        self.send_progress(&Progress::new(progress, total, message)?);
+        Ok(())
+    }
+
+    /// Whether anyone hears this call's progress and log messages.
+    pub(crate) fn listens(&self) -> bool {
+        self.channel.is_some()
+    }
+
+    /// Hands checked progress to the channel.
+    pub(crate) fn send_progress(&self, progress: &Progress) {
+        if let Some(channel) = &self.channel {
+            channel.0.progress(self, progress);
+        }
+    }
+
+    /// Hands a log message to the channel.
+    pub(crate) fn send_log(&self, log: &LogMessage) {
+        if let Some(channel) = &self.channel {
+            channel.0.log(self, log);
+        }
+    }
+
+    /// Logs a message at `level`, with optional JSON `data`: a `tool_log` event of the
+    /// run, or MCP's `notifications/message` (at or above the client's `logging/setLevel`)
+    /// when served.
+    ///
+    /// ```
+    /// use starweaver::tool::LogLevel;
+    ///
+    /// let ctx = starweaver::ToolContext::detached("index");
+    /// ctx.log(LogLevel::Info, "reading the index", Some(serde_json::json!({"files": 3})));
+    /// ```
+    pub fn log(&self, level: LogLevel, message: impl Into<String>, data: Option<serde_json::Value>) {
+        self.send_log(&LogMessage { level, message: message.into(), data });
     }
 }

@@ -61,6 +61,16 @@ async def slow(seconds: float) -> str:
     return "slept"
 
 
+@server.tool()
+async def copy(files: int, ctx: Context) -> str:
+    """Copies `files` files, reporting progress after each and logging as it goes."""
+    await ctx.info("copying")
+    for done in range(files + 1):
+        await ctx.report_progress(done, files, f"{done} of {files}")
+    await ctx.warning("one file was empty")
+    return f"copied {files}"
+
+
 if __name__ == "__main__":
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])

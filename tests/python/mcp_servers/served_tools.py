@@ -78,3 +78,15 @@ def _wipe(path: str) -> str:
 
 
 guarded = Toolset("guarded", [tool(name="wipe")(_wipe)]).approval_required()
+
+
+@tool
+async def copy(ctx: ToolContext, files: int) -> str:
+    """Copies `files` files, reporting progress after each, with a log message at each level
+    it passes."""
+    ctx.log("debug", "planning")
+    for done in range(files + 1):
+        ctx.report_progress(done, total=files, message=f"{done} of {files}")
+        await asyncio.sleep(0)
+    ctx.log("warning", "one file was empty", data={"file": "b.txt"})
+    return f"copied {files}"

@@ -43,6 +43,7 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     ],
     "hang": [{"tool_calls": [_call("c1", "hang")]}, {"text": "survived"}],
     "ten": [{"tool_calls": [_call(f"c{i}", "fetch", {"i": i}) for i in range(10)]}, {"text": "ten"}],
+    "survey": [{"tool_calls": [_call("c1", "survey", {"sites": 3})]}, {"text": "surveyed"}],
 }
 
 
@@ -117,7 +118,18 @@ async def hang() -> str:
     return f"finished in {os.getpid()}"
 
 
-agent = create_agent(model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang])
+@tool
+def survey(ctx: ToolContext, sites: int) -> str:
+    """Surveys `sites` sites, reporting progress and logging as it goes."""
+    ctx.log("info", "surveying", data={"sites": sites})
+    for done in range(sites + 1):
+        ctx.report_progress(done, total=sites)
+    return f"surveyed {sites}"
+
+
+agent = create_agent(
+    model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang, survey]
+)
 # A lost worker is noticed within two seconds.
 temporal_agent = TemporalAgent(agent, name="starweaver_tests", heartbeat=timedelta(seconds=2))
 # The same agent with model requests as ordinary activities.

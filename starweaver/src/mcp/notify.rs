@@ -1,0 +1,303 @@
+//! Progress and log messages as MCP notifications, both ways: a served call's reports
+//! become `notifications/progress` (for a request that carried a progress token) and
+//! `notifications/message` (at or above the session's `logging/setLevel`), sent in order
+//! and before the call's answer; a server's notifications become a call's reports on our
+//! side. MCP logging is deprecated by SEP-2577, which clients still use, hence the allows.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use rmcp::model::GetMeta;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+};
+use rmcp::service::{Peer, RoleClient, RoleServer};
+use rmcp::transport::Transport;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::tool::{CallChannel, LogLevel, LogMessage, Progress, ToolContext};
+
+/// The least severe log message a client session wants; every level until it says.
+#[derive(Default)]
+pub(super) struct LevelFilter(AtomicU8);
+
+impl LevelFilter {
+    pub(super) fn set(&self, level: LogLevel) {
+        self.0.store(level as u8, Ordering::Relaxed);
+    }
+
+    fn passes(&self, level: LogLevel) -> bool {
+        level as u8 >= self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// MCP's level as ours (the same eight).
+pub(super) fn level_of(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
+    }
+}
+
+fn mcp_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}
+
+/// A log message as MCP's `data`: the message alone, or `{"message", "data"}` with data.
+fn log_data(log: &LogMessage) -> Value {
+    match &log.data {
+        None => Value::String(log.message.clone()),
+        Some(data) => {
+            let mut object = Map::new();
+            object.insert("message".into(), log.message.as_str().into());
+            object.insert("data".into(), data.clone());
+            Value::Object(object)
+        }
+    }
+}
+
+/// A server's log notification as a log message: [`log_data`]'s two forms read back, any
+/// other data as its JSON text with the data kept.
+pub(super) fn log_message(notification: LoggingMessageNotificationParam) -> LogMessage {
+    let level = level_of(notification.level);
+    match notification.data {
+        Value::String(message) => LogMessage { level, message, data: None },
+        Value::Object(mut object)
+            if object.get("message").is_some_and(Value::is_string)
+                && object.keys().all(|k| k == "message" || k == "data") =>
+        {
+            let message = match object.remove("message") {
+                Some(Value::String(message)) => message,
+                _ => String::new(),
+            };
+            LogMessage { level, message, data: object.remove("data") }
+        }
+        data => LogMessage { level, message: data.to_string(), data: Some(data) },
+    }
+}
+
+/// A server's progress notification as a call's progress; `None` for numbers JSON cannot
+/// carry.
+pub(super) fn progress_of(notification: &ProgressNotificationParam) -> Option<Progress> {
+    Progress::new(notification.progress, notification.total, notification.message.as_deref()).ok()
+}
+
+/// A notification to send for a served call.
+pub(super) enum Note {
+    Progress(ProgressNotificationParam),
+    Log(LoggingMessageNotificationParam),
+}
+
+/// A served call's channel: its reports as notifications, queued in order.
+pub(super) struct Notifier {
+    token: Option<ProgressToken>,
+    level: Arc<LevelFilter>,
+    out: mpsc::UnboundedSender<Note>,
+}
+
+impl Notifier {
+    pub(super) fn new(token: Option<ProgressToken>, level: Arc<LevelFilter>) -> (Self, mpsc::UnboundedReceiver<Note>) {
+        let (out, notes) = mpsc::unbounded_channel();
+        (Self { token, level, out }, notes)
+    }
+}
+
+impl CallChannel for Notifier {
+    fn progress(&self, _: &ToolContext, progress: &Progress) {
+        // Progress goes only where the client asked for it, under its token.
+        let Some(token) = &self.token else { return };
+        let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
+        param.total = progress.total;
+        param.message.clone_from(&progress.message);
+        drop(self.out.send(Note::Progress(param)));
+    }
+
+    fn log(&self, call: &ToolContext, log: &LogMessage) {
+        if self.level.passes(log.level) {
+            let param =
+                LoggingMessageNotificationParam::new(mcp_level(log.level), log_data(log)).with_logger(call.tool_name());
+            drop(self.out.send(Note::Log(param)));
+        }
+    }
+}
+
+/// Runs `call` while sending its notifications to `peer` in order, then sends what is
+/// left, so all of them precede the answer.
+pub(super) async fn alongside<T>(
+    call: impl Future<Output = T>,
+    mut notes: mpsc::UnboundedReceiver<Note>,
+    peer: &Peer<RoleServer>,
+) -> T {
+    tokio::pin!(call);
+    let answer = loop {
+        tokio::select! {
+            biased;
+            answer = &mut call => break answer,
+            Some(note) = notes.recv() => send(peer, note).await,
+        }
+    };
+    // A tool that kept its context cannot hold the answer back.
+    notes.close();
+    while let Ok(note) = notes.try_recv() {
+        send(peer, note).await;
+    }
+    answer
+}
+
+/// Sends one notification; a client that went away misses it, and the call goes on.
+async fn send(peer: &Peer<RoleServer>, note: Note) {
+    let sent = match note {
+        Note::Progress(param) => peer.notify_progress(param).await,
+        Note::Log(param) => peer.notify_logging_message(param).await,
+    };
+    if let Err(error) = sent {
+        tracing::debug!(%error, "an MCP notification could not be sent");
+    }
+}
+
+/// A client transport that hands a server's progress and log notifications to their calls
+/// as they are read, in order: rmcp runs its notification handlers in tasks of their own,
+/// which may run after the call's answer has been taken, and a report must come first.
+pub(super) struct Tap<T> {
+    inner: T,
+    calls: Arc<InFlight>,
+}
+
+impl<T> Tap<T> {
+    pub(super) fn new(inner: T, calls: Arc<InFlight>) -> Self {
+        Self { inner, calls }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
+    type Error = T::Error;
+
+    /// Before a call leaves, binds its listener to the progress token rmcp gave it (rmcp
+    /// puts its own on every request), so no notification can come before the binding.
+    fn send(
+        &mut self,
+        mut item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &mut item
+            && let ClientRequest::CallToolRequest(call) = &mut request.request
+            && let Some(meta) = &mut call.params.meta
+            && let Some(listener) = meta.0.0.remove(LISTENER_KEY).as_ref().and_then(Value::as_u64)
+        {
+            if meta.0.0.is_empty() {
+                call.params.meta = None;
+            }
+            if let Some(token) = request.request.get_meta().get_progress_token() {
+                self.calls.bind(listener, token);
+            }
+        }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(notification) = &message {
+            match &notification.notification {
+                ServerNotification::ProgressNotification(progress) => self.calls.progress(&progress.params),
+                ServerNotification::LoggingMessageNotification(log) => self.calls.log(log.params.clone()),
+                _ => {}
+            }
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// The `_meta` key that names a call's listener on its way out; taken off before it leaves.
+const LISTENER_KEY: &str = "io.starweaver/listener";
+
+/// The calls in flight to one server that listen for its notifications, oldest first.
+#[derive(Default)]
+pub(super) struct InFlight {
+    calls: std::sync::Mutex<Vec<Listener>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+struct Listener {
+    id: u64,
+    /// The progress token its request went out with, once it has.
+    token: Option<ProgressToken>,
+    ctx: ToolContext,
+}
+
+/// A call's place in [`InFlight`], given up when dropped.
+pub(super) struct Listening<'a> {
+    calls: &'a InFlight,
+    id: u64,
+}
+
+impl Listening<'_> {
+    /// Marks the call's request as this listener's (see [`Tap`]).
+    pub(super) fn mark(&self, meta: &mut rmcp::model::RequestMetaObject) {
+        meta.0.0.insert(LISTENER_KEY.into(), self.id.into());
+    }
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        self.calls.lock().retain(|listener| listener.id != self.id);
+    }
+}
+
+impl InFlight {
+    /// Listens for the notifications of the call `ctx` is about to make.
+    pub(super) fn listen(&self, ctx: &ToolContext) -> Listening<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().push(Listener { id, token: None, ctx: ctx.clone() });
+        Listening { calls: self, id }
+    }
+
+    fn bind(&self, id: u64, token: ProgressToken) {
+        if let Some(listener) = self.lock().iter_mut().find(|listener| listener.id == id) {
+            listener.token = Some(token);
+        }
+    }
+
+    /// A server's progress, reported by the call whose token it names.
+    pub(super) fn progress(&self, notification: &ProgressNotificationParam) {
+        let Some(progress) = progress_of(notification) else { return };
+        let calls = self.lock();
+        if let Some(listener) = calls.iter().find(|l| l.token.as_ref() == Some(&notification.progress_token)) {
+            listener.ctx.send_progress(&progress);
+        }
+    }
+
+    /// A server's log message, reported by its oldest call in flight: MCP's log
+    /// notifications name no request. With none in flight, it belongs to no run.
+    pub(super) fn log(&self, notification: LoggingMessageNotificationParam) {
+        let calls = self.lock();
+        match calls.first() {
+            Some(listener) => listener.ctx.send_log(&log_message(notification)),
+            None => tracing::debug!(?notification, "an MCP server logged outside any call"),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
+        self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

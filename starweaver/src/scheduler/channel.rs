@@ -1,0 +1,52 @@
+//! Where a call's progress and log messages go when the runtime runs it: the run's
+//! events, the call's span in the trace, and whatever else the caller listens with (an
+//! MCP client's notifications, an engine's heartbeats).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::event::{EventKind, EventLog};
+use crate::tool::{CallChannel, LogMessage, Progress, ToolContext};
+use crate::trace::{PROGRESS, Tracer};
+
+/// One run's channel, shared by all its calls.
+pub(crate) struct RunChannel {
+    pub events: Arc<EventLog>,
+    pub trace: Arc<Tracer>,
+    /// Told everything too, after the run has recorded it.
+    pub also: Option<Arc<dyn CallChannel>>,
+}
+
+impl CallChannel for RunChannel {
+    fn progress(&self, call: &ToolContext, progress: &Progress) {
+        self.events.emit(EventKind::progress(call, progress));
+        let mut attributes = Map::new();
+        attributes.insert("progress".into(), progress.progress.into());
+        if let Some(total) = progress.total {
+            attributes.insert("total".into(), total.into());
+        }
+        if let Some(message) = &progress.message {
+            attributes.insert("message".into(), message.as_str().into());
+        }
+        self.trace.call_event(&call.tool_call_id, PROGRESS, attributes);
+        if let Some(also) = &self.also {
+            also.progress(call, progress);
+        }
+    }
+
+    fn log(&self, call: &ToolContext, log: &LogMessage) {
+        self.events.emit(EventKind::log(call, log));
+        let mut attributes = Map::new();
+        attributes.insert("level".into(), log.level.as_str().into());
+        attributes.insert("message".into(), log.message.as_str().into());
+        if let Some(data) = &log.data {
+            // OpenTelemetry attributes are scalars: the data goes as JSON text.
+            attributes.insert("data".into(), Value::String(data.to_string()));
+        }
+        self.trace.call_event(&call.tool_call_id, "tool_log", attributes);
+        if let Some(also) = &self.also {
+            also.log(call, log);
+        }
+    }
+}
