@@ -22,6 +22,7 @@
 //! ```
 
 mod client;
+mod content;
 mod server;
 mod wire;
 
