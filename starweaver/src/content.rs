@@ -499,6 +499,7 @@ mod optional_base64 {
 }
 
 /// Base64 of some bytes, as data URLs and wire formats carry them.
+#[cfg(any(feature = "mcp", feature = "__http"))]
 pub(crate) fn base64(data: &[u8]) -> String {
     STANDARD.encode(data)
 }
@@ -507,6 +508,7 @@ pub(crate) fn base64(data: &[u8]) -> String {
 ///
 /// # Errors
 /// The text is not standard, padded base64.
+#[cfg(feature = "mcp")]
 pub(crate) fn from_base64(text: &str) -> Result<Vec<u8>, String> {
     STANDARD.decode(text).map_err(|e| format!("invalid base64 data: {e}"))
 }
