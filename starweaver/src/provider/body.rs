@@ -106,3 +106,42 @@ pub(crate) fn refused(provider: &str, ret: &ToolReturnPart, part: &Part, why: &s
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    #[test]
+    fn embedded_resources_reach_providers_as_the_media_they_hold() {
+        let ret = ToolReturnPart {
+            tool_call_id: Arc::from("c1"),
+            name: Arc::from("fetch"),
+            content: json!([
+                {"kind": "resource", "uri": "file:///notes.txt", "text": "bee"},
+                {"kind": "resource", "uri": "file:///a.png", "media_type": "image/png", "blob": "iVBORw=="},
+                {"kind": "resource", "uri": "file:///a.wav", "media_type": "audio/wav", "blob": "UklGRg=="},
+                {"kind": "resource", "uri": "file:///docs/r.pdf", "media_type": "application/pdf", "blob": "JVBERi0="},
+                {"kind": "resource", "uri": "blob", "blob": "AAE="},
+            ]),
+            is_error: false,
+            metadata: Map::new(),
+        };
+        let parts = return_parts(&ret).unwrap();
+        assert_eq!(
+            parts,
+            [
+                Text::new("bee").into(),
+                Image::data(*b"\x89PNG", "image/png").into(),
+                Audio::new(*b"RIFF", "audio/wav").into(),
+                Document::data(*b"%PDF-", "application/pdf").with_filename("r.pdf").into(),
+                Document::data([0u8, 1], "application/octet-stream").with_filename("blob").into(),
+            ]
+        );
+        let plain = ToolReturnPart { content: json!({"kind": "report", "rows": 2}), ..ret };
+        assert!(return_parts(&plain).is_none(), "a value that is not parts stays a value");
+    }
+}
