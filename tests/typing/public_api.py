@@ -319,21 +319,14 @@ def chart() -> list[Part]:
 
 
 def content_usage() -> None:
-    parts: list[Part] = [
-        Audio(data=b"wav", media_type="audio/wav"),
-        Document(data=b"%PDF", media_type="application/pdf", title="t", filename="f.pdf"),
-        Document(url="https://e.com/r.pdf"),
-        ResourceLink("file:///a", "a", description="A", media_type="text/plain"),
-        Resource("file:///b", text="bee"),
-        Resource("file:///c", blob=b"c", media_type="application/octet-stream"),
-    ]
-    assert_type(ToolResult({"id": 1}, model_content=parts), ToolResult)
+    pdf = Document(data=b"%PDF", media_type="application/pdf", title="t", filename="f.pdf")
+    assert_type(ToolResult({"id": 1}, model_content=[pdf, Resource("file:///c", blob=b"c")]), ToolResult)
     assert_type(Text("a").to_dict(), TextContent)
     assert_type(Image(url="u").to_dict(), ImageContent)
     assert_type(Audio(data=b"", media_type="audio/wav").to_dict(), AudioContent)
     assert_type(Document(url="u").to_dict(), DocumentContent)
-    assert_type(ResourceLink("u", "n").to_dict(), ResourceLinkContent)
-    assert_type(Resource("u", text="t").to_dict(), ResourceContent)
-    as_dict: ContentPart = parts[0].to_dict()
+    assert_type(ResourceLink("u", "n", description="d", media_type="text/plain").to_dict(), ResourceLinkContent)
+    assert_type(Resource("u", text="t", media_type="text/plain").to_dict(), ResourceContent)
+    as_dict: ContentPart = pdf.to_dict()
     assert_type(from_dict(as_dict), Part)
     assert_type(Image(data=b"png", media_type="image/png").data, bytes | None)
