@@ -392,7 +392,8 @@ async fn ask_approval(
 }
 
 /// A call's outcome as MCP content: the model-facing content (never host-only fields),
-/// content parts as the MCP blocks of their kinds, `isError` for error returns and for calls that need an approval this server cannot get.
+/// content parts as the MCP blocks of their kinds, `isError` for error returns and for
+/// calls that need an approval this server cannot get.
 fn result_of(outcome: CallOutcome) -> CallToolResult {
     match outcome {
         CallOutcome::Returned(ret) => {

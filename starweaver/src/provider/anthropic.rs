@@ -176,7 +176,8 @@ fn tool_result_content(ret: &ToolReturnPart) -> Result<Value, ModelError> {
         Ok(match part {
             Part::Text(text) => json!({"type": "text", "text": text.text}),
             Part::Image(Image { source: Source::Data { data, media_type } }) => {
-                json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": content::base64(data)}})
+                let source = json!({"type": "base64", "media_type": media_type, "data": content::base64(data)});
+                json!({"type": "image", "source": source})
             }
             Part::Image(Image { source: Source::Url { url, .. } }) => {
                 json!({"type": "image", "source": {"type": "url", "url": url}})
