@@ -23,6 +23,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 /// One part of a tool's model-facing content.
+///
+/// ```
+/// use starweaver::content::{Part, Text};
+///
+/// let part = Part::from(Text::new("hi"));
+/// assert_eq!(part.kind(), "text");
+/// assert_eq!(part.to_json(), serde_json::json!({"kind": "text", "text": "hi"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Fields", try_from = "Fields")]
 pub enum Part {
@@ -89,6 +97,12 @@ fn is_kind(kind: &str) -> bool {
 }
 
 /// Text.
+///
+/// ```
+/// use starweaver::content::Text;
+///
+/// assert_eq!(serde_json::to_value(Text::new("hi")).unwrap(), serde_json::json!({"kind": "text", "text": "hi"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Part", try_from = "Part")]
 pub struct Text {
@@ -133,6 +147,16 @@ impl Source {
 }
 
 /// An image.
+///
+/// ```
+/// use starweaver::content::{Image, Source};
+///
+/// let png = Image::data(*b"\x89PNG", "image/png");
+/// assert_eq!(png.source.media_type(), Some("image/png"));
+/// let json = serde_json::to_value(&png).unwrap();
+/// assert_eq!(json, serde_json::json!({"kind": "image", "data": "iVBORw==", "media_type": "image/png"}));
+/// assert!(matches!(Image::url("https://example.com/a.png").source, Source::Url { .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Part", try_from = "Part")]
 pub struct Image {
@@ -153,6 +177,13 @@ impl Image {
 }
 
 /// Audio (providers and MCP take it as bytes only).
+///
+/// ```
+/// use starweaver::content::Audio;
+///
+/// let json = serde_json::to_value(Audio::new(*b"RIFF", "audio/wav")).unwrap();
+/// assert_eq!(json, serde_json::json!({"kind": "audio", "data": "UklGRg==", "media_type": "audio/wav"}));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Part", try_from = "Part")]
 pub struct Audio {
@@ -170,6 +201,13 @@ impl Audio {
 }
 
 /// A PDF or another file.
+///
+/// ```
+/// use starweaver::content::Document;
+///
+/// let pdf = Document::data(*b"%PDF-", "application/pdf").with_title("Q3").with_filename("q3.pdf");
+/// assert_eq!(serde_json::to_value(pdf).unwrap()["filename"], "q3.pdf");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Part", try_from = "Part")]
 pub struct Document {
@@ -208,6 +246,13 @@ impl Document {
 }
 
 /// A reference to a resource (MCP's `resource_link`).
+///
+/// ```
+/// use starweaver::content::ResourceLink;
+///
+/// let link = ResourceLink { description: Some("notes".into()), ..ResourceLink::new("file:///a.txt", "a") };
+/// assert_eq!(serde_json::to_value(link).unwrap()["kind"], "resource_link");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Part", try_from = "Part")]
 pub struct ResourceLink {
@@ -229,6 +274,14 @@ impl ResourceLink {
 }
 
 /// A resource's contents, embedded (MCP's embedded `resource`).
+///
+/// ```
+/// use starweaver::content::{Resource, ResourceContents};
+///
+/// assert_eq!(Resource::text("file:///a.txt", "bee").contents, ResourceContents::Text("bee".into()));
+/// let blob = serde_json::to_value(Resource::blob("file:///b", [0u8, 1], "application/octet-stream")).unwrap();
+/// assert_eq!(blob["blob"], "AAE=");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "Part", try_from = "Part")]
 pub struct Resource {
