@@ -11,7 +11,7 @@ use std::fmt;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Number, Value};
 use starweaver::json::MAX_DEPTH;
 
@@ -150,14 +150,24 @@ impl Walker {
 
     /// Models, dataclasses, dicts with non-string keys, sets, datetimes...: pydantic turns
     /// them into plain Python JSON values, which are then walked like any other.
+    ///
+    /// Content parts (`starweaver.content`) come first: their canonical dict has their
+    /// bytes in base64, which pydantic would not give.
     fn via_pydantic(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
         static TO_JSONABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        static PART: PyOnceLock<Py<PyType>> = PyOnceLock::new();
         let py = value.py();
         let type_name = value.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string());
-        let plain = TO_JSONABLE
-            .import(py, "pydantic_core", "to_jsonable_python")
-            .and_then(|convert| convert.call1((value,)))
-            .map_err(|e| ConvertError::new(format!("{type_name} is not JSON-serialisable: {}", e.value(py))))?;
+        let not_json = |e: PyErr| ConvertError::new(format!("{type_name} is not JSON-serialisable: {}", e.value(py)));
+        let part = PART.import(py, "starweaver.content", "_Part").map_err(not_json)?;
+        let plain = if value.is_instance(part).map_err(not_json)? {
+            value.call_method0("to_dict").map_err(not_json)?
+        } else {
+            TO_JSONABLE
+                .import(py, "pydantic_core", "to_jsonable_python")
+                .and_then(|convert| convert.call1((value,)))
+                .map_err(not_json)?
+        };
         let is_plain = plain.is_instance_of::<PyDict>() || plain.is_instance_of::<PyList>();
         if !is_plain && scalar(&plain)?.is_none() {
             return Err(ConvertError::new(format!("{type_name} is not JSON-serialisable")));

@@ -71,6 +71,7 @@
 #[doc(hidden)]
 pub mod __private;
 mod agent;
+pub mod content;
 pub mod durable;
 pub mod error;
 pub mod event;

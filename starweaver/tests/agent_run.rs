@@ -277,3 +277,39 @@ async fn a_scripted_answer_can_say_it_was_cut_at_the_token_limit() {
     let bad = ModelResponse::from_json(&json!({"text": "x", "finish_reason": "tired"})).unwrap_err().to_string();
     assert!(bad.contains("`finish_reason`: unknown variant `tired`"), "{bad}");
 }
+
+/// A chart: its caption and the picture.
+#[starweaver::tool]
+fn chart() -> Vec<starweaver::content::Part> {
+    vec![
+        starweaver::content::Text::new("the chart").into(),
+        starweaver::content::Image::data(*b"\x89PNG", "image/png").into(),
+    ]
+}
+
+/// A photo, by URL.
+#[starweaver::tool]
+fn photo() -> starweaver::content::Image {
+    starweaver::content::Image::url("https://example.com/p.jpg")
+}
+
+#[tokio::test]
+async fn tools_returning_content_parts_show_them_to_the_model_and_an_export_keeps_them() {
+    let model = calls_then_text(vec![call("c1", "chart", json!({})), call("c2", "photo", json!({}))], "done");
+    let agent = Agent::builder(model.clone()).tool(chart_tool()).tool(photo_tool()).build().unwrap();
+    let mut session = agent.session();
+    session.run("draw").await.unwrap();
+    let expected = [
+        json!([{"kind": "text", "text": "the chart"}, {"kind": "image", "data": "iVBORw==", "media_type": "image/png"}]),
+        json!({"kind": "image", "url": "https://example.com/p.jpg"}),
+    ];
+    let sent: Vec<Value> = tool_returns(&model.requests()[1].messages).into_iter().map(|r| r.content).collect();
+    assert_eq!(sent, expected);
+    let state = session.export_state();
+    let restored = agent.restore_session(&state).unwrap();
+    assert_eq!(restored.export_state(), state);
+    let kept: Vec<Value> = tool_returns(restored.history().messages()).into_iter().map(|r| r.content).collect();
+    assert_eq!(kept, expected);
+    let parts = starweaver::content::Part::list_from(&kept[1]).unwrap();
+    assert_eq!(parts, [starweaver::content::Image::url("https://example.com/p.jpg").into()]);
+}

@@ -13,7 +13,7 @@ use common::*;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool as RmcpTool,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool as RmcpTool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -85,6 +85,45 @@ async fn an_agent_uses_our_served_tools_through_our_client() {
     assert!(returns[2].is_error && wipe.starts_with("approval is required"), "{wipe}");
 }
 
+/// The canonical JSON of an image, audio, a resource link and a text and a blob resource.
+fn media_parts() -> Value {
+    json!([
+        {"kind": "text", "text": "a picture"},
+        {"kind": "image", "data": "iVBORw==", "media_type": "image/png"},
+        {"kind": "audio", "data": "UklGRg==", "media_type": "audio/wav"},
+        {"kind": "resource_link", "uri": "file:///a.txt", "name": "a"},
+        {"kind": "resource", "uri": "file:///b.txt", "media_type": "text/plain", "text": "bee"},
+        {"kind": "resource", "uri": "file:///c.bin", "media_type": "application/octet-stream", "blob": "AAE="},
+    ])
+}
+
+#[tokio::test]
+async fn content_parts_cross_mcp_both_ways_as_the_blocks_of_their_kinds() {
+    // Our tool returns parts; our service sends them as MCP blocks; our client reads them back.
+    let media = ToolBuilder::new("media")
+        .description("Returns every kind of content.")
+        .handler(|_: ToolContext, _: Args| async move {
+            let parts: Vec<starweaver::content::Part> = serde_json::from_value(media_parts()).unwrap();
+            Ok(starweaver::ToolResult::from(parts))
+        })
+        .unwrap();
+    let service = McpService::builder("media").toolset(StaticToolset::new("media").tool(media)).build().unwrap();
+    let ours = serve(service).await;
+    // An rmcp server's blocks of every kind become parts too.
+    let (theirs, _server) = serve_rmcp(Growing::default());
+    for url in [ours, theirs] {
+        let model = Arc::new(TestModel::new([
+            TestModel::tool_call_response([call("c1", "media", json!({}))]),
+            ModelResponse::text("done"),
+        ]));
+        let server = McpServer::http("media", url.clone());
+        let agent = Agent::builder(model).toolset(server).build().unwrap();
+        let result = agent.run("go").await.unwrap();
+        let returns = tool_returns(result.messages.messages());
+        assert_eq!(returns[0].content, media_parts(), "{url}");
+    }
+}
+
 /// An rmcp server whose `grow` tool adds a tool and tells the client its list changed.
 #[derive(Clone, Default)]
 struct Growing {
@@ -110,7 +149,7 @@ impl rmcp::ServerHandler for Growing {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = vec![rmcp_tool("grow"), rmcp_tool("nap")];
+        let mut tools = vec![rmcp_tool("grow"), rmcp_tool("nap"), rmcp_tool("media")];
         tools.extend(self.extra.lock().unwrap().iter().map(|name| rmcp_tool(name)));
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -138,6 +177,18 @@ impl rmcp::ServerHandler for Growing {
             "whoami" => {
                 let client = context.peer.peer_info().ok_or_else(|| ErrorData::internal_error("no client", None))?;
                 format!("{} {} {}", client.client_info.name, client.client_info.version, client.protocol_version)
+            }
+            "media" => {
+                let link = rmcp::model::Resource::new("file:///a.txt", "a");
+                let blob = ResourceContents::blob("AAE=", "file:///c.bin").with_mime_type("application/octet-stream");
+                return Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                    ContentBlock::text("a picture"),
+                    ContentBlock::image("iVBORw==", "image/png"),
+                    ContentBlock::audio("UklGRg==", "audio/wav"),
+                    ContentBlock::resource_link(link),
+                    ContentBlock::embedded_text("file:///b.txt", "bee"),
+                    ContentBlock::resource(blob),
+                ])));
             }
             other => format!("{other} ran"),
         };
@@ -194,8 +245,8 @@ async fn a_changed_tool_list_is_seen_at_the_next_step() {
     let result = agent.run("go").await.unwrap();
     let listed =
         |request: usize| -> Vec<String> { model.requests()[request].tools.iter().map(|t| t.name.clone()).collect() };
-    assert_eq!(listed(0), ["grow", "nap"]);
-    assert_eq!(listed(1), ["grow", "nap", "grown_1"]);
+    assert_eq!(listed(0), ["grow", "nap", "media"]);
+    assert_eq!(listed(1), ["grow", "nap", "media", "grown_1"]);
     let returns = tool_returns(result.messages.messages());
     assert_eq!((returns[0].content.clone(), returns[1].content.clone()), (json!("grown_1"), json!("grown_1 ran")));
 }

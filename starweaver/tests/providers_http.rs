@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use futures::StreamExt;
 use serde_json::{Value, json};
+use starweaver::content::{Audio, Document, Image, Part, Text};
 use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, Settings, ToolChoice};
 use starweaver::{
     Agent, EventKind, FinishReason, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus,
@@ -976,5 +977,118 @@ async fn unknown_fields_items_and_event_types_are_ignored() {
                 result.error
             );
         }
+    }
+}
+
+/// The agent of [`agent`], with `add` returning `parts` instead of the sum.
+fn agent_returning(model: Arc<dyn Model>, parts: Vec<Part>) -> Agent {
+    let add = ToolBuilder::new("add")
+        .description("Add two integers.")
+        .handler(move |_: ToolContext, _: Args| {
+            let parts = parts.clone();
+            async move { Ok(starweaver::ToolResult::from(parts)) }
+        })
+        .unwrap();
+    let fail = ToolBuilder::new("fail")
+        .description("Always fails.")
+        .handler(|_: ToolContext, _: Args| async move { Err::<Value, _>(ToolError::user_error("the disk is full")) })
+        .unwrap();
+    Agent::builder(model).tool(add).tool(fail).build().unwrap()
+}
+
+/// The first object anywhere in `value` that `pick` accepts.
+fn find<'v>(value: &'v Value, pick: &dyn Fn(&Value) -> bool) -> Option<&'v Value> {
+    if pick(value) {
+        return Some(value);
+    }
+    match value {
+        Value::Array(items) => items.iter().find_map(|item| find(item, pick)),
+        Value::Object(fields) => fields.values().find_map(|item| find(item, pick)),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn content_parts_reach_each_provider_in_the_form_its_api_reference_gives() {
+    let parts: Vec<Part> = vec![
+        Text::new("five").into(),
+        Image::data(b"\x89PNG".to_vec(), "image/png").into(),
+        Document::data(b"%PDF-".to_vec(), "application/pdf").with_filename("r.pdf").into(),
+    ];
+    for protocol in PROTOCOLS {
+        let server = serve(
+            protocol.path,
+            vec![json_body(protocol.dir, "tool_calls.json"), json_body(protocol.dir, "text.json")],
+        )
+        .await;
+        let result = agent_returning(protocol.model(&server.uri()), parts.clone()).run("add").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        let sent = body(&requests(&server).await[1]);
+        let has = |key: &'static str, id: &'static str| move |v: &Value| v.get(key).is_some_and(|v| v == id);
+        match protocol.dir {
+            "openai_chat" => {
+                let tool = find(&sent, &has("tool_call_id", "call_add_1")).unwrap();
+                assert_eq!(tool, &json!({"role": "tool", "tool_call_id": "call_add_1", "content": "five"}));
+                // The media follow every tool message, in one user message.
+                let messages = sent["messages"].as_array().unwrap();
+                assert_eq!(messages[messages.len() - 2]["tool_call_id"], "call_fail_2");
+                assert_eq!(
+                    messages.last().unwrap(),
+                    &json!({"role": "user", "content": [
+                        {"type": "text", "text": "The content returned by tool call `call_add_1` (`add`):"},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+                        {"type": "file", "file": {"filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}},
+                    ]})
+                );
+            }
+            "openai_responses" => {
+                let is_output = |v: &Value| has("call_id", "call_add_1")(v) && v.get("output").is_some();
+                let output = find(&sent, &is_output).and_then(|o| o.get("output"));
+                assert_eq!(
+                    output.unwrap(),
+                    &json!([
+                        {"type": "input_text", "text": "five"},
+                        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="},
+                        {"type": "input_file", "filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
+                    ])
+                );
+            }
+            "anthropic" => {
+                let result = find(&sent, &has("tool_use_id", "toolu_01A09q90qw90lq917835lq9")).unwrap();
+                assert_eq!(
+                    result["content"],
+                    json!([
+                        {"type": "text", "text": "five"},
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
+                        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+                    ])
+                );
+            }
+            _ => {
+                let is_response = |v: &Value| has("id", "call_add_1")(v) && v.get("response").is_some();
+                let response = find(&sent, &is_response).unwrap();
+                assert_eq!(
+                    response,
+                    &json!({"name": "add", "response": {"result": "five"}, "parts": [
+                        {"inlineData": {"mimeType": "image/png", "data": "iVBORw=="}},
+                        {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0="}},
+                    ], "id": "call_add_1"})
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_part_a_provider_cannot_take_is_a_named_error_before_anything_is_sent() {
+    for protocol in PROTOCOLS {
+        let server = serve(protocol.path, vec![json_body(protocol.dir, "tool_calls.json")]).await;
+        let ogg = Audio::new(b"OggS".to_vec(), "audio/ogg");
+        let result = agent_returning(protocol.model(&server.uri()), vec![ogg.into()]).run("add").await.unwrap();
+        assert_eq!(result.status, RunStatus::Failed, "{}", protocol.dir);
+        let message = model_error(&result).to_string();
+        assert!(message.contains("cannot take the `audio` part (audio/ogg)"), "{}: {message}", protocol.dir);
+        assert!(message.contains("(`add`)"), "{}: {message}", protocol.dir);
+        assert_eq!(requests(&server).await.len(), 1, "{}: the refused request is never sent", protocol.dir);
     }
 }

@@ -3,7 +3,7 @@ today: `python -m starweaver serve-mcp tests/conformance/everything.py --http HO
 
 The suite's server scenarios call tools by fixed names (`test_simple_text`,
 `test_error_handling`, ...). Only the tools our public API can write are here; the
-scenarios that need what serve-mcp does not offer yet (content other than text, sampling,
+scenarios that need what serve-mcp does not offer yet (sampling,
 elicitation from a tool, resources, prompts, completions) are listed, each with its
 reason, in `expected-failures.txt`.
 """
@@ -11,8 +11,10 @@ reason, in `expected-failures.txt`.
 from __future__ import annotations
 
 import asyncio
+import base64
 
 from starweaver import ToolContext, UserError, tool
+from starweaver.content import Audio, Image, Resource, Text
 
 
 @tool
@@ -25,6 +27,45 @@ def test_simple_text() -> str:
 def test_error_handling() -> str:
     """Always fails, so the client sees an error result."""
     raise UserError("This tool intentionally returns an error for testing")
+
+
+# What the content scenarios expect back: a 1x1 red PNG and a minimal WAV file.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+WAV = base64.b64decode("UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=")
+
+
+@tool
+def test_image_content() -> Image:
+    """Returns an image."""
+    return Image(data=PNG, media_type="image/png")
+
+
+@tool
+def test_audio_content() -> Audio:
+    """Returns audio."""
+    return Audio(data=WAV, media_type="audio/wav")
+
+
+@tool
+def test_embedded_resource() -> Resource:
+    """Returns an embedded resource."""
+    return Resource("test://embedded-resource", text="This is an embedded resource content.", media_type="text/plain")
+
+
+@tool
+def test_multiple_content_types() -> list[Text | Image | Resource]:
+    """Returns text, an image and an embedded resource."""
+    return [
+        Text("Multiple content types test:"),
+        Image(data=PNG, media_type="image/png"),
+        Resource(
+            "test://mixed-content-resource",
+            text='{"test": "data", "value": 123}',
+            media_type="application/json",
+        ),
+    ]
 
 
 # The schema the `json-schema-2020-12` scenario expects to be listed as is (SEP-1613).

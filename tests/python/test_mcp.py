@@ -12,6 +12,7 @@ import pytest
 from conftest import call, returns
 
 from starweaver import ToolsetError, create_agent
+from starweaver.content import Image, from_dict
 from starweaver.mcp import MCPServerStdio
 from starweaver.testing import TestModel
 
@@ -369,3 +370,31 @@ def test_a_process_that_used_mcp_clients_exits_cleanly_every_time() -> None:
     for run in runs:
         stdout, stderr = run.communicate(timeout=60)
         assert (run.returncode, stdout.split()) == (0, ["{'result':", "3}", "{'result':", "4}"]), stderr
+
+
+MEDIA = str(Path(__file__).parent / "mcp_servers" / "media_server.py")
+
+
+def test_an_mcp_servers_content_blocks_become_content_parts() -> None:
+    async def scenario() -> None:
+        async with MCPServerStdio("media", sys.executable, args=[MEDIA]) as server:
+            content = await server.call_tool("media")
+        assert content == [
+            {"kind": "text", "text": "a picture"},
+            {"kind": "image", "data": "iVBORw==", "media_type": "image/png"},
+            {"kind": "audio", "data": "UklGRg==", "media_type": "audio/wav"},
+            {"kind": "resource_link", "uri": "file:///a.txt", "name": "a", "description": "A"},
+            {"kind": "resource", "uri": "file:///b.txt", "media_type": "text/plain", "text": "bee"},
+            {"kind": "resource", "uri": "file:///r.pdf", "media_type": "application/pdf", "blob": "JVBERi0="},
+        ]
+        assert [type(from_dict(part)).__name__ for part in content] == [
+            "Text",
+            "Image",
+            "Audio",
+            "ResourceLink",
+            "Resource",
+            "Resource",
+        ]
+        assert from_dict(content[1]) == Image(data=b"\x89PNG", media_type="image/png")
+
+    asyncio.run(scenario())

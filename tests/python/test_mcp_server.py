@@ -401,3 +401,43 @@ def test_schemas_are_served_with_their_defs_inlined_so_clients_can_read_them() -
         assert text_of(greeted) == "hello Ada of London"
 
     asyncio.run(_served([WITH_DEPS], scenario))
+
+
+CONTENT = str(Path(__file__).parent / "mcp_servers" / "served_content.py")
+
+
+def test_content_parts_reach_the_official_client_as_the_blocks_of_their_kinds() -> None:
+    async def scenario(session: ClientSession) -> None:
+        picture = await session.call_tool("picture", {})
+        assert picture.is_error is False
+        assert [block.model_dump(exclude_none=True) for block in picture.content] == [
+            {"type": "image", "data": "iVBORw==", "mime_type": "image/png"}
+        ]
+        everything = await session.call_tool("everything", {})
+        blocks = [block.model_dump(exclude_none=True, by_alias=True) for block in everything.content]
+        assert blocks == [
+            {"type": "text", "text": "a picture"},
+            # MCP has no image by URL, nor a document: a link to it, and an embedded blob.
+            {"type": "resource_link", "uri": "https://example.com/a.png", "name": "https://example.com/a.png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {
+                "type": "resource",
+                "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": "JVBERi0="},
+            },
+            {
+                "type": "resource_link",
+                "uri": "file:///a.txt",
+                "name": "a",
+                "description": "A",
+                "mimeType": "text/plain",
+            },
+            {"type": "resource", "resource": {"uri": "file:///b.txt", "text": "bee"}},
+            {
+                "type": "resource",
+                "resource": {"uri": "file:///c.bin", "mimeType": "application/octet-stream", "blob": "AAE="},
+            },
+        ]
+        # The host-only value never leaves.
+        assert everything.structured_content is None
+
+    asyncio.run(_served([CONTENT], scenario))

@@ -4,6 +4,7 @@ provider fixtures (tests/fixtures/providers), with Python tools, streamed and no
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 
@@ -20,10 +21,12 @@ from starweaver import (
     RegistrationError,
     RunFailedError,
     StreamInterruptedError,
+    Tool,
     UserError,
     create_agent,
     tool,
 )
+from starweaver.content import Image, Part, ResourceLink, Text
 from starweaver.models import (
     PREFIXES,
     AnthropicModel,
@@ -241,3 +244,45 @@ def test_model_request_spans_export_the_gen_ai_attributes() -> None:
     assert span.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
     assert span.attributes["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
     assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (120, 7)
+
+
+PNG_PART = {"data": "iVBORw0KGgo=", "media_type": "image/png"}
+# Where each protocol's second request carries the PNG a Python tool returned.
+IMAGE_SENT = {
+    "openai_chat": {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+    "openai_responses": {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+    "anthropic": {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+    "gemini": {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+}
+
+
+def content_tools(*parts: Part) -> list[Tool[..., object]]:
+    """`add` and `fail` as the fixtures call them, `add` returning `parts`."""
+
+    @tool(name="add")
+    def add_parts(left: int, right: int) -> list[Part]:
+        """Add two integers."""
+        return [Text(f"{left + right}"), *parts]
+
+    return [add_parts, fail]
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_an_image_a_python_tool_returns_reaches_each_provider_in_its_form(protocol: str) -> None:
+    png = Image(data=b"\x89PNG\r\n\x1a\n", media_type="image/png")
+    with serving(Reply.of(protocol, "tool_calls.json"), Reply.of(protocol, "text.json")) as server:
+        result = create_agent(model=PROTOCOLS[protocol](server.url), tools=content_tools(png)).run_sync("add")
+    assert result.status == "completed", result.error
+    assert returns(result.messages)[0]["content"] == [{"kind": "text", "text": "5"}, {"kind": "image", **PNG_PART}]
+    assert json.dumps(IMAGE_SENT[protocol]) in json.dumps(server.seen[1].body)
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_a_part_a_provider_cannot_take_fails_the_run_naming_it(protocol: str) -> None:
+    link = ResourceLink("file:///notes.txt", "notes")
+    with serving(Reply.of(protocol, "tool_calls.json")) as server:
+        result = create_agent(model=PROTOCOLS[protocol](server.url), tools=content_tools(link)).run_sync("add")
+    assert result.status == "failed" and isinstance(result.exception, ModelError)
+    assert "cannot take the `resource_link` part in the result of tool call" in str(result.exception)
+    assert "(`add`)" in str(result.exception)
+    assert len(server.seen) == 1, "the refused request is never sent"

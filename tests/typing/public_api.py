@@ -53,6 +53,7 @@ from starweaver import (
     create_agent_runtime,
     tool,
 )
+from starweaver.content import Audio, Document, Image, Part, Resource, ResourceLink, Text, from_dict
 from starweaver.mcp import MCPServerStdio
 from starweaver.models import (
     AnthropicModel,
@@ -67,13 +68,20 @@ from starweaver.providers import PROVIDERS, Provider, check, render, render_tool
 from starweaver.testing import FunctionModel, Messages, TestModel, tool_context
 from starweaver.toolsets import DynamicToolset, Toolset, ToolsetContext
 from starweaver.types import (
+    AudioContent,
+    ContentPart,
+    DocumentContent,
     Event,
+    ImageContent,
     LogLevel,
     Message,
     ModelRequestRecord,
     RequestPart,
+    ResourceContent,
+    ResourceLinkContent,
     SessionState,
     SpanEvent,
+    TextContent,
     ToolDefinitionDict,
     ToolDefinitionOptions,
     ToolProgressEvent,
@@ -315,3 +323,22 @@ def sync_usage() -> None:
     agent = create_agent(model=TestModel.responses([{"text": "ok"}]))
     assert_type(agent.run_sync("go"), RunResult)
     assert_type(agent.session().run_sync("go", tools=[shout]), RunResult)
+
+
+@tool
+def chart() -> list[Part]:
+    return [Text("the chart"), Image(data=b"png", media_type="image/png"), Image(url="https://e.com/a.png")]
+
+
+def content_usage() -> None:
+    pdf = Document(data=b"%PDF", media_type="application/pdf", title="t", filename="f.pdf")
+    assert_type(ToolResult({"id": 1}, model_content=[pdf, Resource("file:///c", blob=b"c")]), ToolResult)
+    assert_type(Text("a").to_dict(), TextContent)
+    assert_type(Image(url="u").to_dict(), ImageContent)
+    assert_type(Audio(data=b"", media_type="audio/wav").to_dict(), AudioContent)
+    assert_type(Document(url="u").to_dict(), DocumentContent)
+    assert_type(ResourceLink("u", "n", description="d", media_type="text/plain").to_dict(), ResourceLinkContent)
+    assert_type(Resource("u", text="t", media_type="text/plain").to_dict(), ResourceContent)
+    as_dict: ContentPart = pdf.to_dict()
+    assert_type(from_dict(as_dict), Part)
+    assert_type(Image(data=b"png", media_type="image/png").data, bytes | None)

@@ -42,7 +42,8 @@ class _MCPServer(Toolset):
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
         """Calls one of the server's tools directly, outside any agent run (no scheduler,
         events or approvals), and returns its value: the structured content, else the
-        text. Raises ``ToolsetError`` for an ``isError`` result, a failed server, or a call
+        text, else (when a block is an image, audio or a resource) the content parts as
+        canonical dicts (``starweaver.content.from_dict`` reads them). Raises ``ToolsetError`` for an ``isError`` result, a failed server, or a call
         past ``timeout_ms`` (the server is told to cancel)."""
         return await self.server.call_tool(name, dict(arguments) if arguments is not None else None)
 

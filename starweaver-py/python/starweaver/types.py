@@ -19,8 +19,12 @@ from typing_extensions import NotRequired, TypedDict
 
 __all__ = [
     "ApprovalRequestedEvent",
+    "AudioContent",
+    "ContentPart",
     "DeferredRequestedEvent",
+    "DocumentContent",
     "Event",
+    "ImageContent",
     "LogLevel",
     "Message",
     "ModelOptions",
@@ -31,6 +35,8 @@ __all__ = [
     "PendingItem",
     "RequestMessage",
     "RequestPart",
+    "ResourceContent",
+    "ResourceLinkContent",
     "ResponseMessage",
     "ResponsePart",
     "RunCancelledEvent",
@@ -41,6 +47,7 @@ __all__ = [
     "SessionState",
     "SpanEvent",
     "SystemPromptPart",
+    "TextContent",
     "TextDeltaEvent",
     "TextPart",
     "ToolCallDeltaEvent",
@@ -72,11 +79,73 @@ class UserPromptPart(TypedDict):
     text: str
 
 
+class TextContent(TypedDict):
+    """A text content part (``starweaver.content.Text``)."""
+
+    kind: Literal["text"]
+    text: str
+
+
+class _MediaFields(TypedDict):
+    data: NotRequired[str]
+    url: NotRequired[str]
+    media_type: NotRequired[str]
+
+
+class ImageContent(_MediaFields):
+    """An image content part: ``data`` (base64) with ``media_type``, or ``url``."""
+
+    kind: Literal["image"]
+
+
+class AudioContent(TypedDict):
+    """An audio content part: ``data`` in base64."""
+
+    kind: Literal["audio"]
+    data: str
+    media_type: str
+
+
+class DocumentContent(_MediaFields):
+    """A document content part (a PDF or another file): ``data`` (base64) with
+    ``media_type``, or ``url``."""
+
+    kind: Literal["document"]
+    title: NotRequired[str]
+    filename: NotRequired[str]
+
+
+class ResourceLinkContent(TypedDict):
+    """A link to a resource (MCP's ``resource_link``)."""
+
+    kind: Literal["resource_link"]
+    uri: str
+    name: str
+    description: NotRequired[str]
+    media_type: NotRequired[str]
+
+
+class ResourceContent(TypedDict):
+    """An embedded resource: ``text``, or ``blob`` in base64."""
+
+    kind: Literal["resource"]
+    uri: str
+    media_type: NotRequired[str]
+    text: NotRequired[str]
+    blob: NotRequired[str]
+
+
+ContentPart: TypeAlias = Union[
+    TextContent, ImageContent, AudioContent, DocumentContent, ResourceLinkContent, ResourceContent
+]
+"""One part of a tool's model-facing content; a ``tool_return``'s ``content`` may be a list of them."""
+
+
 class _ToolReturnFields(TypedDict):
     tool_call_id: str
     name: str
-    #: What the model sees: the tool's value, its ``model_content``, or for an error
-    #: ``{"kind", "message", "success": False, ...}``.
+    #: What the model sees: the tool's value, its ``model_content`` (a list of
+    #: ``ContentPart`` for rich content), or for an error ``{"kind", "message", "success": False, ...}``.
     content: Any
     is_error: bool
     metadata: dict[str, Any]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams};
+use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
@@ -512,27 +512,29 @@ impl Tool for McpTool {
 }
 
 /// A call's result as the model sees it: structured content when the server gave it, else
-/// the text (one block as a string, several as a list), other content as JSON. `isError`
-/// is an error return the model reads.
+/// the text (one block as a string, several as a list), else, when any block is not text
+/// (an image, audio, a resource), every block as a content part. `isError` is an error
+/// return the model reads.
 fn outcome(result: CallToolResult) -> Result<ToolResult, ToolError> {
-    let mut blocks: Vec<Value> = result
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text(text) => Value::String(text.text.clone()),
-            other => serde_json::to_value(other).unwrap_or(Value::Null),
-        })
-        .collect();
-    let text = || blocks.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n");
+    let texts: Option<Vec<&str>> =
+        result.content.iter().map(|block| block.as_text().map(|t| t.text.as_str())).collect();
     if result.is_error == Some(true) {
-        let message = if text().is_empty() { "the tool reported an error".to_owned() } else { text() };
+        let text = texts.unwrap_or_default().join("\n");
+        let message = if text.is_empty() { "the tool reported an error".to_owned() } else { text };
         return Err(ToolError::execution(message).not_retryable());
     }
-    let value = match (result.structured_content, blocks.len()) {
-        (Some(structured), _) => structured,
-        (None, 1) => blocks.remove(0),
-        (None, 0) => Value::Null,
-        (None, _) => Value::Array(blocks),
+    if let Some(structured) = result.structured_content {
+        return Ok(ToolResult::new(structured));
+    }
+    let value = match texts.as_deref() {
+        Some([]) => Value::Null,
+        Some([text]) => Value::String((*text).to_owned()),
+        Some(texts) => texts.iter().map(|t| Value::String((*t).to_owned())).collect(),
+        None => {
+            let parts = result.content.iter().map(super::content::from_block).collect::<Result<Vec<_>, _>>();
+            let parts = parts.map_err(|e| ToolError::execution(format!("the server's result: {e}")).not_retryable())?;
+            return Ok(ToolResult::from(parts));
+        }
     };
     Ok(ToolResult::new(value))
 }

@@ -24,6 +24,7 @@
 //! ```
 
 mod client;
+mod content;
 mod notify;
 mod server;
 mod wire;

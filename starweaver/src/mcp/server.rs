@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::notify::{self, LevelFilter, Notifier};
 use super::wire::{self, Incoming, StdioTransport};
+use crate::content::Part;
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
@@ -421,7 +422,8 @@ async fn ask_approval(
 }
 
 /// A call's outcome as MCP content: the model-facing content (never host-only fields),
-/// `isError` for error returns and for calls that need an approval this server cannot get.
+/// content parts as the MCP blocks of their kinds, `isError` for error returns and for
+/// calls that need an approval this server cannot get.
 fn result_of(outcome: CallOutcome) -> CallToolResult {
     match outcome {
         CallOutcome::Returned(ret) => {
@@ -431,6 +433,9 @@ fn result_of(outcome: CallOutcome) -> CallToolResult {
                 let mut result = CallToolResult::error(vec![Content::text(message)]);
                 result.structured_content = Some(content.clone());
                 return result;
+            }
+            if let Some(parts) = Part::list_from(content) {
+                return CallToolResult::success(parts.into_iter().map(super::content::to_block).collect());
             }
             let text = match content {
                 Value::String(text) => text.clone(),

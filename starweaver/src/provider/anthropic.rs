@@ -5,12 +5,13 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{instructions, text_of, tools};
+use super::body::{instructions, refused, return_parts, text_of, tools};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
 use super::wire::{self, invalid};
-use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::content::{self, Document, Image, Part, Source};
+use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
 };
@@ -59,7 +60,7 @@ impl Protocol for Anthropic {
         if let Some(system) = instructions(request) {
             body.insert("system".into(), system.into());
         }
-        body.insert("messages".into(), Value::Array(messages(request)));
+        body.insert("messages".into(), Value::Array(messages(request)?));
         let tools = tools(request, Provider::Anthropic)?;
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
@@ -121,7 +122,7 @@ impl Protocol for Anthropic {
     }
 }
 
-fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
+fn messages(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
     let mut out = Vec::new();
     for message in request.messages.iter() {
         let (role, blocks): (&str, Vec<Value>) = match &**message {
@@ -131,15 +132,17 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
                     .iter()
                     .filter_map(|part| match part {
                         RequestPart::SystemPrompt { .. } => None,
-                        RequestPart::UserPrompt { text } => Some(json!({"type": "text", "text": text})),
-                        RequestPart::ToolReturn(ret) => Some(json!({
-                            "type": "tool_result",
-                            "tool_use_id": &*ret.tool_call_id,
-                            "content": text_of(&ret.content),
-                            "is_error": ret.is_error,
+                        RequestPart::UserPrompt { text } => Some(Ok(json!({"type": "text", "text": text}))),
+                        RequestPart::ToolReturn(ret) => Some(tool_result_content(ret).map(|content| {
+                            json!({
+                                "type": "tool_result",
+                                "tool_use_id": &*ret.tool_call_id,
+                                "content": content,
+                                "is_error": ret.is_error,
+                            })
                         })),
                     })
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             ),
             Message::Response { parts } => (
                 "assistant",
@@ -161,7 +164,47 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
             out.push(json!({"role": role, "content": blocks}));
         }
     }
-    out
+    Ok(out)
+}
+
+/// A tool result's `content`: text, or for content parts a list of text, image and
+/// document blocks (PDFs and plain text; images and PDFs also by URL).
+fn tool_result_content(ret: &ToolReturnPart) -> Result<Value, ModelError> {
+    let Some(parts) = return_parts(ret) else { return Ok(text_of(&ret.content).into()) };
+    let block = |part: &Part| -> Result<Value, ModelError> {
+        let refuse = |why: &str| refused(Anthropic::NAME, ret, part, why);
+        Ok(match part {
+            Part::Text(text) => json!({"type": "text", "text": text.text}),
+            Part::Image(Image { source: Source::Data { data, media_type } }) => {
+                let source = json!({"type": "base64", "media_type": media_type, "data": content::base64(data)});
+                json!({"type": "image", "source": source})
+            }
+            Part::Image(Image { source: Source::Url { url, .. } }) => {
+                json!({"type": "image", "source": {"type": "url", "url": url}})
+            }
+            Part::Document(Document { source, title, .. }) => {
+                let source = match source {
+                    Source::Data { data, media_type } if media_type == "application/pdf" => {
+                        json!({"type": "base64", "media_type": media_type, "data": content::base64(data)})
+                    }
+                    Source::Data { data, media_type } if media_type == "text/plain" => {
+                        let text = std::str::from_utf8(data).map_err(|_| refuse("the text is not UTF-8"))?;
+                        json!({"type": "text", "media_type": media_type, "data": text})
+                    }
+                    Source::Data { .. } => return Err(refuse("documents are PDFs or plain text")),
+                    Source::Url { url, .. } => json!({"type": "url", "url": url}),
+                };
+                let mut document = json!({"type": "document", "source": source});
+                if let (Some(title), Value::Object(fields)) = (title, &mut document) {
+                    fields.insert("title".into(), title.as_str().into());
+                }
+                document
+            }
+            Part::Audio(_) => return Err(refuse("a tool result holds text, images and documents")),
+            Part::ResourceLink(_) | Part::Resource(_) => return Err(refuse("a resource link has no tool-result form")),
+        })
+    };
+    parts.iter().map(block).collect()
 }
 
 /// Whether the token limit cut the answer, or why it is no answer at all.

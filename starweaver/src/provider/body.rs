@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::content::{self, Audio, Document, Image, Part, Resource, ResourceContents, Text};
+use crate::message::ToolReturnPart;
 use crate::model::{ModelError, ModelErrorKind, ModelRequest};
 
 /// A value as the text a provider wants where it takes text (tool-call arguments, a
@@ -37,4 +39,109 @@ pub(crate) fn instructions(request: &ModelRequest<'_>) -> Option<String> {
         })
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n\n"))
+}
+
+/// The content parts of a tool return, if its content is parts, with each embedded
+/// resource as what it holds (its text, or its bytes as an image, audio or a document by
+/// media type): providers take media, not resources.
+pub(crate) fn return_parts(ret: &ToolReturnPart) -> Option<Vec<Part>> {
+    Part::list_from(&ret.content).map(|parts| parts.into_iter().map(embedded_as_media).collect())
+}
+
+fn embedded_as_media(part: Part) -> Part {
+    let Part::Resource(Resource { uri, media_type, contents }) = part else { return part };
+    match (contents, media_type) {
+        (ResourceContents::Text(text), _) => Text::new(text).into(),
+        (ResourceContents::Blob(data), Some(media_type)) if media_type.starts_with("image/") => {
+            Image::data(data, media_type).into()
+        }
+        (ResourceContents::Blob(data), Some(media_type)) if media_type.starts_with("audio/") => {
+            Audio::new(data, media_type).into()
+        }
+        (ResourceContents::Blob(data), media_type) => {
+            let filename = uri.rsplit('/').next().filter(|name| !name.is_empty()).unwrap_or(&uri).to_owned();
+            let media_type = media_type.unwrap_or_else(|| "application/octet-stream".to_owned());
+            Document::data(data, media_type).with_filename(filename).into()
+        }
+    }
+}
+
+/// The text parts of a tool return, joined (what providers that take only text in a tool
+/// result get there).
+#[cfg(any(feature = "openai", feature = "gemini"))]
+pub(crate) fn texts_of(parts: &[Part]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// `data:` URL of some bytes.
+#[cfg(feature = "openai")]
+pub(crate) fn data_url(media_type: &str, data: &[u8]) -> String {
+    format!("data:{media_type};base64,{}", content::base64(data))
+}
+
+/// A part a provider cannot take in a tool result: an error when the request is built,
+/// naming the provider, the call and the part, so nothing is dropped silently.
+pub(crate) fn refused(provider: &str, ret: &ToolReturnPart, part: &Part, why: &str) -> ModelError {
+    let media_type = match part {
+        Part::Image(Image { source }) | Part::Document(Document { source, .. }) => source.media_type(),
+        Part::Audio(audio) => Some(audio.media_type.as_str()),
+        _ => None,
+    };
+    let kind = match media_type {
+        Some(media_type) => format!("the `{}` part ({media_type})", part.kind()),
+        None => format!("the `{}` part", part.kind()),
+    };
+    ModelError::of(
+        ModelErrorKind::Other,
+        format!(
+            "{provider} cannot take {kind} in the result of tool call `{}` (`{}`): {why}",
+            ret.tool_call_id, ret.name
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    #[test]
+    fn embedded_resources_reach_providers_as_the_media_they_hold() {
+        let ret = ToolReturnPart {
+            tool_call_id: Arc::from("c1"),
+            name: Arc::from("fetch"),
+            content: json!([
+                {"kind": "resource", "uri": "file:///notes.txt", "text": "bee"},
+                {"kind": "resource", "uri": "file:///a.png", "media_type": "image/png", "blob": "iVBORw=="},
+                {"kind": "resource", "uri": "file:///a.wav", "media_type": "audio/wav", "blob": "UklGRg=="},
+                {"kind": "resource", "uri": "file:///docs/r.pdf", "media_type": "application/pdf", "blob": "JVBERi0="},
+                {"kind": "resource", "uri": "blob", "blob": "AAE="},
+            ]),
+            is_error: false,
+            metadata: Map::new(),
+        };
+        let parts = return_parts(&ret).unwrap();
+        assert_eq!(
+            parts,
+            [
+                Text::new("bee").into(),
+                Image::data(*b"\x89PNG", "image/png").into(),
+                Audio::new(*b"RIFF", "audio/wav").into(),
+                Document::data(*b"%PDF-", "application/pdf").with_filename("r.pdf").into(),
+                Document::data([0u8, 1], "application/octet-stream").with_filename("blob").into(),
+            ]
+        );
+        let plain = ToolReturnPart { content: json!({"kind": "report", "rows": 2}), ..ret };
+        assert!(return_parts(&plain).is_none(), "a value that is not parts stays a value");
+    }
 }

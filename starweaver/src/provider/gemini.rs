@@ -6,12 +6,13 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::arguments::keep_wide_arguments;
-use super::body::{instructions, tools};
+use super::body::{instructions, refused, return_parts, texts_of, tools};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
 use super::wire::{self, invalid};
-use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::content::{self, Document, Image, Part as ContentPart, Source};
+use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
 };
@@ -58,7 +59,7 @@ impl Protocol for Gemini {
         if let Some(system) = instructions(request) {
             body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
         }
-        body.insert("contents".into(), Value::Array(contents(request)));
+        body.insert("contents".into(), Value::Array(contents(request)?));
         let declarations = tools(request, Provider::Gemini)?;
         if !declarations.is_empty() {
             body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
@@ -108,7 +109,7 @@ impl Protocol for Gemini {
     }
 }
 
-fn contents(request: &ModelRequest<'_>) -> Vec<Value> {
+fn contents(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
     let mut out = Vec::new();
     for message in request.messages.iter() {
         let (role, parts): (&str, Vec<Value>) = match &**message {
@@ -118,23 +119,12 @@ fn contents(request: &ModelRequest<'_>) -> Vec<Value> {
                     .iter()
                     .filter_map(|part| match part {
                         RequestPart::SystemPrompt { .. } => None,
-                        RequestPart::UserPrompt { text } => Some(json!({"text": text})),
+                        RequestPart::UserPrompt { text } => Some(Ok(json!({"text": text}))),
                         RequestPart::ToolReturn(ret) => {
-                            let response = match &ret.content {
-                                Value::Object(_) if ret.is_error => json!({"error": ret.content}),
-                                Value::Object(_) => ret.content.clone(),
-                                other => json!({"result": other}),
-                            };
-                            let mut call = json!({"name": &*ret.name, "response": response});
-                            if !ret.tool_call_id.starts_with(MADE_UP_ID)
-                                && let Value::Object(call) = &mut call
-                            {
-                                call.insert("id".into(), (&*ret.tool_call_id).into());
-                            }
-                            Some(json!({"functionResponse": call}))
+                            Some(function_response(ret).map(|call| json!({"functionResponse": call})))
                         }
                     })
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             ),
             Message::Response { parts } => (
                 "model",
@@ -160,7 +150,52 @@ fn contents(request: &ModelRequest<'_>) -> Vec<Value> {
             out.push(json!({"role": role, "parts": parts}));
         }
     }
-    out
+    Ok(out)
+}
+
+/// A `functionResponse`: the value as `response` (an object as it is, anything else under
+/// `result`); for content parts, their text under `result` and their media as `parts`
+/// (`inlineData` for bytes, `fileData` for URLs).
+fn function_response(ret: &ToolReturnPart) -> Result<Value, ModelError> {
+    let mut call = Map::new();
+    call.insert("name".into(), (&*ret.name).into());
+    if let Some(parts) = return_parts(ret) {
+        let mut media = Vec::new();
+        for part in &parts {
+            let refuse = |why: &str| refused(Gemini::NAME, ret, part, why);
+            media.push(match part {
+                ContentPart::Text(_) => continue,
+                ContentPart::Image(Image { source }) | ContentPart::Document(Document { source, .. }) => match source {
+                    Source::Data { data, media_type } => {
+                        json!({"inlineData": {"mimeType": media_type, "data": content::base64(data)}})
+                    }
+                    Source::Url { url, media_type: Some(media_type) } => {
+                        json!({"fileData": {"mimeType": media_type, "fileUri": url}})
+                    }
+                    Source::Url { media_type: None, .. } => return Err(refuse("a URL needs its media type")),
+                },
+                ContentPart::Audio(_) => return Err(refuse("a function response holds images and documents")),
+                ContentPart::ResourceLink(_) | ContentPart::Resource(_) => {
+                    return Err(refuse("a resource link has no function-response form"));
+                }
+            });
+        }
+        call.insert("response".into(), json!({"result": texts_of(&parts)}));
+        if !media.is_empty() {
+            call.insert("parts".into(), Value::Array(media));
+        }
+    } else {
+        let response = match &ret.content {
+            Value::Object(_) if ret.is_error => json!({"error": ret.content}),
+            Value::Object(_) => ret.content.clone(),
+            other => json!({"result": other}),
+        };
+        call.insert("response".into(), response);
+    }
+    if !ret.tool_call_id.starts_with(MADE_UP_ID) {
+        call.insert("id".into(), (&*ret.tool_call_id).into());
+    }
+    Ok(Value::Object(call))
 }
 
 /// A `GenerateContentResponse`: a whole answer, or one chunk of a streamed one. `A` is

@@ -6,12 +6,13 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{text_of, tools};
+use super::body::{data_url, refused, return_parts, text_of, texts_of, tools};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
 use super::wire::{self, invalid};
-use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::content::{self, Audio, Document, Image, Part, Source};
+use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
 };
@@ -49,7 +50,7 @@ impl Protocol for OpenAIChat {
     ) -> Result<Value, ModelError> {
         let mut body = Map::new();
         body.insert("model".into(), model.into());
-        body.insert("messages".into(), Value::Array(messages(request)));
+        body.insert("messages".into(), Value::Array(messages(request)?));
         let tools = tools(request, Provider::OpenAiChat)?;
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
@@ -96,22 +97,30 @@ impl Protocol for OpenAIChat {
     }
 }
 
-/// The canonical history as Chat Completions messages.
-fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
+/// The canonical history as Chat Completions messages. A tool message takes only text,
+/// so the media of content parts go in one user message after the request's tool
+/// messages (none may come between a call's message and its tool messages).
+fn messages(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
     let mut out = Vec::new();
     for message in request.messages.iter() {
         match &**message {
             Message::Request { parts } => {
+                let mut media = Vec::new();
                 for part in parts {
+                    if !matches!(part, RequestPart::ToolReturn(_)) && !media.is_empty() {
+                        out.push(json!({"role": "user", "content": std::mem::take(&mut media)}));
+                    }
                     out.push(match part {
                         RequestPart::SystemPrompt { text } => json!({"role": "system", "content": text}),
                         RequestPart::UserPrompt { text } => json!({"role": "user", "content": text}),
-                        RequestPart::ToolReturn(ret) => json!({
-                            "role": "tool",
-                            "tool_call_id": &*ret.tool_call_id,
-                            "content": text_of(&ret.content),
-                        }),
+                        RequestPart::ToolReturn(ret) => {
+                            let content = tool_content(ret, &mut media)?;
+                            json!({"role": "tool", "tool_call_id": &*ret.tool_call_id, "content": content})
+                        }
                     });
+                }
+                if !media.is_empty() {
+                    out.push(json!({"role": "user", "content": media}));
                 }
             }
             Message::Response { .. } => {
@@ -132,7 +141,51 @@ fn messages(request: &ModelRequest<'_>) -> Vec<Value> {
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// A tool message's text; the media of content parts are added to `media`, after a line
+/// saying which call they answer: `image_url` (a URL or a data URL), `input_audio` (WAV
+/// and MP3) and `file` (a data URL with a file name).
+fn tool_content(ret: &ToolReturnPart, media: &mut Vec<Value>) -> Result<String, ModelError> {
+    let Some(parts) = return_parts(ret) else { return Ok(text_of(&ret.content)) };
+    let mut added = Vec::new();
+    for part in &parts {
+        let refuse = |why: &str| refused(OpenAIChat::NAME, ret, part, why);
+        added.push(match part {
+            Part::Text(_) => continue,
+            Part::Image(Image { source: Source::Data { data, media_type } }) => {
+                json!({"type": "image_url", "image_url": {"url": data_url(media_type, data)}})
+            }
+            Part::Image(Image { source: Source::Url { url, .. } }) => {
+                json!({"type": "image_url", "image_url": {"url": url}})
+            }
+            Part::Audio(Audio { data, media_type }) => {
+                let format = match media_type.as_str() {
+                    "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+                    "audio/mpeg" | "audio/mp3" => "mp3",
+                    _ => return Err(refuse("audio is WAV or MP3")),
+                };
+                json!({"type": "input_audio", "input_audio": {"data": content::base64(data), "format": format}})
+            }
+            Part::Document(Document { source: Source::Data { data, media_type }, filename, title }) => {
+                let filename = filename.as_ref().or(title.as_ref()).map_or("document", String::as_str);
+                json!({"type": "file", "file": {"filename": filename, "file_data": data_url(media_type, data)}})
+            }
+            Part::Document(Document { source: Source::Url { .. }, .. }) => {
+                return Err(refuse("a file goes by its bytes, not a URL"));
+            }
+            Part::ResourceLink(_) | Part::Resource(_) => return Err(refuse("a resource link has no message form")),
+        });
+    }
+    let text = texts_of(&parts);
+    if added.is_empty() {
+        return Ok(text);
+    }
+    let which = format!("The content returned by tool call `{}` (`{}`):", ret.tool_call_id, ret.name);
+    media.push(json!({"type": "text", "text": which}));
+    media.extend(added);
+    Ok(if text.is_empty() { "The content is in the next user message.".to_owned() } else { text })
 }
 
 /// `tool_choice` as both OpenAI protocols spell it; `function` wraps the named tool.

@@ -5,13 +5,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{text_of, tools};
+use super::body::{data_url, refused, return_parts, text_of, tools};
 use super::openai_chat::{OpenAIUsage, sampling, tool_choice_value};
 use super::protocol::{Protocol, StreamState};
 use super::settings::Settings;
 use super::sse::SseEvent;
 use super::wire::{self, invalid};
-use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart};
+use crate::content::{Document, Image, Part, Source};
+use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
 use crate::model::{
     FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
 };
@@ -49,7 +50,7 @@ impl Protocol for OpenAIResponses {
     ) -> Result<Value, ModelError> {
         let mut body = Map::new();
         body.insert("model".into(), model.into());
-        body.insert("input".into(), Value::Array(input(request)));
+        body.insert("input".into(), Value::Array(input(request)?));
         body.insert("store".into(), false.into());
         let tools = tools(request, Provider::OpenAiResponses)?;
         if !tools.is_empty() {
@@ -140,7 +141,7 @@ impl Protocol for OpenAIResponses {
     }
 }
 
-fn input(request: &ModelRequest<'_>) -> Vec<Value> {
+fn input(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
     let mut out = Vec::new();
     for message in request.messages.iter() {
         match &**message {
@@ -152,7 +153,7 @@ fn input(request: &ModelRequest<'_>) -> Vec<Value> {
                         RequestPart::ToolReturn(ret) => json!({
                             "type": "function_call_output",
                             "call_id": &*ret.tool_call_id,
-                            "output": text_of(&ret.content),
+                            "output": output(ret)?,
                         }),
                     });
                 }
@@ -172,7 +173,33 @@ fn input(request: &ModelRequest<'_>) -> Vec<Value> {
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// A call's output: text, or for content parts a list of `input_text`, `input_image`
+/// (a URL or a data URL) and `input_file` (a data URL with a file name, or a URL).
+fn output(ret: &ToolReturnPart) -> Result<Value, ModelError> {
+    let Some(parts) = return_parts(ret) else { return Ok(text_of(&ret.content).into()) };
+    let item = |part: &Part| -> Result<Value, ModelError> {
+        Ok(match part {
+            Part::Text(text) => json!({"type": "input_text", "text": text.text}),
+            Part::Image(Image { source: Source::Data { data, media_type } }) => {
+                json!({"type": "input_image", "image_url": data_url(media_type, data)})
+            }
+            Part::Image(Image { source: Source::Url { url, .. } }) => json!({"type": "input_image", "image_url": url}),
+            Part::Document(Document { source: Source::Data { data, media_type }, filename, title }) => {
+                let filename = filename.as_ref().or(title.as_ref()).map_or("document", String::as_str);
+                json!({"type": "input_file", "filename": filename, "file_data": data_url(media_type, data)})
+            }
+            Part::Document(Document { source: Source::Url { url, .. }, .. }) => {
+                json!({"type": "input_file", "file_url": url})
+            }
+            Part::Audio(_) | Part::ResourceLink(_) | Part::Resource(_) => {
+                return Err(refused(OpenAIResponses::NAME, ret, part, "a call output holds text, images and files"));
+            }
+        })
+    };
+    parts.iter().map(item).collect()
 }
 
 /// A response object, as much of it as becomes a [`ModelResponse`].

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::error::ToolError;
+use crate::content::Part;
 
 /// A successful tool call, layered by audience.
 ///
@@ -48,6 +49,22 @@ impl ToolResult {
         self
     }
 
+    /// Shows the model these content parts (text, images, audio, documents, resources)
+    /// instead of the value.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use starweaver::ToolResult;
+    /// use starweaver::content::Image;
+    ///
+    /// let result = ToolResult::new(json!({"id": 7})).with_parts([Image::url("https://example.com/7.png").into()]);
+    /// assert_eq!(result.model_facing_content(), &json!([{"kind": "image", "url": "https://example.com/7.png"}]));
+    /// ```
+    #[must_use]
+    pub fn with_parts(self, parts: impl IntoIterator<Item = Part>) -> Self {
+        self.with_model_content(parts_json(parts))
+    }
+
     /// Attaches an application value.
     #[must_use]
     pub fn with_app_value(mut self, value: Value) -> Self {
@@ -82,7 +99,19 @@ impl ToolResult {
     }
 }
 
-/// What a tool function may return: a [`ToolResult`] as it is, or any `Serialize` value.
+/// Content parts as the model's content: the parts are also the tool's value.
+impl From<Vec<Part>> for ToolResult {
+    fn from(parts: Vec<Part>) -> Self {
+        Self::new(parts_json(parts))
+    }
+}
+
+fn parts_json(parts: impl IntoIterator<Item = Part>) -> Value {
+    Value::Array(parts.into_iter().map(|part| part.to_json()).collect())
+}
+
+/// What a tool function may return: a [`ToolResult`] as it is, or any `Serialize` value
+/// (content parts among them: a [`Part`], an [`Image`](crate::content::Image), a `Vec<Part>`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool's return value",
     note = "return a `ToolResult`, or any type that implements `serde::Serialize`"
