@@ -67,7 +67,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -81,6 +81,11 @@ impl PyAgent {
         dependencies: Option<Py<PyAny>>,
         session_store: Option<Bound<'_, PySessionStore>>,
         require_parameter_descriptions: bool,
+        #[gen_stub(override_type(
+            type_repr = "typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None",
+            imports = ("typing",)
+        ))]
+        elicitation_handler: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -117,6 +122,9 @@ impl PyAgent {
         }
         if let Some(deps) = dependencies {
             builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
+        }
+        if let Some(handler) = elicitation_handler {
+            builder = builder.elicitation_handler(crate::tool::PyElicitationHandler(handler));
         }
         let store = match session_store {
             Some(store) => store.unbind(),

@@ -154,6 +154,23 @@ pub(crate) fn tool_error(py: Python<'_>, err: &PyErr) -> ToolError {
     with_traceback(py, ToolError::execution(format!("{type_name}: {value}")), err)
 }
 
+/// A tool error as the exception of its kind (what `await ctx.elicit(...)` raises when
+/// asking failed), so a tool that does not catch it ends as the runtime would end it.
+pub(crate) fn raise_tool_error(py: Python<'_>, error: &ToolError) -> PyErr {
+    let class = match error.kind() {
+        ToolErrorKind::InvalidArguments => invalid_arguments(py),
+        ToolErrorKind::ModelRetry => model_retry(py),
+        ToolErrorKind::Feedback => feedback(py),
+        ToolErrorKind::UserError => user_error(py),
+        ToolErrorKind::ApprovalRequired => approval_required(py),
+        ToolErrorKind::CallDeferred => call_deferred(py),
+        ToolErrorKind::Cancelled => cancelled(py),
+        ToolErrorKind::Timeout => timeout(py),
+        _ => execution(py),
+    };
+    raise(class, error.message())
+}
+
 fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {
     static FORMAT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let traceback = FORMAT

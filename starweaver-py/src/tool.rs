@@ -11,10 +11,10 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::hitl::ApprovalDecision;
 use starweaver::run_ahead::{ChainLane, RunsAhead};
-use starweaver::tool::LogLevel;
+use starweaver::tool::{ElicitAnswer, Elicitation, ElicitationHandler, LogLevel, Sampling, SamplingMessage};
 use starweaver::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolResult};
 
-use crate::bridge::{Lane, PyAwait};
+use crate::bridge::{Lane, PyAwait, RustFuture};
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::PyApprovalDecision;
@@ -350,6 +350,62 @@ impl PyToolContext {
             .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.message().to_owned()))
     }
 
+    /// Asks the user for a value of type `kind` (a pydantic model, a dataclass, a
+    /// `TypedDict`, or a JSON schema dict of an object of primitive properties), saying why
+    /// with `message`; await it. Gives `Accepted(data)` (the answer validated into `kind`),
+    /// `Declined()` or `Cancelled()` (`starweaver.elicitation`). Over MCP the client asks;
+    /// in an agent run, `create_agent(elicitation_handler=...)` answers.
+    #[gen_stub(override_return_type(
+        type_repr = "typing.Awaitable[elicitation.Elicited[elicitation.T]]",
+        imports = ("typing", "starweaver.elicitation")
+    ))]
+    fn elicit(
+        &self,
+        py: Python<'_>,
+        message: String,
+        #[gen_stub(override_type(
+            type_repr = "type[elicitation.T] | dict[str, typing.Any]",
+            imports = ("typing", "starweaver.elicitation")
+        ))]
+        kind: Py<PyAny>,
+    ) -> PyResult<RustFuture> {
+        let helpers = py.import(pyo3::intern!(py, "starweaver._asking"))?;
+        let schema = helpers.call_method1(pyo3::intern!(py, "schema_of"), (&kind,))?;
+        let schema = convert::to_json(&schema)
+            .map_err(|e| pyo3::exceptions::PyTypeError::new_err(e.within("the schema").to_string()))?;
+        let ctx = self.0.clone();
+        Ok(answered(async move { ctx.elicit(message, schema).await }, "elicited", Some(kind)))
+    }
+
+    /// Asks a model for a completion of `messages` (a prompt, or a list of prompts and
+    /// `{"role": "user" | "assistant", "content": str}` dicts); await a `Sampled` (`text`,
+    /// `model`, `stop_reason`). Over MCP the client's model answers; in an agent run the
+    /// agent's.
+    #[pyo3(signature = (messages, *, max_tokens = 512, system_prompt = None, temperature = None))]
+    #[gen_stub(override_return_type(
+        type_repr = "typing.Awaitable[elicitation.Sampled]",
+        imports = ("typing", "starweaver.elicitation")
+    ))]
+    fn sample(
+        &self,
+        py: Python<'_>,
+        #[gen_stub(override_type(
+            type_repr = "str | typing.Sequence[str | types.SamplingMessageDict]",
+            imports = ("typing", "starweaver.types")
+        ))]
+        messages: &Bound<'_, PyAny>,
+        max_tokens: u32,
+        system_prompt: Option<String>,
+        temperature: Option<f64>,
+    ) -> PyResult<RustFuture> {
+        let helpers = py.import(pyo3::intern!(py, "starweaver._asking"))?;
+        let messages = helpers.call_method1(pyo3::intern!(py, "sampling_messages"), (messages,))?;
+        let messages: Vec<SamplingMessage> = crate::task::from_py(py, &messages, "sampling messages")?;
+        let request = Sampling { messages, max_tokens, system_prompt, temperature };
+        let ctx = self.0.clone();
+        Ok(answered(async move { ctx.sample(request).await }, "sampled", None))
+    }
+
     /// Logs `message` at `level` (`"debug"`, `"info"`, `"notice"`, `"warning"`, `"error"`,
     /// `"critical"`, `"alert"` or `"emergency"`), with optional JSON `data`: a `tool_log`
     /// event of the run, or MCP `notifications/message` when served. Raises `ValueError`
@@ -446,6 +502,66 @@ impl RunsAhead for PythonTool {
     fn lane(&self, _calls: usize) -> Option<Box<dyn ChainLane>> {
         let run_sync = self.run_sync.as_ref()?;
         Lane::new(run_sync, context_to_py, finish).map(|lane| Box::new(lane) as Box<dyn ChainLane>)
+    }
+}
+
+/// What a tool asked, answered: an awaitable of the answer as `starweaver._asking.<into>`
+/// makes it (given the asked `kind` first, if any), or raising the exception of the
+/// failure's kind.
+fn answered<T: serde::Serialize>(
+    asked: impl Future<Output = Result<T, ToolError>> + Send + 'static,
+    into: &'static str,
+    kind: Option<Py<PyAny>>,
+) -> RustFuture {
+    let answered = async move {
+        let answer = asked.await;
+        Python::attach(|py| {
+            let answer = answer.map_err(|error| errors::raise_tool_error(py, &error))?;
+            let answer = convert::serialize_to_py(py, &answer)?;
+            let helpers = py.import(pyo3::intern!(py, "starweaver._asking"))?;
+            let made = match kind {
+                Some(kind) => helpers.call_method1(into, (kind, answer))?,
+                None => helpers.call_method1(into, (answer,))?,
+            };
+            Ok(made.unbind())
+        })
+    };
+    RustFuture::new(answered.boxed(), None)
+}
+
+/// An agent's elicitation handler written in Python: the layer's coroutine function
+/// `(ctx, message, schema) -> {"action", "content"}`, which calls the application's
+/// handler, sync or async, and puts its answer in that form.
+pub(crate) struct PyElicitationHandler(pub(crate) Py<PyAny>);
+
+impl ElicitationHandler for PyElicitationHandler {
+    fn elicit<'a>(
+        &'a self,
+        call: &'a ToolContext,
+        request: &'a Elicitation,
+    ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
+        let started = Python::attach(|py| {
+            let schema = convert::to_py(py, &request.schema)?;
+            let asked = self.0.bind(py).call1((PyToolContext(call.clone()), request.message.as_str(), schema))?;
+            PyAwait::new(asked)
+        });
+        let handler_failed = |py: Python<'_>, err: &PyErr| {
+            let error = errors::tool_error(py, err);
+            ToolError::new(error.kind(), format!("the elicitation handler failed: {}", error.message()))
+        };
+        Box::pin(async move {
+            let answer = match started {
+                Ok(asked) => asked.await,
+                Err(err) => Err(err),
+            };
+            Python::attach(|py| {
+                let answer = answer.map_err(|err| handler_failed(py, &err))?;
+                let answer = convert::to_json(answer.bind(py))
+                    .map_err(|e| ToolError::execution(format!("the elicitation handler's answer is not JSON: {e}")))?;
+                serde_json::from_value(answer)
+                    .map_err(|e| ToolError::execution(format!("the elicitation handler's answer cannot be read: {e}")))
+            })
+        })
     }
 }
 

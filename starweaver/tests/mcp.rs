@@ -307,7 +307,13 @@ impl RawClient {
     }
 
     async fn initialize(&mut self) {
-        self.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#).await;
+        self.initialize_offering(json!({})).await;
+    }
+
+    /// The handshake, offering `capabilities`.
+    async fn initialize_offering(&mut self, capabilities: Value) {
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}});
+        self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).to_string()).await;
         assert_eq!(self.answer().await["result"]["protocolVersion"], "2025-11-25");
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
     }
@@ -505,4 +511,64 @@ async fn served_progress_goes_only_under_the_clients_token_and_logs_respect_its_
     let answer = client.answer().await;
     assert_eq!(answer["id"], 3, "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "ok");
+}
+
+/// A tool that asks the client for a name, then for a haiku about it.
+fn asker() -> McpService {
+    let ask = ToolBuilder::new("ask")
+        .description("Asks the user, then a model.")
+        .handler(|ctx: ToolContext, _: Args| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}});
+            let name = match ctx.elicit("Whose haiku?", schema).await? {
+                starweaver::tool::ElicitAnswer::Accept { content } => {
+                    content["name"].as_str().unwrap_or("?").to_owned()
+                }
+                other => return Ok(json!(format!("no haiku: {other:?}"))),
+            };
+            let sampled = ctx.sample(starweaver::tool::Sampling::prompt(format!("A haiku about {name}"), 60)).await?;
+            Ok(json!(format!("{name}: {} ({})", sampled.text, sampled.model.unwrap_or_default())))
+        })
+        .unwrap();
+    McpService::builder("asker").tool(ask).build().unwrap()
+}
+
+#[tokio::test]
+async fn a_served_tool_asks_the_client_for_input_and_a_completion_with_its_own_message_and_schema() {
+    let mut client = RawClient::serve(asker());
+    client.initialize_offering(json!({"elicitation": {"form": {}}, "sampling": {}})).await;
+    client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}"#).await;
+    let elicit = client.answer().await;
+    assert_eq!(elicit["method"], "elicitation/create", "{elicit}");
+    assert_eq!(elicit["params"]["message"], "Whose haiku?");
+    assert_eq!(elicit["params"]["requestedSchema"]["properties"]["name"], json!({"type": "string", "default": "Ada"}));
+    let answer =
+        json!({"jsonrpc": "2.0", "id": elicit["id"], "result": {"action": "accept", "content": {"name": "Grace"}}});
+    client.send(&answer.to_string()).await;
+    let sample = client.answer().await;
+    assert_eq!(sample["method"], "sampling/createMessage", "{sample}");
+    assert_eq!(
+        sample["params"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "A haiku about Grace"}}])
+    );
+    assert_eq!(sample["params"]["maxTokens"], 60);
+    let completion =
+        json!({"role": "assistant", "content": {"type": "text", "text": "code that sails"}, "model": "m1"});
+    client.send(&json!({"jsonrpc": "2.0", "id": sample["id"], "result": completion}).to_string()).await;
+    let result = client.answer().await;
+    assert_eq!(result["id"], 1, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "Grace: code that sails (m1)");
+}
+
+#[tokio::test]
+async fn a_client_that_offers_no_elicitation_gets_an_error_result_naming_what_was_asked() {
+    let mut client = RawClient::serve(asker());
+    client.initialize().await;
+    client.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{}}}"#).await;
+    let result = client.answer().await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("tool `ask` asked the MCP client for input (elicitation), which the client does not offer"),
+        "{text}"
+    );
 }

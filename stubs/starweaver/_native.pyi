@@ -5,6 +5,7 @@ import asyncio
 import builtins
 import os
 import pathlib
+from starweaver import elicitation
 from starweaver import exceptions
 from starweaver import types
 import typing
@@ -194,7 +195,7 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -849,6 +850,21 @@ class ToolContext:
         with what it is doing now. A `tool_progress` event of the run (the kept log holds
         the last of each call), or MCP `notifications/progress` when served. A plain call,
         from sync and async tools alike; raises `ValueError` for a number that is not finite.
+        """
+    def elicit(self, message: builtins.str, kind: type[elicitation.T] | dict[str, typing.Any]) -> typing.Awaitable[elicitation.Elicited[elicitation.T]]:
+        r"""
+        Asks the user for a value of type `kind` (a pydantic model, a dataclass, a
+        `TypedDict`, or a JSON schema dict of an object of primitive properties), saying why
+        with `message`; await it. Gives `Accepted(data)` (the answer validated into `kind`),
+        `Declined()` or `Cancelled()` (`starweaver.elicitation`). Over MCP the client asks;
+        in an agent run, `create_agent(elicitation_handler=...)` answers.
+        """
+    def sample(self, messages: str | typing.Sequence[str | types.SamplingMessageDict], *, max_tokens: builtins.int = 512, system_prompt: typing.Optional[builtins.str] = None, temperature: typing.Optional[builtins.float] = None) -> typing.Awaitable[elicitation.Sampled]:
+        r"""
+        Asks a model for a completion of `messages` (a prompt, or a list of prompts and
+        `{"role": "user" | "assistant", "content": str}` dicts); await a `Sampled` (`text`,
+        `model`, `stop_reason`). Over MCP the client's model answers; in an agent run the
+        agent's.
         """
     def log(self, level: types.LogLevel, message: builtins.str, data: typing.Optional[typing.Any] = None) -> None:
         r"""

@@ -3,8 +3,7 @@ today: `python -m starweaver serve-mcp tests/conformance/everything.py --http HO
 
 The suite's server scenarios call tools by fixed names (`test_simple_text`,
 `test_error_handling`, ...). Only the tools our public API can write are here; the
-scenarios that need what serve-mcp does not offer yet (sampling,
-elicitation from a tool, resources, prompts, completions) are listed, each with its
+scenarios that need what serve-mcp does not offer yet (resources, prompts, completions) are listed, each with its
 reason, in `expected-failures.txt`.
 """
 
@@ -12,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from typing import Any
 
 from starweaver import ToolContext, UserError, tool
 from starweaver.content import Audio, Image, Resource, Text
+from starweaver.elicitation import Accepted, Elicited
 
 
 @tool
@@ -119,3 +120,74 @@ async def test_tool_with_progress(ctx: ToolContext) -> str:
         if done < 100:
             await asyncio.sleep(0.05)
     return "Tool with progress executed successfully"
+
+
+def _described(answer: Elicited[Any]) -> str:
+    content = answer.data if isinstance(answer, Accepted) else None
+    return f"action={answer.action}, content={content}"
+
+
+@tool
+async def test_elicitation(ctx: ToolContext, message: str) -> str:
+    """Asks the user for a username and an email, with the caller's message."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    return f"User response: {_described(await ctx.elicit(message, schema))}"
+
+
+@tool
+async def test_elicitation_sep1034_defaults(ctx: ToolContext) -> str:
+    """Asks for a value of every primitive type, each with a default (SEP-1034)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    return f"Elicitation completed: {_described(await ctx.elicit('Confirm your details', schema))}"
+
+
+@tool
+async def test_elicitation_sep1330_enums(ctx: ToolContext) -> str:
+    """Asks with every kind of enum schema (SEP-1330)."""
+    titled = [{"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"}]
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": titled},
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                    ]
+                },
+            },
+        },
+    }
+    return f"Elicitation completed: {_described(await ctx.elicit('Pick your options', schema))}"
+
+
+@tool
+async def test_sampling(ctx: ToolContext, prompt: str) -> str:
+    """Asks the client's model to answer `prompt`."""
+    sampled = await ctx.sample(prompt, max_tokens=100)
+    return f"LLM response: {sampled.text}"

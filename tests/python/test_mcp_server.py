@@ -70,7 +70,20 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
     async def scenario(session: ClientSession) -> None:
         listed = await session.list_tools()
         tools = {t.name: t for t in listed.tools}
-        served = {"add", "refuse", "slow", "report", "loud_shout", "waits", "sleeps", "chatty", "wipe", "copy"}
+        served = {
+            "add",
+            "refuse",
+            "slow",
+            "report",
+            "loud_shout",
+            "waits",
+            "sleeps",
+            "chatty",
+            "wipe",
+            "copy",
+            "sign_up",
+            "haiku",
+        }
         assert set(tools) == served, "a tool in a served toolset is served once, as the toolset shows it"
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
@@ -190,6 +203,57 @@ def elicitation(answer: types.ElicitResult, asked: list[str]) -> Any:
         return answer
 
     return callback
+
+
+def recording(answer: types.ElicitResult, asked: list[types.ElicitRequestParams]) -> Any:
+    async def callback(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return answer
+
+    return callback
+
+
+def saying(expected: str) -> Scenario:
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("sign_up", {})
+        assert (result.is_error, text_of(result)) == (False, expected)
+
+    return scenario
+
+
+def test_a_tool_asks_the_client_with_its_own_message_and_schema(with_client: WithClient) -> None:
+    answers = [
+        (
+            types.ElicitResult(action="accept", content={"name": "Ada", "age": 36}),
+            "signed up Ada (36, newsletter=False)",
+        ),
+        (types.ElicitResult(action="decline"), "not signed up: decline"),
+        (types.ElicitResult(action="cancel"), "not signed up: cancel"),
+    ]
+    for answer, said in answers:
+        asked: list[types.ElicitRequestParams] = []
+        with_client(saying(said), elicitation_callback=recording(answer, asked))
+        assert len(asked) == 1 and asked[0].message == "Who is signing up?"
+        schema = asked[0].model_dump(by_alias=True)["requestedSchema"]
+        assert schema["required"] == ["name"]
+        assert schema["properties"]["age"] == {"type": "integer", "default": 30, "minimum": 0, "title": "Age"}
+
+
+def test_a_tool_asks_the_clients_model_by_sampling(with_client: WithClient) -> None:
+    asked: list[types.CreateMessageRequestParams] = []
+
+    async def sample(context: object, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params)
+        reply = types.TextContent(type="text", text="green builds rest")
+        return types.CreateMessageResult(role="assistant", content=reply, model="m1", stop_reason="endTurn")
+
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("haiku", {"topic": "CI"})
+        assert (result.is_error, text_of(result)) == (False, "green builds rest (m1, endTurn)")
+
+    with_client(scenario, sampling_callback=sample)
+    assert [(m.role, getattr(m.content, "text", None)) for m in asked[0].messages] == [("user", "A haiku about CI")]
+    assert (asked[0].max_tokens, asked[0].system_prompt) == (60, "Five, seven, five.")
 
 
 def test_a_tool_that_needs_approval_asks_the_client_by_elicitation(with_client: WithClient) -> None:

@@ -3,6 +3,7 @@ with each `assert_type`. Run by `make lint-python`; never executed."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,7 @@ from starweaver import (
     UserError,
     create_agent,
     create_agent_runtime,
+    elicitation,
     tool,
 )
 from starweaver.content import Audio, Document, Image, Part, Resource, ResourceLink, Text, from_dict
@@ -86,6 +88,11 @@ from starweaver.types import (
     ToolDefinitionOptions,
     ToolProgressEvent,
 )
+
+
+@dataclasses.dataclass
+class Window:
+    start: str
 
 
 @tool
@@ -174,6 +181,11 @@ async def typed_usage() -> None:
             assert_type(event["level"], LogLevel)
     assert_type(ctx.report_progress(1, total=2, message="half"), None)
     assert_type(ctx.log("warning", "slow", data={"ms": 900}), None)
+    answer = await ctx.elicit("Where to?", Window)
+    assert_type(answer, elicitation.Accepted[Window] | elicitation.Declined | elicitation.Cancelled)
+    if isinstance(answer, elicitation.Accepted):
+        assert_type(answer.data, Window)
+    assert_type(await ctx.sample("hi", max_tokens=10), elicitation.Sampled)
     assert_type(result.trace.spans[0].events, list[SpanEvent])
     first = result.messages[0]
     if first["kind"] == "request":

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from ._native import (
     ApprovalDecision,
@@ -19,6 +19,7 @@ from ._native import (
     RunStream,
     SessionStore,
     SqliteSessionStore,
+    ToolContext,
     ToolDefinition,
 )
 from .exceptions import DecisionError, FormatError
@@ -30,9 +31,10 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from .elicitation import Elicited
     from .types import Message, SessionState
 
-__all__ = ["Agent", "AgentSession", "HitlControls", "create_agent", "create_agent_runtime"]
+__all__ = ["Agent", "AgentSession", "ElicitationHandler", "HitlControls", "create_agent", "create_agent_runtime"]
 
 ApprovalRule = str | Mapping[str, object]
 Decision = ApprovalDecision | Mapping[str, object]
@@ -205,6 +207,7 @@ def create_agent(
     dependencies: object = None,
     session_store: SessionStore | str | os.PathLike[str] | None = None,
     require_parameter_descriptions: bool = False,
+    elicitation_handler: ElicitationHandler | None = None,
 ) -> Agent:
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
@@ -213,8 +216,12 @@ def create_agent(
     dicts, or ``"*"``. ``session_store`` keeps sessions opened with
     ``agent.session(session_id=...)``: a ``SessionStore``, or a path for a
     ``SqliteSessionStore`` (in memory when unset). ``require_parameter_descriptions``
-    makes a parameter without a description a registration error. Raises ``RegistrationError`` naming
-    what is wrong, ``SessionStoreError`` when the store cannot be opened."""
+    makes a parameter without a description a registration error. ``elicitation_handler``
+    answers a tool's ``await ctx.elicit(message, T)`` in a run: a function, sync or async,
+    taking ``(ctx, message, schema)`` and returning ``Accepted(data)``, ``Declined()``,
+    ``Cancelled()`` (``starweaver.elicitation``) or a dict (accepted). Raises
+    ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
+    be opened."""
     if isinstance(model, str):
         model = infer_model(model)
     if isinstance(session_store, (str, os.PathLike)):
@@ -231,8 +238,30 @@ def create_agent(
         dependencies=dependencies,
         session_store=session_store,
         require_parameter_descriptions=require_parameter_descriptions,
+        elicitation_handler=_asking(elicitation_handler) if elicitation_handler is not None else None,
     )
     return Agent(native)
+
+
+#: Answers a tool's question for the user: ``(ctx, message, schema)`` to an answer.
+# A string, so `import starweaver` does not load `starweaver.elicitation` (and dataclasses).
+_Answer: TypeAlias = "Elicited[Any] | Mapping[str, Any]"
+ElicitationHandler: TypeAlias = "Callable[[ToolContext, str, dict[str, Any]], _Answer | Awaitable[_Answer]]"
+
+
+def _asking(handler: ElicitationHandler) -> Callable[[ToolContext, str, dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """The handler as the runtime calls it: a coroutine function whose answer is in the
+    runtime's form, whether the handler is sync or async."""
+
+    from ._asking import answer_of
+
+    async def ask(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        answer = handler(ctx, message, schema)
+        if isinstance(answer, Awaitable):
+            answer = await answer
+        return answer_of(answer)
+
+    return ask
 
 
 create_agent_runtime = create_agent

@@ -44,6 +44,7 @@ __all__ = [
     "RunFailedEvent",
     "RunResumedEvent",
     "RunStartEvent",
+    "SamplingMessageDict",
     "SessionState",
     "SpanEvent",
     "SystemPromptPart",
@@ -395,6 +396,13 @@ class ToolLogEvent(_EventHead):
     level: LogLevel
     message: str
     data: NotRequired[Any]
+
+
+class SamplingMessageDict(TypedDict):
+    """One message of ``ctx.sample(...)``'s conversation."""
+
+    role: Literal["user", "assistant"]
+    content: str
 
 
 class SpanEvent(TypedDict):

@@ -10,7 +10,7 @@ use crate::hitl::ApprovalPolicy;
 use crate::model::Model;
 use crate::registry::{Registration, RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::store::SessionStore;
-use crate::tool::Dependencies;
+use crate::tool::{CallChannel, Dependencies};
 use crate::toolset::{RefusedTool, ToolsetContext};
 
 /// A built agent: checked once at build, then only read.
@@ -28,6 +28,8 @@ pub(crate) struct AgentInner {
     pub max_concurrency: Option<usize>,
     pub dependencies: Dependencies,
     pub store: Arc<dyn SessionStore>,
+    /// Answers what the agent's tools ask mid-call (its elicitation handler, its model).
+    pub answerer: Arc<dyn CallChannel>,
 }
 
 /// The tools of one step, and a `tool_refused` event for each tool its toolsets left out.

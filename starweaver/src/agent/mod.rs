@@ -1,5 +1,6 @@
 //! `Agent`: a model, tools, instructions and an approval policy, built once and run many times.
 
+mod answer;
 mod inner;
 mod machine;
 mod options;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use answer::Answerer;
 pub(crate) use inner::AgentInner;
 pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
@@ -29,7 +31,7 @@ use crate::scheduler::{CallRequest, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
-use crate::tool::{CallChannel, Dependencies, Tool, ToolDefinition};
+use crate::tool::{CallChannel, Dependencies, ElicitationHandler, Tool, ToolDefinition};
 use crate::toolset::Toolset;
 
 /// How many model requests a run may make unless the agent says otherwise.
@@ -77,6 +79,7 @@ impl Agent {
             dependencies: Dependencies::new(),
             store: None,
             rules: RegistrationRules::default(),
+            elicitation: None,
         }
     }
 
@@ -207,8 +210,17 @@ impl Agent {
         let approval = task.approval.clone().map(Arc::new);
         let request = CallRequest { part: &task.call, approval, retry: task.retry, ahead: None };
         let inner = &self.inner;
-        let (outcome, events) =
-            invoke_alone(&inner.registry, &inner.dependencies, &run_id.into(), &cancellation, request, listener).await;
+        let answers = Some(inner.answerer.clone());
+        let (outcome, events) = invoke_alone(
+            &inner.registry,
+            &inner.dependencies,
+            &run_id.into(),
+            &cancellation,
+            request,
+            listener,
+            answers,
+        )
+        .await;
         CallResult { outcome, events }
     }
 }
@@ -225,6 +237,7 @@ pub struct AgentBuilder {
     dependencies: Dependencies,
     store: Option<Arc<dyn SessionStore>>,
     rules: RegistrationRules,
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
 }
 
 impl AgentBuilder {
@@ -282,6 +295,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Who answers when a tool asks the user for input mid-call
+    /// ([`ToolContext::elicit`](crate::ToolContext::elicit)): a UI prompt, a chat message,
+    /// a policy. Without one such a call fails, saying so.
+    pub fn elicitation_handler(mut self, handler: impl ElicitationHandler + 'static) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
     /// Where [`Agent::open_session`] keeps sessions: a [`MemorySessionStore`] unless set, or a
     /// [`SqliteSessionStore`](crate::store::SqliteSessionStore) to keep them across processes.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
@@ -309,8 +330,10 @@ impl AgentBuilder {
         }
         let policy = ApprovalPolicy::new(self.approval_rules);
         let registry = Arc::new(ToolRegistry::new(self.tools.entries.clone(), &policy, self.rules)?);
+        let answerer = Arc::new(Answerer { model: self.model.clone(), elicitation: self.elicitation });
         Ok(Agent {
             inner: Arc::new(AgentInner {
+                answerer,
                 model: self.model,
                 registry,
                 tools: self.tools,

@@ -8,17 +8,21 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use futures::future::BoxFuture;
 use rmcp::model::GetMeta;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, ClientRequest, ClientResult, CreateMessageRequestParams, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, GetExtensions, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification, ServerRequest,
 };
-use rmcp::service::{Peer, RoleClient, RoleServer};
+use rmcp::service::{ElicitationMode, OriginatingRequestId, Peer, RoleClient, RoleServer};
 use rmcp::transport::Transport;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::tool::{CallChannel, LogLevel, LogMessage, Progress, ToolContext};
+use crate::tool::{
+    CallChannel, ElicitAnswer, Elicitation, LogLevel, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError,
+};
 
 /// The least severe log message a client session wants; every level until it says.
 #[derive(Default)]
@@ -100,27 +104,143 @@ pub(super) fn progress_of(notification: &ProgressNotificationParam) -> Option<Pr
     Progress::new(notification.progress, notification.total, notification.message.as_deref()).ok()
 }
 
+/// The text of a sampled message: its text blocks, joined.
+fn sampled_text(message: &impl serde::Serialize) -> String {
+    let json = serde_json::to_value(message).unwrap_or_default();
+    let blocks = match json.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().collect(),
+        block => block.into_iter().collect::<Vec<_>>(),
+    };
+    let texts: Vec<&str> = blocks.iter().filter_map(|block| block.get("text").and_then(Value::as_str)).collect();
+    texts.join("\n")
+}
+
 /// A notification to send for a served call.
 pub(super) enum Note {
     Progress(ProgressNotificationParam),
     Log(LoggingMessageNotificationParam),
 }
 
-/// A served call's channel: its reports as notifications, queued in order.
+/// A served call's channel: its reports as notifications, queued in order, and its
+/// questions as requests to the client, sent with the call's own request.
 pub(super) struct Notifier {
     token: Option<ProgressToken>,
     level: Arc<LevelFilter>,
     out: mpsc::UnboundedSender<Note>,
+    peer: Peer<RoleServer>,
+    /// The `tools/call` request: over HTTP, what the call asks rides its stream (SEP-2260).
+    request: RequestId,
 }
 
 impl Notifier {
-    pub(super) fn new(token: Option<ProgressToken>, level: Arc<LevelFilter>) -> (Self, mpsc::UnboundedReceiver<Note>) {
+    pub(super) fn new(
+        token: Option<ProgressToken>,
+        level: Arc<LevelFilter>,
+        peer: Peer<RoleServer>,
+        request: RequestId,
+    ) -> (Self, mpsc::UnboundedReceiver<Note>) {
         let (out, notes) = mpsc::unbounded_channel();
-        (Self { token, level, out }, notes)
+        (Self { token, level, out, peer, request }, notes)
+    }
+
+    /// Asks the client, with the call's request as the question's origin.
+    async fn ask(&self, call: &ToolContext, request: ServerRequest) -> Result<ClientResult, ToolError> {
+        let mut request = request;
+        request.extensions_mut().insert(OriginatingRequestId(self.request.clone()));
+        self.peer.send_request(request).await.map_err(|error| {
+            ToolError::execution(format!(
+                "tool `{}` asked the MCP client, which failed to answer: {error}",
+                call.tool_name()
+            ))
+            .not_retryable()
+        })
     }
 }
 
+/// A call that asked a client that does not offer what it asked for.
+fn not_offered(call: &ToolContext, what: &str) -> ToolError {
+    ToolError::execution(format!(
+        "tool `{}` asked the MCP client for {what}, which the client does not offer",
+        call.tool_name()
+    ))
+    .not_retryable()
+}
+
 impl CallChannel for Notifier {
+    /// Form elicitation with the tool's own message and schema.
+    fn elicit<'a>(
+        &'a self,
+        call: &'a ToolContext,
+        request: &'a Elicitation,
+    ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
+        Box::pin(async move {
+            let schema: ElicitationSchema = serde_json::from_value(request.schema.clone()).map_err(|error| {
+                ToolError::user_error(format!(
+                    "tool `{}` asked for input with a schema MCP elicitation cannot carry (an object of \
+                     string, number, integer, boolean and enum properties): {error}",
+                    call.tool_name()
+                ))
+            })?;
+            if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+                return Err(not_offered(call, "input (elicitation)"));
+            }
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: request.message.clone(),
+                requested_schema: schema,
+            };
+            let asked = ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(params));
+            let ClientResult::ElicitResult(answer) = self.ask(call, asked).await? else {
+                return Err(ToolError::execution("the MCP client answered an elicitation with something else"));
+            };
+            Ok(match answer.action {
+                ElicitationAction::Accept => ElicitAnswer::Accept {
+                    content: match answer.content {
+                        Some(Value::Object(content)) => content,
+                        _ => Map::new(),
+                    },
+                },
+                ElicitationAction::Decline => ElicitAnswer::Decline,
+                // A dismissal, and any action a later revision adds: the user gave nothing.
+                _ => ElicitAnswer::Cancel,
+            })
+        })
+    }
+
+    /// Sampling by the client's model.
+    fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>> {
+        Box::pin(async move {
+            if self.peer.peer_info().is_none_or(|info| info.capabilities.sampling.is_none()) {
+                return Err(not_offered(call, "a completion (sampling)"));
+            }
+            let messages: Vec<Value> = request
+                .messages
+                .iter()
+                .map(|m| serde_json::json!({"role": m.role, "content": {"type": "text", "text": m.text}}))
+                .collect();
+            let mut params = Map::new();
+            params.insert("messages".into(), Value::Array(messages));
+            params.insert("maxTokens".into(), request.max_tokens.into());
+            if let Some(system) = &request.system_prompt {
+                params.insert("systemPrompt".into(), system.as_str().into());
+            }
+            if let Some(temperature) = request.temperature {
+                params.insert("temperature".into(), temperature.into());
+            }
+            let params: CreateMessageRequestParams = serde_json::from_value(Value::Object(params))
+                .map_err(|error| ToolError::user_error(format!("a sampling request MCP cannot carry: {error}")))?;
+            let asked = ServerRequest::CreateMessageRequest(rmcp::model::CreateMessageRequest::new(params));
+            let ClientResult::CreateMessageResult(answer) = self.ask(call, asked).await? else {
+                return Err(ToolError::execution("the MCP client answered a sampling request with something else"));
+            };
+            Ok(Sampled {
+                text: sampled_text(&answer.message),
+                model: Some(answer.model),
+                stop_reason: answer.stop_reason,
+            })
+        })
+    }
+
     fn progress(&self, _: &ToolContext, progress: &Progress) {
         // Progress goes only where the client asked for it, under its token.
         let Some(token) = &self.token else { return };

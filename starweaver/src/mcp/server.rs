@@ -14,7 +14,8 @@ use futures::stream::FuturesUnordered;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressToken, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+    PaginatedRequestParams, ProgressToken, RequestId, ServerCapabilities, ServerConfig, Tool as McpTool,
+    ToolAnnotations,
 };
 use rmcp::service::{ElicitationError, Peer, RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, Value};
@@ -145,6 +146,8 @@ struct Job {
     progress_token: Option<ProgressToken>,
     /// The least severe log message the client wants, shared with its session.
     level: Arc<LevelFilter>,
+    /// The `tools/call` request, which what the call asks the client goes with.
+    request_id: RequestId,
     reply: oneshot::Sender<CallToolResult>,
 }
 
@@ -205,6 +208,7 @@ impl rmcp::ServerHandler for Handler {
             peer: context.peer.clone(),
             progress_token,
             level: self.level.clone(),
+            request_id: context.id.clone(),
             reply,
         };
         self.jobs.send(job).map_err(|_| ErrorData::internal_error("the service has stopped", None))?;
@@ -345,14 +349,15 @@ impl McpService {
             if sequential { (None, Some(barrier.write().await)) } else { (Some(barrier.read().await), None) };
         let run_id: Arc<str> = Arc::from(format!("mcp_{}", uuid::Uuid::new_v4().simple()));
         let part = ToolCallPart::new(format!("{}", uuid::Uuid::new_v4().simple()), job.name, job.arguments);
-        let (notifier, notes) = Notifier::new(job.progress_token, job.level);
+        let (notifier, notes) = Notifier::new(job.progress_token, job.level, job.peer.clone(), job.request_id);
         let listener: Arc<dyn CallChannel> = Arc::new(notifier);
         let call = |approval| {
             let request = CallRequest { part: &part, approval, retry: 0, ahead: None };
             let (registry, dependencies, run_id, cancellation) =
                 (&self.registry, &self.dependencies, &run_id, &job.cancellation);
-            let listener = Some(listener.clone());
-            async move { invoke_alone(registry, dependencies, run_id, cancellation, request, listener).await.0 }
+            // The client hears what the call reports, and answers what it asks.
+            let (listener, answers) = (Some(listener.clone()), Some(listener.clone()));
+            async move { invoke_alone(registry, dependencies, run_id, cancellation, request, listener, answers).await.0 }
         };
         let answer = async {
             let outcome = call(None).await;

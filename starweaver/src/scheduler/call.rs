@@ -120,7 +120,8 @@ impl ToolReturn {
 
 /// Runs one call outside any agent run (an MCP `tools/call`, a durable run's activity)
 /// under a trace and an event log of its own; the events it emitted come back with it.
-/// What the call reports as it runs goes to `listener` too.
+/// What the call reports as it runs goes to `listener` too, and `answers` answers what it
+/// asks.
 pub(crate) async fn invoke_alone(
     registry: &ToolRegistry,
     dependencies: &Dependencies,
@@ -128,6 +129,7 @@ pub(crate) async fn invoke_alone(
     cancellation: &CancellationToken,
     request: CallRequest<'_>,
     listener: Option<Arc<dyn CallChannel>>,
+    answers: Option<Arc<dyn CallChannel>>,
 ) -> (CallOutcome, Vec<EventKind>) {
     let trace = Tracer::new(run_id.clone());
     let (parent, _span) = trace.open(SpanOf::Run, None);
@@ -135,6 +137,7 @@ pub(crate) async fn invoke_alone(
         events: Arc::new(EventLog::new(run_id.clone(), 0, None)),
         trace: Arc::new(trace),
         also: listener,
+        answers,
     });
     let env = CallEnv { run: &run, parent, registry, run_id, cancellation, dependencies, limit: None };
     let outcome = invoke(&env, request).await;

@@ -4,18 +4,23 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::event::{EventKind, EventLog};
-use crate::tool::{CallChannel, LogMessage, Progress, ToolContext};
+use crate::tool::{
+    CallChannel, ElicitAnswer, Elicitation, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError, nobody_to,
+};
 use crate::trace::{PROGRESS, Tracer};
 
 /// One run's channel, shared by all its calls.
 pub(crate) struct RunChannel {
     pub events: Arc<EventLog>,
     pub trace: Arc<Tracer>,
-    /// Told everything too, after the run has recorded it.
+    /// Told every report too, after the run has recorded it.
     pub also: Option<Arc<dyn CallChannel>>,
+    /// Answers what the calls ask (the user, a model); nobody when `None`.
+    pub answers: Option<Arc<dyn CallChannel>>,
 }
 
 impl CallChannel for RunChannel {
@@ -47,6 +52,24 @@ impl CallChannel for RunChannel {
         self.trace.call_event(&call.tool_call_id, "tool_log", attributes);
         if let Some(also) = &self.also {
             also.log(call, log);
+        }
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        call: &'a ToolContext,
+        request: &'a Elicitation,
+    ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
+        match &self.answers {
+            Some(answers) => answers.elicit(call, request),
+            None => Box::pin(std::future::ready(Err(nobody_to(call, "ask the user for input")))),
+        }
+    }
+
+    fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>> {
+        match &self.answers {
+            Some(answers) => answers.sample(call, request),
+            None => Box::pin(std::future::ready(Err(nobody_to(call, "ask a model for a completion")))),
         }
     }
 }

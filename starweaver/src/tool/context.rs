@@ -6,6 +6,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use futures::future::BoxFuture;
+
+use super::ask::{ElicitAnswer, Elicitation, Sampled, Sampling};
 use super::error::ToolError;
 use super::report::{LogLevel, LogMessage, Progress};
 use crate::hitl::ApprovalDecision;
@@ -85,6 +88,79 @@ pub trait CallChannel: Send + Sync {
 
     /// The call `call` logs a message.
     fn log(&self, call: &ToolContext, message: &LogMessage);
+
+    /// The call `call` asks the user for a value. By default nobody can answer.
+    ///
+    /// # Errors
+    /// The question could not be asked (a channel that cannot, a client that went away).
+    fn elicit<'a>(
+        &'a self,
+        call: &'a ToolContext,
+        request: &'a Elicitation,
+    ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
+        let _ = request;
+        Box::pin(std::future::ready(Err(nobody_to(call, "ask the user for input"))))
+    }
+
+    /// The call `call` asks a model for a completion. By default no model can answer.
+    ///
+    /// # Errors
+    /// No model can answer here, or the model failed.
+    fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>> {
+        let _ = request;
+        Box::pin(std::future::ready(Err(nobody_to(call, "ask a model for a completion"))))
+    }
+}
+
+/// Answers a tool's question for the user in an agent run (a UI prompt, a chat message, a
+/// policy). Closures taking the context and the question implement it.
+///
+/// ```
+/// use starweaver::tool::{ElicitAnswer, Elicitation};
+/// use starweaver::{Agent, ToolContext};
+/// # let model = starweaver::testing::TestModel::new([]);
+///
+/// let agent = Agent::builder(model)
+///     .elicitation_handler(|ctx: &ToolContext, question: &Elicitation| {
+///         println!("{} asks: {}", ctx.tool_name(), question.message);
+///         async { Ok(ElicitAnswer::Decline) }
+///     })
+///     .build()
+///     .unwrap();
+/// ```
+pub trait ElicitationHandler: Send + Sync {
+    /// The user's answer to `request`, asked by the call `call` runs.
+    ///
+    /// # Errors
+    /// Asking failed; the tool sees the error.
+    fn elicit<'a>(
+        &'a self,
+        call: &'a ToolContext,
+        request: &'a Elicitation,
+    ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>>;
+}
+
+/// A closure taking the context and the question, and giving a future of the answer that
+/// owns what it needs (clone from the arguments).
+impl<F, Fut> ElicitationHandler for F
+where
+    F: Fn(&ToolContext, &Elicitation) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<ElicitAnswer, ToolError>> + Send + 'static,
+{
+    fn elicit<'a>(
+        &'a self,
+        call: &'a ToolContext,
+        request: &'a Elicitation,
+    ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
+        Box::pin(self(call, request))
+    }
+}
+
+/// The error of a call that asks where nobody can answer: the tool cannot do its work
+/// here, and trying again would not change that.
+pub(crate) fn nobody_to(call: &ToolContext, what: &str) -> ToolError {
+    let message = format!("tool `{}` tried to {what}, but nothing running this call can answer", call.tool_name);
+    ToolError::execution(message).not_retryable()
 }
 
 /// A call's channel, shared by every call of a run.
@@ -260,5 +336,44 @@ impl ToolContext {
     /// ```
     pub fn log(&self, level: LogLevel, message: impl Into<String>, data: Option<serde_json::Value>) {
         self.send_log(&LogMessage { level, message: message.into(), data });
+    }
+
+    /// Asks the user for a value of the shape `schema` gives (an object of primitive
+    /// properties), saying why with `message`. Over MCP the client asks (form
+    /// elicitation); in an agent run the agent's elicitation handler answers.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let ctx = starweaver::ToolContext::detached("deploy");
+    /// let schema = serde_json::json!({"type": "object", "properties": {"env": {"type": "string"}}});
+    /// let err = ctx.elicit("Which environment?", schema).await.unwrap_err();
+    /// assert!(err.message().contains("nothing running this call can answer"));
+    /// # });
+    /// ```
+    ///
+    /// # Errors
+    /// Nothing running the call can ask, or asking failed.
+    pub async fn elicit(
+        &self,
+        message: impl Into<String>,
+        schema: serde_json::Value,
+    ) -> Result<ElicitAnswer, ToolError> {
+        let request = Elicitation { message: message.into(), schema };
+        match &self.channel {
+            Some(channel) => channel.0.elicit(self, &request).await,
+            None => Err(nobody_to(self, "ask the user for input")),
+        }
+    }
+
+    /// Asks a model for a completion: over MCP the client's model (sampling), in an agent
+    /// run the agent's own.
+    ///
+    /// # Errors
+    /// No model can answer here, or the model failed.
+    pub async fn sample(&self, request: Sampling) -> Result<Sampled, ToolError> {
+        match &self.channel {
+            Some(channel) => channel.0.sample(self, &request).await,
+            None => Err(nobody_to(self, "ask a model for a completion")),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! What a tool is: the [`Tool`] trait, its definition, context, result and errors.
 
 mod args;
+mod ask;
 mod builder;
 mod context;
 mod contract;
@@ -12,9 +13,10 @@ mod result;
 pub mod run_ahead;
 
 pub use args::decode_args;
+pub use ask::{ElicitAnswer, Elicitation, Sampled, Sampling, SamplingMessage, SamplingRole};
 pub use builder::{FnTool, ToolBuilder};
-pub(crate) use context::Channel;
-pub use context::{CallChannel, Dependencies, ToolContext};
+pub use context::{CallChannel, Dependencies, ElicitationHandler, ToolContext};
+pub(crate) use context::{Channel, nobody_to};
 pub use contract::Tool;
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
 pub use error::{ToolError, ToolErrorKind};

@@ -6,7 +6,10 @@ import asyncio
 import os
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
+from starweaver.elicitation import Accepted
 
 
 @tool(metadata={"readOnlyHint": True})
@@ -90,3 +93,26 @@ async def copy(ctx: ToolContext, files: int) -> str:
         await asyncio.sleep(0)
     ctx.log("warning", "one file was empty", data={"file": "b.txt"})
     return f"copied {files}"
+
+
+class Contact(BaseModel):
+    name: str
+    age: int = Field(default=30, ge=0)
+    newsletter: bool = False
+
+
+@tool
+async def sign_up(ctx: ToolContext) -> str:
+    """Asks the user for their contact details, validated into `Contact`."""
+    match await ctx.elicit("Who is signing up?", Contact):
+        case Accepted(data=contact):
+            return f"signed up {contact.name} ({contact.age}, newsletter={contact.newsletter})"
+        case other:
+            return f"not signed up: {other.action}"
+
+
+@tool
+async def haiku(ctx: ToolContext, topic: str) -> str:
+    """Asks the client's model for a haiku."""
+    sampled = await ctx.sample([f"A haiku about {topic}"], max_tokens=60, system_prompt="Five, seven, five.")
+    return f"{sampled.text} ({sampled.model}, {sampled.stop_reason})"

@@ -1,0 +1,92 @@
+"""What `ctx.elicit`, `ctx.sample` and an agent's elicitation handler need from Python:
+schemas of the asked types, answers validated into them, and the runtime's forms of
+both. The runtime calls these; `starweaver.elicitation` holds what users see."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from .elicitation import Accepted, Cancelled, Declined, Elicited, Sampled
+
+
+def schema_of(kind: Any) -> dict[str, Any]:
+    """The JSON schema of what `kind` asks for: a dict is the schema itself; a type goes
+    through pydantic, its nested definitions inlined (MCP's form elicitation takes an
+    object of primitive properties, and no `$ref`)."""
+    if isinstance(kind, Mapping):
+        return dict(kind)  # pyright: ignore[reportUnknownArgumentType]
+    from pydantic import TypeAdapter  # only when a tool asks: importing starweaver stays cheap
+
+    schema = TypeAdapter(kind).json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def inline(value: Any) -> Any:
+        if isinstance(value, dict):
+            node = cast("dict[str, Any]", value)
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                return inline(definitions[reference.removeprefix("#/$defs/")])
+            return {key: inline(item) for key, item in node.items()}
+        if isinstance(value, list):
+            return [inline(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+        return value
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
+
+
+def elicited(kind: Any, answer: Mapping[str, Any]) -> Elicited[Any]:
+    """The answer as one of the three, an accepted value validated into `kind` (a schema
+    dict gives the content as it came)."""
+    action = answer["action"]
+    if action == "decline":
+        return Declined()
+    if action == "cancel":
+        return Cancelled()
+    content = answer.get("content", {})
+    if isinstance(kind, Mapping):
+        return Accepted(content)
+    from pydantic import TypeAdapter
+
+    return Accepted(TypeAdapter(kind).validate_python(content))
+
+
+def sampling_messages(messages: str | Sequence[str | Mapping[str, str]]) -> list[dict[str, str]]:
+    """`ctx.sample`'s messages as the runtime takes them: a prompt, or prompts and
+    `{"role", "content"}` dicts."""
+    if isinstance(messages, str):
+        messages = [messages]
+    result: list[dict[str, str]] = []
+    for message in messages:
+        if isinstance(message, str):
+            result.append({"role": "user", "text": message})
+        else:
+            result.append({"role": message["role"], "text": message["content"]})
+    return result
+
+
+def sampled(answer: Mapping[str, Any]) -> Sampled:
+    return Sampled(answer["text"], answer.get("model"), answer.get("stop_reason"))
+
+
+def answer_of(answer: object) -> dict[str, Any]:
+    """What an elicitation handler returned, as the runtime takes it: one of the three,
+    or a dict (an accepted value). Anything else is a `TypeError` naming it."""
+    if isinstance(answer, Accepted):
+        from pydantic import TypeAdapter
+
+        data: object = cast("Accepted[object]", answer).data
+        content: object = TypeAdapter(Any).dump_python(data, mode="json")
+        if not isinstance(content, dict):
+            raise TypeError(f"an accepted answer must be an object, got {type(data).__name__}")
+        return {"action": "accept", "content": cast("dict[str, Any]", content)}
+    if isinstance(answer, Declined):
+        return {"action": "decline"}
+    if isinstance(answer, Cancelled):
+        return {"action": "cancel"}
+    if isinstance(answer, Mapping):
+        return {"action": "accept", "content": dict(answer)}  # pyright: ignore[reportUnknownArgumentType]
+    raise TypeError(
+        f"an elicitation handler must return Accepted(data), Declined(), Cancelled() or a dict, got {type(answer).__name__}"
+    )

@@ -1,0 +1,149 @@
+"""DESIGN.md §19 from Python: a tool asks mid-call. In an agent run the agent's
+`elicitation_handler` asks the user (the answer validated into the type the tool asked
+for) and the agent's own model answers `ctx.sample`. (Over MCP the client answers: see
+test_mcp_server.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+from conftest import call, calls_then_text, returns
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from starweaver import ToolContext, create_agent, tool
+from starweaver.elicitation import Accepted, Cancelled, Declined, Elicited, Sampled
+from starweaver.testing import FunctionModel, Messages
+
+
+class Target(BaseModel):
+    env: str
+    replicas: int = 1
+
+
+@dataclasses.dataclass
+class Window:
+    start: str
+
+
+class Reason(TypedDict):
+    why: str
+
+
+@tool
+async def deploy(ctx: ToolContext) -> str:
+    """Deploys where the user says."""
+    match await ctx.elicit("Where to?", Target):
+        case Accepted(data=target):
+            assert isinstance(target, Target)
+            return f"deployed to {target.env} x{target.replicas}"
+        case Declined():
+            return "declined"
+        case Cancelled():
+            return "cancelled"
+    raise AssertionError("unreachable")
+
+
+def run_deploy(handler: Any) -> str:
+    agent = create_agent(model=calls_then_text([call("c1", "deploy")]), tools=[deploy], elicitation_handler=handler)
+    result = agent.run_sync("go")
+    content = returns(result.messages)[0]["content"]
+    assert isinstance(content, str | dict)
+    return content if isinstance(content, str) else str(content["message"])
+
+
+def test_a_sync_or_async_handler_answers_and_the_answer_is_validated_into_the_asked_type() -> None:
+    asked: list[tuple[str, str, dict[str, Any]]] = []
+
+    def accept(ctx: ToolContext, message: str, schema: dict[str, Any]) -> Elicited[Any]:
+        asked.append((ctx.tool_call_id, message, schema))
+        return Accepted({"env": "prod", "replicas": "3"})
+
+    async def decline(ctx: ToolContext, message: str, schema: dict[str, Any]) -> Elicited[Any]:
+        await asyncio.sleep(0)
+        return Declined()
+
+    assert run_deploy(accept) == "deployed to prod x3"
+    assert asked[0][:2] == ("c1", "Where to?")
+    assert asked[0][2]["required"] == ["env"] and asked[0][2]["properties"]["replicas"]["default"] == 1
+    assert run_deploy(decline) == "declined"
+    assert run_deploy(lambda ctx, message, schema: Cancelled()) == "cancelled"
+    assert run_deploy(lambda ctx, message, schema: {"env": "staging"}) == "deployed to staging x1", "a dict accepts"
+
+
+def test_an_answer_that_does_not_fit_or_a_handler_that_fails_is_the_calls_error() -> None:
+    assert "validation error" in run_deploy(lambda ctx, message, schema: {"replicas": 2})
+
+    def broken(ctx: ToolContext, message: str, schema: dict[str, Any]) -> Elicited[Any]:
+        raise RuntimeError("the UI is gone")
+
+    assert "the elicitation handler failed: RuntimeError: the UI is gone" in run_deploy(broken)
+    assert "must return Accepted(data), Declined(), Cancelled() or a dict, got int" in run_deploy(
+        lambda ctx, message, schema: 42
+    )
+
+
+def test_without_a_handler_asking_fails_the_call_saying_how_to_give_one() -> None:
+    message = run_deploy(None)
+    assert "tool `deploy` asked the user for input" in message and "elicitation_handler" in message
+
+
+def test_dataclasses_typeddicts_and_schema_dicts_can_be_asked_for() -> None:
+    @tool
+    async def plan(ctx: ToolContext) -> str:
+        window = await ctx.elicit("When?", Window)
+        reason = await ctx.elicit("Why?", Reason)
+        # A schema dict gives the content as it came: say what you expect.
+        raw: Elicited[dict[str, Any]] = await ctx.elicit("Anything else?", {"properties": {"note": {"type": "string"}}})
+        assert isinstance(window, Accepted) and isinstance(reason, Accepted) and isinstance(raw, Accepted)
+        assert isinstance(window.data, Window)
+        return f"{window.data.start} {reason.data['why']} {raw.data['note']}"
+
+    answers = {"When?": {"start": "9:00"}, "Why?": {"why": "quiet"}, "Anything else?": {"note": "none"}}
+    agent = create_agent(
+        model=calls_then_text([call("c1", "plan")]),
+        tools=[plan],
+        elicitation_handler=lambda ctx, message, schema: answers[message],
+    )
+    assert returns(agent.run_sync("go").messages)[0]["content"] == "9:00 quiet none"
+
+
+def test_sampling_in_a_run_asks_the_agents_own_model_without_tools() -> None:
+    @tool
+    async def summarise(ctx: ToolContext) -> str:
+        sampled = await ctx.sample(
+            ["The build is green.", {"role": "assistant", "content": "Noted."}, "Summarise."],
+            max_tokens=50,
+            system_prompt="Be brief.",
+        )
+        assert isinstance(sampled, Sampled)
+        return sampled.text
+
+    seen: list[tuple[int, int]] = []
+
+    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+        seen.append((len(messages), len(info["tools"])))
+        if not info["tools"]:
+            kinds = [messages[i]["kind"] for i in range(len(messages))]
+            assert kinds == ["request", "request", "response", "request"], kinds
+            return {"text": "Green."}
+        return {"tool_calls": [call("c1", "summarise")]} if len(messages) == 1 else {"text": "done"}
+
+    result = create_agent(model=FunctionModel(model), tools=[summarise]).run_sync("go")
+    assert returns(result.messages)[0]["content"] == "Green."
+    assert seen[1] == (4, 0)
+
+
+def test_asking_outside_any_run_raises_naming_the_tool() -> None:
+    ctx = ToolContext.detached("deploy")
+
+    async def go() -> None:
+        with pytest.raises(Exception, match="tool `deploy` tried to ask the user for input"):
+            await ctx.elicit("Where to?", Target)
+        with pytest.raises(Exception, match="tool `deploy` tried to ask a model for a completion"):
+            await ctx.sample("hi")
+
+    asyncio.run(go())
