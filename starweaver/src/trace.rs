@@ -175,8 +175,10 @@ impl GenAi {
     }
 }
 
-/// The name of a call's progress event, of which a span keeps the last.
+/// The names of a call's span events: its progress, of which a span keeps the last, and
+/// its log messages.
 pub(crate) const PROGRESS: &str = "tool_progress";
+pub(crate) const LOG: &str = "tool_log";
 
 /// An open span: close it with [`Tracer::close`].
 #[derive(Debug, Clone, Copy)]
@@ -261,10 +263,12 @@ impl Tracer {
         }
     }
 
-    /// Records `event` on the span of call `tool_call_id` that is still open (a call's
-    /// channel may outlive it). Only the last `tool_progress` of a call is kept, as in the
-    /// event log. Calls that report are running, so their spans are among the last opened.
-    pub(crate) fn call_event(&self, tool_call_id: &str, name: &'static str, attributes: Map<String, Value>) {
+    /// Records `event` on the span of call `tool_call_id` if that call is still running,
+    /// and says whether it was: a tool that kept its context past its call (a timed-out
+    /// thread, a spawned task) must not report into the run as if it were running. Only
+    /// the last `tool_progress` of a call is kept, as in the event log. Calls that report
+    /// are running, so their spans are among the last opened.
+    pub(crate) fn call_event(&self, tool_call_id: &str, name: &'static str, attributes: Map<String, Value>) -> bool {
         let at_us = self.elapsed_us();
         let mut spans = self.spans();
         let Some(span) = spans.iter_mut().rev().find(|span| {
@@ -272,7 +276,7 @@ impl Tracer {
                 && span.kind == SpanKind::ToolCall
                 && span.tool_call_id.as_deref() == Some(tool_call_id)
         }) else {
-            return;
+            return false;
         };
         if name == PROGRESS
             && let Some(last) = span.events.iter().rposition(|event| event.name == PROGRESS)
@@ -280,6 +284,7 @@ impl Tracer {
             span.events.remove(last);
         }
         span.events.push(SpanEvent { name, at_us, attributes });
+        true
     }
 
     /// The trace. A span still open was dropped unfinished (its run was cancelled), so it

@@ -245,3 +245,45 @@ async fn a_report_that_is_not_a_finite_number_is_the_tools_user_error() {
     assert_eq!(returns[0].content["message"], "progress `total` must be a finite number, got NaN");
     assert!(!result.events.iter().any(|e| matches!(e.kind, EventKind::ToolProgress { .. })));
 }
+
+#[tokio::test]
+async fn a_tool_that_keeps_its_context_past_its_call_cannot_report_into_the_run() {
+    type Gate = Arc<Mutex<Option<tokio::sync::oneshot::Receiver<()>>>>;
+    let (go, gate) = tokio::sync::oneshot::channel::<()>();
+    let (reported, done) = tokio::sync::oneshot::channel::<()>();
+    let gate: Gate = Arc::new(Mutex::new(Some(gate)));
+    let done: Gate = Arc::new(Mutex::new(Some(done)));
+    let reported = Arc::new(Mutex::new(Some(reported)));
+    let go = Arc::new(Mutex::new(Some(go)));
+    // `early` returns at once, leaving a task that reports once `late` runs.
+    let early = raw_tool(ToolBuilder::new("early"), move |ctx: ToolContext, _: Args| {
+        let (gate, reported) = (gate.lock().unwrap().take().unwrap(), reported.lock().unwrap().take().unwrap());
+        tokio::spawn(async move {
+            gate.await.unwrap();
+            ctx.report_progress(99.0, None, Some("after my call ended")).unwrap();
+            ctx.log(LogLevel::Info, "after my call ended", None);
+            reported.send(()).unwrap();
+        });
+        async { Ok(ok()) }
+    });
+    let late = raw_tool(ToolBuilder::new("late"), move |_: ToolContext, _: Args| {
+        let (go, done) = (go.lock().unwrap().take().unwrap(), done.lock().unwrap().take().unwrap());
+        async move {
+            go.send(()).unwrap();
+            done.await.unwrap();
+            Ok(ok())
+        }
+    });
+    let model = Arc::new(starweaver::testing::TestModel::new([
+        starweaver::testing::TestModel::tool_call_response([call("c1", "early", json!({}))]),
+        starweaver::testing::TestModel::tool_call_response([call("c2", "late", json!({}))]),
+        starweaver::ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model).tool(early).tool(late).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    let stale =
+        result.events.iter().any(|e| matches!(e.kind, EventKind::ToolProgress { .. } | EventKind::ToolLog { .. }));
+    assert!(!stale, "{:?}", kinds(&result.events));
+    assert!(result.trace.spans.iter().all(|s| s.events.is_empty()));
+}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from typing import Any
 
 import pytest
@@ -147,3 +148,19 @@ def test_asking_outside_any_run_raises_naming_the_tool() -> None:
             await ctx.sample("hi")
 
     asyncio.run(go())
+
+
+class Node(BaseModel):
+    name: str
+    child: Node | None = None
+
+
+def test_what_cannot_be_asked_is_named_before_anything_is_sent() -> None:
+    ctx = ToolContext.detached("t")
+    with pytest.raises(TypeError, match="refers to itself through 'Node'"):
+        ctx.elicit("A tree?", Node)
+    with pytest.raises(
+        TypeError,
+        match=re.escape('a sampling message is a str or a {"role": "user" | "assistant", "content": str} dict'),
+    ):
+        ctx.sample([{"role": "user", "text": "hi"}])  # type: ignore[list-item]

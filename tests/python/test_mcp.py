@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import call, returns
 
-from starweaver import ToolsetError, create_agent
+from starweaver import ToolContext, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
 from starweaver.mcp import MCPServerStdio
 from starweaver.testing import TestModel
@@ -72,6 +72,32 @@ def test_an_mcp_servers_progress_and_logs_are_events_of_the_call() -> None:
         assert kinds.count("tool_progress") == 1, "the kept log holds the call's last progress"
 
     asyncio.run(scenario())
+
+
+def test_a_chatty_server_beside_a_chatty_sync_tool_never_deadlocks_the_run() -> None:
+    """The server's reports are made on the run's own task, never on rmcp's: there, waking
+    the stream's reader (which takes the interpreter lock) while the run's event log was
+    held by a sync tool's report, which holds the interpreter lock, hung the run."""
+
+    @tool
+    def busy(ctx: ToolContext) -> str:
+        for done in range(20_000):
+            sum(range(50))
+            ctx.report_progress(done)
+        return "busy"
+
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [TestModel.tool_call_response([call("c1", "copy", {"files": 2_000}), call("c2", "busy")]), {"text": "done"}]
+        )
+        async with echo() as server:
+            stream = create_agent(model=model, toolsets=[server], tools=[busy]).run_stream("go")
+            reports = sum([event["type"] == "tool_progress" async for event in stream])
+            result = await stream.result()
+        assert result.status == "completed"
+        assert reports == 2_001 + 20_000
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=120))
 
 
 def test_an_approval_policy_on_an_mcp_toolset_waits_then_runs() -> None:

@@ -21,15 +21,21 @@ def schema_of(kind: Any) -> dict[str, Any]:
     schema = TypeAdapter(kind).json_schema()
     definitions = schema.pop("$defs", {})
 
-    def inline(value: Any) -> Any:
+    def inline(value: Any, seen: tuple[str, ...] = ()) -> Any:
         if isinstance(value, dict):
             node = cast("dict[str, Any]", value)
             reference = node.get("$ref")
             if isinstance(reference, str) and reference.startswith("#/$defs/"):
-                return inline(definitions[reference.removeprefix("#/$defs/")])
-            return {key: inline(item) for key, item in node.items()}
+                name = reference.removeprefix("#/$defs/")
+                if name in seen:
+                    raise TypeError(
+                        f"{kind!r} refers to itself through {name!r}; what a tool asks the user for is "
+                        "an object of primitive properties"
+                    )
+                return inline(definitions[name], (*seen, name))
+            return {key: inline(item, seen) for key, item in node.items()}
         if isinstance(value, list):
-            return [inline(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+            return [inline(item, seen) for item in value]  # pyright: ignore[reportUnknownVariableType]
         return value
 
     inlined: dict[str, Any] = inline(schema)
@@ -52,7 +58,7 @@ def elicited(kind: Any, answer: Mapping[str, Any]) -> Elicited[Any]:
     return Accepted(TypeAdapter(kind).validate_python(content))
 
 
-def sampling_messages(messages: str | Sequence[str | Mapping[str, str]]) -> list[dict[str, str]]:
+def sampling_messages(messages: str | Sequence[object]) -> list[dict[str, str]]:
     """`ctx.sample`'s messages as the runtime takes them: a prompt, or prompts and
     `{"role", "content"}` dicts."""
     if isinstance(messages, str):
@@ -61,8 +67,16 @@ def sampling_messages(messages: str | Sequence[str | Mapping[str, str]]) -> list
     for message in messages:
         if isinstance(message, str):
             result.append({"role": "user", "text": message})
+        elif isinstance(message, Mapping) and isinstance(
+            text := cast("Mapping[str, object]", message).get("content"), str
+        ):
+            role = cast("Mapping[str, object]", message).get("role", "user")
+            result.append({"role": str(role), "text": text})
         else:
-            result.append({"role": message["role"], "text": message["content"]})
+            raise TypeError(
+                'a sampling message is a str or a {"role": "user" | "assistant", "content": str} dict, '
+                f"got {message!r}"
+            )
     return result
 
 

@@ -23,6 +23,7 @@ Temporal retries; Temporal starts a call again only when its worker was lost.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Literal
@@ -145,16 +146,20 @@ class _Reports:
     def __init__(self) -> None:
         self.logs: list[Event] = []
         self.progress: Event | None = None
+        # The tool's thread hears while the activity's takes.
+        self.lock = threading.Lock()
 
     def heard(self, event: Event) -> None:
-        if event["type"] == "tool_progress":
-            self.progress = event
-        else:
-            self.logs.append(event)
+        with self.lock:
+            if event["type"] == "tool_progress":
+                self.progress = event
+            else:
+                self.logs.append(event)
 
     def take(self) -> list[Event]:
-        taken = self.logs + ([self.progress] if self.progress is not None else [])
-        self.logs, self.progress = [], None
+        with self.lock:
+            taken = self.logs + ([self.progress] if self.progress is not None else [])
+            self.logs, self.progress = [], None
         return taken
 
 

@@ -12,7 +12,7 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
-use super::notify::{InFlight, Tap};
+use super::notify::{InFlight, Tap, reporting};
 use super::wire::{ClientTransport, Fault};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::toolset::{Toolset, ToolsetContext, ToolsetError};
@@ -384,10 +384,18 @@ impl Inner {
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments.clone());
         }
-        let listening = ctx.filter(|ctx| ctx.listens()).map(|ctx| self.calls.listen(ctx));
-        if let Some(listening) = &listening {
-            listening.mark(params.meta.get_or_insert_with(Default::default));
+        match ctx.filter(|ctx| ctx.listens()) {
+            Some(ctx) => {
+                let (listening, reports) = self.calls.listen(name);
+                listening.mark(params.meta.get_or_insert_with(Default::default));
+                reporting(self.send_call(name, params), reports, ctx).await
+            }
+            None => self.send_call(name, params).await,
         }
+    }
+
+    /// Sends a call, once more if the transport failed.
+    async fn send_call(&self, name: &str, params: CallToolRequestParams) -> Result<CallToolResult, String> {
         let mut attempt = 0;
         loop {
             let (client, generation) = self.client().await?;

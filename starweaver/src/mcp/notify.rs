@@ -351,6 +351,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
 /// The `_meta` key that names a call's listener on its way out; taken off before it leaves.
 const LISTENER_KEY: &str = "io.starweaver/listener";
 
+/// What a server sent about one of our calls, queued for the call to report on its own
+/// task: never from rmcp's, which must not wait on a run (a Python run's log takes the
+/// interpreter lock to wake its reader).
+pub(super) enum Heard {
+    Progress(Progress),
+    Log(LogMessage),
+}
+
 /// The calls in flight to one server that listen for its notifications, oldest first.
 #[derive(Default)]
 pub(super) struct InFlight {
@@ -362,7 +370,9 @@ struct Listener {
     id: u64,
     /// The progress token its request went out with, once it has.
     token: Option<ProgressToken>,
-    ctx: ToolContext,
+    /// The tool's name on the server, which our server gives as a log message's logger.
+    tool: String,
+    heard: mpsc::UnboundedSender<Heard>,
 }
 
 /// A call's place in [`InFlight`], given up when dropped.
@@ -385,11 +395,13 @@ impl Drop for Listening<'_> {
 }
 
 impl InFlight {
-    /// Listens for the notifications of the call `ctx` is about to make.
-    pub(super) fn listen(&self, ctx: &ToolContext) -> Listening<'_> {
+    /// Listens for the notifications of a call about to be made to the server's `tool`;
+    /// what is heard arrives on the receiver.
+    pub(super) fn listen(&self, tool: &str) -> (Listening<'_>, mpsc::UnboundedReceiver<Heard>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().push(Listener { id, token: None, ctx: ctx.clone() });
-        Listening { calls: self, id }
+        let (heard, reports) = mpsc::unbounded_channel();
+        self.lock().push(Listener { id, token: None, tool: tool.to_owned(), heard });
+        (Listening { calls: self, id }, reports)
     }
 
     fn bind(&self, id: u64, token: ProgressToken) {
@@ -398,26 +410,62 @@ impl InFlight {
         }
     }
 
-    /// A server's progress, reported by the call whose token it names.
+    /// A server's progress, for the call whose token it names.
     pub(super) fn progress(&self, notification: &ProgressNotificationParam) {
         let Some(progress) = progress_of(notification) else { return };
         let calls = self.lock();
         if let Some(listener) = calls.iter().find(|l| l.token.as_ref() == Some(&notification.progress_token)) {
-            listener.ctx.send_progress(&progress);
+            drop(listener.heard.send(Heard::Progress(progress)));
         }
     }
 
-    /// A server's log message, reported by its oldest call in flight: MCP's log
-    /// notifications name no request. With none in flight, it belongs to no run.
+    /// A server's log message. MCP's log notifications name no request, so it goes to the
+    /// one call in flight, or else to the one call of the tool its logger names (our
+    /// server names the tool); otherwise it belongs to no run we can tell, and giving it to
+    /// some call could show one session another's logs.
     pub(super) fn log(&self, notification: LoggingMessageNotificationParam) {
         let calls = self.lock();
-        match calls.first() {
-            Some(listener) => listener.ctx.send_log(&log_message(notification)),
-            None => tracing::debug!(?notification, "an MCP server logged outside any call"),
+        let named = |listener: &&Listener| notification.logger.as_deref() == Some(listener.tool.as_str());
+        let listener = match calls.as_slice() {
+            [only] => Some(only),
+            _ => {
+                let mut of_tool = calls.iter().filter(named);
+                of_tool.next().filter(|_| of_tool.next().is_none())
+            }
+        };
+        match listener {
+            Some(listener) => drop(listener.heard.send(Heard::Log(log_message(notification)))),
+            None => tracing::debug!(?notification, "an MCP server's log message matches no single call in flight"),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
         self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Runs `call` while `ctx` reports what the server says of it, on this task, then
+/// reports what is left, so every report comes before the call's return.
+pub(super) async fn reporting<T>(
+    call: impl Future<Output = T>,
+    mut reports: mpsc::UnboundedReceiver<Heard>,
+    ctx: &ToolContext,
+) -> T {
+    let report = |heard: Heard| match heard {
+        Heard::Progress(progress) => ctx.send_progress(&progress),
+        Heard::Log(log) => ctx.send_log(&log),
+    };
+    tokio::pin!(call);
+    let answer = loop {
+        tokio::select! {
+            biased;
+            answer = &mut call => break answer,
+            Some(heard) = reports.recv() => report(heard),
+        }
+    };
+    reports.close();
+    while let Ok(heard) = reports.try_recv() {
+        report(heard);
+    }
+    answer
 }

@@ -1,6 +1,7 @@
 //! Where a call's progress and log messages go when the runtime runs it: the run's
 //! events, the call's span in the trace, and whatever else the caller listens with (an
-//! MCP client's notifications, an engine's heartbeats).
+//! MCP client's notifications, an engine's heartbeats), while the call runs; and who
+//! answers what it asks.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use crate::event::{EventKind, EventLog};
 use crate::tool::{
     CallChannel, ElicitAnswer, Elicitation, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError, nobody_to,
 };
-use crate::trace::{PROGRESS, Tracer};
+use crate::trace::{LOG, PROGRESS, Tracer};
 
 /// One run's channel, shared by all its calls.
 pub(crate) struct RunChannel {
@@ -25,7 +26,6 @@ pub(crate) struct RunChannel {
 
 impl CallChannel for RunChannel {
     fn progress(&self, call: &ToolContext, progress: &Progress) {
-        self.events.emit(EventKind::progress(call, progress));
         let mut attributes = Map::new();
         attributes.insert("progress".into(), progress.progress.into());
         if let Some(total) = progress.total {
@@ -34,14 +34,16 @@ impl CallChannel for RunChannel {
         if let Some(message) = &progress.message {
             attributes.insert("message".into(), message.as_str().into());
         }
-        self.trace.call_event(&call.tool_call_id, PROGRESS, attributes);
+        if !self.trace.call_event(&call.tool_call_id, PROGRESS, attributes) {
+            return;
+        }
+        self.events.emit(EventKind::progress(call, progress));
         if let Some(also) = &self.also {
             also.progress(call, progress);
         }
     }
 
     fn log(&self, call: &ToolContext, log: &LogMessage) {
-        self.events.emit(EventKind::log(call, log));
         let mut attributes = Map::new();
         attributes.insert("level".into(), log.level.as_str().into());
         attributes.insert("message".into(), log.message.as_str().into());
@@ -49,7 +51,10 @@ impl CallChannel for RunChannel {
             // OpenTelemetry attributes are scalars: the data goes as JSON text.
             attributes.insert("data".into(), Value::String(data.to_string()));
         }
-        self.trace.call_event(&call.tool_call_id, "tool_log", attributes);
+        if !self.trace.call_event(&call.tool_call_id, LOG, attributes) {
+            return;
+        }
+        self.events.emit(EventKind::log(call, log));
         if let Some(also) = &self.also {
             also.log(call, log);
         }
