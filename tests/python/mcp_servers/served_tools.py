@@ -6,6 +6,8 @@ import asyncio
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
 
 
@@ -90,3 +92,25 @@ async def copy(ctx: ToolContext, files: int) -> str:
         await asyncio.sleep(0)
     ctx.log("warning", "one file was empty", data={"file": "b.txt"})
     return f"copied {files}"
+
+
+class Forecast(BaseModel):
+    """The weather in one city."""
+
+    city: str
+    celsius: float
+
+
+@tool
+def forecast(city: str) -> Forecast:
+    """Forecast the weather: a return annotation, so an output schema and structured content."""
+    return Forecast(city=city, celsius=21.5)
+
+
+ROWS = {"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}, "required": ["rows"]}
+
+
+@tool(return_schema=ROWS)
+def rows() -> dict[str, list[object]]:
+    """Returns a value its own return schema does not allow."""
+    return {"rows": [1, "two"]}
