@@ -70,3 +70,9 @@ fn the_quickstart_example_tools() {
         snapshot(&corpus::quickstart::deploy_tool());
     });
 }
+
+#[test]
+fn return_schemas_derived_and_explicit() {
+    snapshot(&corpus::forecast_tool());
+    snapshot(&corpus::status_tool());
+}

@@ -188,3 +188,36 @@ pub async fn nap(millis: u64) -> u64 {
 pub fn explode(reason: String) -> String {
     panic!("{reason}")
 }
+
+/// The weather in one city.
+#[derive(Serialize, JsonSchema)]
+pub struct Forecast {
+    /// The city.
+    pub city: String,
+    /// Degrees Celsius.
+    pub celsius: f64,
+}
+
+/// Forecast the weather; `return_schema` alone requires the value type to have one.
+#[tool(return_schema)]
+pub async fn forecast(city: String) -> Result<Forecast, ToolError> {
+    Ok(Forecast { city, celsius: 21.5 })
+}
+
+/// A service's status, with a return schema narrower than `String`'s.
+#[tool(return_schema = r#"{"type": "string", "enum": ["up", "down"]}"#)]
+pub async fn status(service: String) -> String {
+    if service == "web" { "up".to_owned() } else { service }
+}
+
+/// Count the arguments; `return_schema = false` declares none for a typed return.
+#[tool(return_schema = false)]
+pub async fn count_untyped(items: Vec<String>) -> usize {
+    items.len()
+}
+
+/// A picture: content parts are what the model sees, not a structured value.
+#[tool]
+pub async fn picture() -> starweaver::content::Image {
+    starweaver::content::Image::url("https://example.com/a.png")
+}

@@ -86,3 +86,20 @@ fn the_checker_catches_what_each_provider_refuses() {
     let anthropic = json!({"name": "t", "input_schema": {"type": "string"}, "strict": true});
     assert_eq!(check(Provider::Anthropic, &anthropic).len(), 2);
 }
+
+/// A return schema is for MCP clients and the host: no provider format carries it.
+#[test]
+fn return_schemas_never_reach_a_provider() {
+    let typed = starweaver_tests::forecast_tool().definition().clone();
+    assert!(typed.return_schema.is_some());
+    let plain = starweaver::ToolDefinition { return_schema: None, ..typed.clone() };
+    for provider in Provider::ALL {
+        for (mode, strict) in MODES {
+            assert_eq!(
+                render(&typed, provider, strict).unwrap(),
+                render(&plain, provider, strict).unwrap(),
+                "{provider} {mode}"
+            );
+        }
+    }
+}

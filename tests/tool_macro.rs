@@ -222,3 +222,21 @@ fn the_macro_takes_every_tool_option() {
         assert!(expected.contains(&format!("`{option}`")), "`#[tool]` does not take `{option}`: {expected}");
     }
 }
+
+/// A return type with `JsonSchema` gives a return schema unless `return_schema = false`;
+/// `ToolResult`, `serde_json::Value` and content parts (no schema, or one that says nothing
+/// about the value) give none, without the user opting out.
+#[test]
+fn return_schemas_come_from_typed_returns_unless_opted_out() {
+    assert_eq!(corpus::add_tool().definition().return_schema.as_ref().unwrap()["type"], "integer");
+    assert_eq!(corpus::read_text_tool().definition().return_schema, Some(json!({"type": "string"})));
+    for none in [
+        corpus::count_untyped_tool().definition().return_schema.clone(),
+        corpus::picture_tool().definition().return_schema.clone(),
+        corpus::deploy_tool().definition().return_schema.clone(),
+        corpus::lookup_tool().definition().return_schema.clone(),
+        corpus::create_ticket_tool().definition().return_schema.clone(),
+    ] {
+        assert_eq!(none, None);
+    }
+}

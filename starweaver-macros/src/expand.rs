@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn};
 
 use crate::ctxt::Ctxt;
-use crate::model::{Output, Param, ToolFn};
+use crate::model::{Output, Param, ReturnSchema, ToolFn};
 use crate::parse::{self, ArgDefault, Value};
 use crate::symbol::PARAMETERS_SCHEMA;
 use crate::validate;
@@ -86,6 +86,7 @@ fn emit(tool: &ToolFn<'_>) -> TokenStream {
         Output::Plain(Some(ty)) => quote_spanned!(ty.span()=> #private::plain_output::<#ty>(__ret)),
         Output::Plain(None) => quote!(#private::plain_output(__ret)),
     };
+    let derive_return = derive_return(tool);
     let builder = builder(tool);
     let doc = format!(
         "The [`{krate}::Tool`] made by `#[tool]` from [`{ident}`]: register it with `.tool({handle}())`.",
@@ -99,12 +100,46 @@ fn emit(tool: &ToolFn<'_>) -> TokenStream {
         #vis fn #handle() -> impl #krate::Tool {
             #args_items
 
-            #private::tool(#builder, #derive, |__ctx: #krate::ToolContext, __args: #args_ty| async move {
+            #private::tool(#builder, #derive, #derive_return, |__ctx: #krate::ToolContext, __args: #args_ty| async move {
                 let __ret = #invoke;
                 #output
             })
         }
     }
+}
+
+/// How the return schema is made: from the value type (the `Ok` type of a `Result`), by
+/// autoref specialisation unless `return_schema` alone requires `JsonSchema` of it.
+fn derive_return(tool: &ToolFn<'_>) -> TokenStream {
+    let private = {
+        let krate = &tool.krate;
+        quote!(#krate::__private)
+    };
+    let none = quote!(::core::option::Option::None);
+    let (value_ty, span) = match &tool.output {
+        // An `impl Trait` cannot be named where the schema is made.
+        Output::Fallible(ty) | Output::Plain(Some(ty)) if mentions_impl(ty.to_token_stream()) => return none,
+        Output::Fallible(ty) => (quote_spanned!(ty.span()=> <#ty as #private::Fallible>::Ok), ty.span()),
+        Output::Plain(Some(ty)) => (ty.to_token_stream(), ty.span()),
+        Output::Plain(None) => return none,
+    };
+    match &tool.return_schema {
+        ReturnSchema::Derive => quote_spanned! {span=> {
+            #[allow(unused_imports)]
+            use #private::{HasReturnSchema as _, NoReturnSchema as _};
+            (&#private::ReturnSchema::<#value_ty>::new()).derive()
+        }},
+        ReturnSchema::Required => quote_spanned!(span=> #private::required_return_schema::<#value_ty>()),
+        ReturnSchema::Off | ReturnSchema::Explicit(_) => none,
+    }
+}
+
+fn mentions_impl(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+        proc_macro2::TokenTree::Group(group) => mentions_impl(group.stream()),
+        _ => false,
+    })
 }
 
 /// The hidden struct the JSON arguments decode into, with a default fn per
@@ -151,6 +186,10 @@ fn builder(tool: &ToolFn<'_>) -> TokenStream {
     let krate = &tool.krate;
     let name = &tool.name.0;
     let description = tool.description.as_ref().map(|d| quote!(.description(#d)));
+    let return_schema = match &tool.return_schema {
+        ReturnSchema::Explicit(lit) => Some(quote_spanned!(lit.span()=> .return_schema(#krate::__private::json(#lit)))),
+        _ => None,
+    };
     let options = tool.options.iter().map(|(key, value)| {
         let value = match value {
             Value::Str(lit) => lit.to_token_stream(),
@@ -162,7 +201,7 @@ fn builder(tool: &ToolFn<'_>) -> TokenStream {
         let method = format_ident!("{}", key.0, span = value.span());
         quote!(.#method(#value))
     });
-    quote!(#krate::ToolBuilder::new(#name) #description #(#options)*)
+    quote!(#krate::ToolBuilder::new(#name) #description #(#options)* #return_schema)
 }
 
 /// Errors plus everything callers need to keep compiling: the user's function and a

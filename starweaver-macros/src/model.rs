@@ -7,7 +7,7 @@ use syn::{FnArg, Ident, ItemFn, Pat, Path, ReturnType, Type};
 use crate::ctxt::Ctxt;
 use crate::doc::{self, Description};
 use crate::parse::{self, ArgDefault, ToolArgs, Value};
-use crate::symbol::{CRATE, DESCRIPTION, NAME, Symbol};
+use crate::symbol::{CRATE, DESCRIPTION, NAME, RETURN_SCHEMA, Symbol};
 
 /// A `#[tool]` function.
 pub(crate) struct ToolFn<'a> {
@@ -21,6 +21,19 @@ pub(crate) struct ToolFn<'a> {
     pub context: Option<Context>,
     pub params: Vec<Param<'a>>,
     pub output: Output<'a>,
+    pub return_schema: ReturnSchema,
+}
+
+/// Where the tool's return schema comes from (`#[tool(return_schema ...)]`).
+pub(crate) enum ReturnSchema {
+    /// The return type's, if it implements `JsonSchema` (no key given).
+    Derive,
+    /// The return type's, which must implement `JsonSchema` (`return_schema` alone).
+    Required,
+    /// None (`return_schema = false`).
+    Off,
+    /// This JSON text.
+    Explicit(syn::LitStr),
 }
 
 /// How the function takes its `ToolContext`.
@@ -59,6 +72,12 @@ impl<'a> ToolFn<'a> {
             Some(lit) => Some(lit.value().into()),
             None => doc::description(&item.attrs),
         };
+        let return_schema = match args.take(RETURN_SCHEMA) {
+            None => ReturnSchema::Derive,
+            Some(Value::Flag(flag)) if flag.value => ReturnSchema::Required,
+            Some(Value::Json(lit)) => ReturnSchema::Explicit(lit),
+            Some(_) => ReturnSchema::Off,
+        };
         let (context, params) = Self::inputs(cx, item);
         Self {
             original: item,
@@ -73,6 +92,7 @@ impl<'a> ToolFn<'a> {
                 ReturnType::Type(_, ty) if is_result(ty) => Output::Fallible(ty),
                 ReturnType::Type(_, ty) => Output::Plain(Some(ty)),
             },
+            return_schema,
         }
     }
 

@@ -10,8 +10,8 @@ use syn::{Attribute, Expr, LitBool, LitInt, LitStr, Path};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{
-    self, ARG, ARG_KEYS, DEFAULT, DESCRIPTION, Kind, MAX_RETRIES, METADATA, PARAMETERS_SCHEMA, Symbol, TIMEOUT_MS,
-    TOOL_KEYS,
+    self, ARG, ARG_KEYS, DEFAULT, DESCRIPTION, Kind, MAX_RETRIES, METADATA, PARAMETERS_SCHEMA, RETURN_SCHEMA, Symbol,
+    TIMEOUT_MS, TOOL_KEYS,
 };
 
 /// One attribute value, remembering the tokens it was given with for later errors.
@@ -101,6 +101,8 @@ const HINTS: &[(&str, Symbol)] = &[
     ("schema", PARAMETERS_SCHEMA),
     ("parameters", PARAMETERS_SCHEMA),
     ("meta", METADATA),
+    ("output_schema", RETURN_SCHEMA),
+    ("returns", RETURN_SCHEMA),
 ];
 
 pub(crate) fn tool_args(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
@@ -126,9 +128,15 @@ pub(crate) fn tool_args(cx: &Ctxt, tokens: TokenStream) -> ToolArgs {
 /// Reads the value `kind` says; `None` (with the error recorded) when it is the right
 /// token but not a usable value.
 fn value(cx: &Ctxt, meta: &ParseNestedMeta<'_>, kind: Kind) -> syn::Result<Option<Value>> {
+    // `key = r#"{...}"#` reads as JSON; `key` or `key = true|false` as a flag.
+    let kind = match kind {
+        Kind::JsonOrFlag if meta.input.peek(syn::Token![=]) && !meta.input.peek2(LitBool) => Kind::Json,
+        Kind::JsonOrFlag => Kind::Flag,
+        other => other,
+    };
     Ok(Some(match kind {
         Kind::Str => Value::Str(meta.value()?.parse()?),
-        Kind::Flag => Value::Flag(flag(meta)?),
+        Kind::Flag | Kind::JsonOrFlag => Value::Flag(flag(meta)?),
         Kind::Int => Value::Int(meta.value()?.parse()?),
         Kind::Json => {
             let lit: LitStr = meta.value()?.parse()?;

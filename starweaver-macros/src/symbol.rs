@@ -16,6 +16,7 @@ pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
 pub(crate) const MAX_RETRIES: Symbol = Symbol("max_retries");
 pub(crate) const METADATA: Symbol = Symbol("metadata");
 pub(crate) const PARAMETERS_SCHEMA: Symbol = Symbol("parameters_schema");
+pub(crate) const RETURN_SCHEMA: Symbol = Symbol("return_schema");
 pub(crate) const CRATE: Symbol = Symbol("crate");
 
 /// What a `#[tool(...)]` key takes.
@@ -31,10 +32,13 @@ pub(crate) enum Kind {
     Json,
     /// `key = "some::path"`.
     Path,
+    /// `key = r#"{...}"#` (a JSON object), or a flag.
+    JsonOrFlag,
 }
 
 /// Every `#[tool(...)]` key with what it takes, in the order error messages list them.
-/// Every key but `name` and `crate` is a `ToolBuilder` method the expansion calls.
+/// Every key but `name`, `crate` and `return_schema` (a JSON one is forwarded, a flag is
+/// read by the expansion) is a `ToolBuilder` method the expansion calls.
 pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
     (NAME, Kind::Str),
     (DESCRIPTION, Kind::Str),
@@ -44,6 +48,7 @@ pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
     (MAX_RETRIES, Kind::Int),
     (METADATA, Kind::Json),
     (PARAMETERS_SCHEMA, Kind::Json),
+    (RETURN_SCHEMA, Kind::JsonOrFlag),
     (CRATE, Kind::Path),
 ];
 

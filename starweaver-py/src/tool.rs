@@ -31,9 +31,11 @@ impl PyToolDefinition {
     /// Builds and validates a definition; raises `RegistrationError` naming what is wrong
     /// (the option, or the JSON path in a schema). `options` are the definition's other
     /// fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
-    /// `metadata`), read by the same serde rules as the definition's JSON form.
+    /// `metadata`), read by the same serde rules as the definition's JSON form;
+    /// `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
+    /// `outputSchema`, never sent to models).
     #[new]
-    #[pyo3(signature = (name, parameters, **options))]
+    #[pyo3(signature = (name, parameters, *, return_schema=None, **options))]
     fn new(
         py: Python<'_>,
         #[gen_stub(override_type(type_repr = "builtins.str", imports = ("builtins",)))] name: &Bound<'_, PyAny>,
@@ -41,6 +43,11 @@ impl PyToolDefinition {
             '_,
             PyAny,
         >,
+        #[gen_stub(override_type(
+            type_repr = "typing.Mapping[str, typing.Any] | None",
+            imports = ("typing",)
+        ))]
+        return_schema: Option<&Bound<'_, PyAny>>,
         #[gen_stub(override_type(
             type_repr = "typing_extensions.Unpack[types.ToolDefinitionOptions]",
             imports = ("typing_extensions", "starweaver.types")
@@ -74,6 +81,12 @@ impl PyToolDefinition {
             registration(format!("invalid tool `{label}`: option `{option}`: {}", e.into_inner()))
         })?;
         definition.parameters = parameters;
+        definition.return_schema = match return_schema.filter(|schema| !schema.is_none()) {
+            Some(schema) => Some(convert::to_json_with(schema, convert::Keys::StringsOnly).map_err(|e| {
+                registration(format!("invalid tool `{label}`: return schema is not JSON-serialisable: {e}"))
+            })?),
+            None => None,
+        };
         definition.validate().map_err(starweaver::Error::from).into_py_result(py)?;
         Ok(Self(definition))
     }
@@ -120,6 +133,14 @@ impl PyToolDefinition {
         self.0.max_retries
     }
 
+    /// The JSON Schema of the value the tool returns, if it declares one (never sent to
+    /// models; served over MCP as `outputSchema`).
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any] | None", imports = ("typing",)))]
+    fn return_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0.return_schema.as_ref().map(|schema| convert::to_py(py, schema)).transpose()
+    }
+
     /// Model-facing metadata.
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -136,7 +157,8 @@ impl PyToolDefinition {
         crate::render::render_definition(py, &self.0, provider, strict)
     }
 
-    /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
+    /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
+    /// and `"return_schema"` when the tool declares one.
     #[gen_stub(override_return_type(type_repr = "types.ToolDefinitionDict", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut json =

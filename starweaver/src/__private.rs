@@ -4,8 +4,10 @@
 pub use futures::future::BoxFuture;
 pub use {schemars, serde, serde_json};
 
+use std::marker::PhantomData;
+
 use crate::schema::SchemaError;
-pub use crate::schema::schema_for;
+pub use crate::schema::{DeriveReturn, schema_for};
 use crate::tool::{FnTool, IntoToolResult, ToolBuilder, ToolContext, ToolDefinition, ToolError, ToolResult};
 
 /// A returned value (`-> T`): `T` must be `Serialize` or a `ToolResult`. Generated code
@@ -39,14 +41,75 @@ fn ready<'a>(outcome: Result<ToolResult, ToolError>) -> BoxFuture<'a, Result<Too
 /// The `#[tool]` built from its options and its call: the same path as
 /// [`ToolBuilder::handler`](crate::ToolBuilder::handler), with any registration error kept
 /// for registration.
-/// `derive` is `schema_for::<Args>`, or `None` under an explicit `parameters_schema`.
+/// `derive` is `schema_for::<Args>`, or `None` under an explicit `parameters_schema`;
+/// `derive_return` is [`ReturnSchema::derive`] of the return type, or `None` under
+/// `return_schema = false` or an explicit one.
 pub fn tool<A, F>(
     builder: ToolBuilder,
     derive: Option<fn() -> Result<serde_json::Value, SchemaError>>,
+    derive_return: Option<DeriveReturn>,
     f: F,
 ) -> FnTool<A, F> {
-    builder.build(derive, f)
+    builder.build(derive, derive_return, f)
 }
+
+/// The `Ok` type of a returned `Result`, aliases (`io::Result<T>`) included.
+pub trait Fallible {
+    /// What the tool returns on success.
+    type Ok;
+}
+
+impl<T, E> Fallible for Result<T, E> {
+    type Ok = T;
+}
+
+/// Autoref specialisation on a tool's return type `T`: `(&ReturnSchema::<T>::new()).derive()`
+/// resolves to [`HasReturnSchema`] when `T: JsonSchema` (its receiver matches without an
+/// autoref) and to [`NoReturnSchema`] otherwise (`ToolResult`, content parts), so a type
+/// without a schema gives none instead of a compile error.
+pub struct ReturnSchema<T: ?Sized>(PhantomData<fn() -> Box<T>>);
+
+impl<T: ?Sized> ReturnSchema<T> {
+    /// The probe for `T`.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T: ?Sized> Default for ReturnSchema<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The schema of a return type that has one.
+pub trait HasReturnSchema {
+    /// `return_schema_for::<T>`.
+    fn derive(&self) -> Option<DeriveReturn>;
+}
+
+impl<T: schemars::JsonSchema> HasReturnSchema for ReturnSchema<T> {
+    fn derive(&self) -> Option<DeriveReturn> {
+        required_return_schema::<T>()
+    }
+}
+
+/// `#[tool(return_schema)]`: the schema of a return type that must have one. Called
+/// spanned at the return type, so a type without `JsonSchema` is reported there.
+pub fn required_return_schema<T: schemars::JsonSchema>() -> Option<DeriveReturn> {
+    Some(crate::schema::return_schema_for::<T>)
+}
+
+/// No schema, for a return type without `JsonSchema`.
+pub trait NoReturnSchema {
+    /// `None`.
+    fn derive(&self) -> Option<DeriveReturn> {
+        None
+    }
+}
+
+impl<T: ?Sized> NoReturnSchema for &ReturnSchema<T> {}
 
 /// JSON text the macro checked at compile time (`metadata`, `parameters_schema`).
 pub fn json<T: serde::de::DeserializeOwned + Default>(text: &str) -> T {

@@ -41,6 +41,9 @@ pub enum DefinitionErrorKind {
     /// The parameter schema is malformed.
     #[error(transparent)]
     Schema(SchemaError),
+    /// The return schema is malformed.
+    #[error("return schema at `{}`: {}", .0.at(), .0.message)]
+    ReturnSchema(SchemaError),
     /// `strict: true`, but the parameter schema cannot be made strict.
     #[error("`strict: true`, but the {0}")]
     NotStrict(SchemaError),

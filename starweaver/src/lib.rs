@@ -111,7 +111,7 @@ pub use model::{
 };
 pub use registry::ToolRegistry;
 pub use result::{RunError, RunResult, RunStatus};
-pub use schema::{SchemaError, schema_for};
+pub use schema::{SchemaError, return_schema_for, schema_for, validate_return_schema};
 pub use session::Session;
 /// Turns a function into a tool with the same [`ToolDefinition`] as Python's `@tool`.
 ///
@@ -153,7 +153,8 @@ pub use session::Session;
 /// # Options
 ///
 /// `#[tool(name = "...", description = "...", strict, sequential, timeout_ms = 5_000,
-/// max_retries = 1, metadata = r#"{"risk": "network"}"#, parameters_schema = r#"{...}"#)]`,
+/// max_retries = 1, metadata = r#"{"risk": "network"}"#, parameters_schema = r#"{...}"#,
+/// return_schema = false)]`,
 /// mirroring Python's `@tool(...)`; `crate = "path"` names starweaver when it is re-exported.
 ///
 /// # Parameters
@@ -170,6 +171,8 @@ pub use session::Session;
 ///
 /// Any `T: Serialize`, a [`ToolResult`], or `Result<T, E>` with `E: Into<ToolError>`, so `?`
 /// works. A plain `fn` (not `async`) runs on tokio's blocking pool, off the async workers.
+/// When `T` implements `JsonSchema` its schema is the definition's `return_schema`
+/// (`return_schema = false` opts out; `return_schema` alone requires one).
 ///
 /// ```
 /// use starweaver::{ToolContext, ToolError, tool};

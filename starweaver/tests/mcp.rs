@@ -85,6 +85,65 @@ async fn an_agent_uses_our_served_tools_through_our_client() {
     assert!(returns[2].is_error && wipe.starts_with("approval is required"), "{wipe}");
 }
 
+/// Tools with return schemas: an object (`forecast`), a value MCP wraps (`count`), and a
+/// value that breaks its own schema (`broken`).
+fn typed() -> StaticToolset {
+    let forecast = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+        "required": ["city", "celsius"],
+    });
+    let rows = json!({"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}});
+    StaticToolset::new("typed")
+        .tool(
+            ToolBuilder::new("forecast")
+                .return_schema(forecast)
+                .handler(|_: ToolContext, _: Args| async move { Ok(json!({"city": "Oslo", "celsius": 21.5})) })
+                .unwrap(),
+        )
+        .tool(
+            ToolBuilder::new("count")
+                .return_schema(json!({"type": "integer"}))
+                .handler(|_: ToolContext, args: Args| async move { Ok(args.len()) })
+                .unwrap(),
+        )
+        .tool(
+            ToolBuilder::new("broken")
+                .return_schema(rows)
+                .handler(|_: ToolContext, _: Args| async move { Ok(json!({"rows": [1, "two"]})) })
+                .unwrap(),
+        )
+}
+
+#[tokio::test]
+async fn return_schemas_are_served_as_output_schemas_with_checked_structured_content_and_read_back() {
+    let url = serve(McpService::builder("typed").toolset(typed()).build().unwrap()).await;
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([
+            call("c1", "forecast", json!({})),
+            call("c2", "count", json!({"a": 1, "b": 2})),
+            call("c3", "broken", json!({})),
+        ]),
+        ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model.clone()).toolset(McpServer::http("typed", url)).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    let listed = &model.requests()[0].tools;
+    // Our client reads each `outputSchema` back: an object one as it is, a wrapped one wrapped.
+    assert_eq!(listed[0].return_schema.as_ref().unwrap()["required"], json!(["city", "celsius"]));
+    assert_eq!(
+        listed[1].return_schema,
+        Some(json!({"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}))
+    );
+    let returns = tool_returns(result.messages.messages());
+    // A server's `structuredContent` is what the model sees, as from any MCP server.
+    assert_eq!(returns[0].content, json!({"city": "Oslo", "celsius": 21.5}));
+    assert_eq!(returns[1].content, json!({"result": 2}));
+    let message = returns[2].content["message"].as_str().unwrap_or_default();
+    assert!(returns[2].is_error, "{message}");
+    assert!(message.starts_with("the tool's return value does not match its return schema at `/rows/1`"), "{message}");
+}
+
 /// The canonical JSON of an image, audio, a resource link and a text and a blob resource.
 fn media_parts() -> Value {
     json!([

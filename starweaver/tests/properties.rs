@@ -191,6 +191,23 @@ fn any_restored_state_restores_or_is_refused_by_name() {
 }
 
 #[test]
+fn any_return_schema_is_accepted_or_refused_naming_it_and_never_rendered() {
+    check_property("return schemas", json_value(), |returns| {
+        let plain = ToolDefinition::new("t", json!({"type": "object", "properties": {}}));
+        let typed = plain.clone().with_return_schema(returns);
+        match typed.validate() {
+            Err(err) => prop_assert!(err.to_string().starts_with("invalid tool `t`: return schema at `"), "{err}"),
+            Ok(()) => {
+                for provider in Provider::ALL {
+                    prop_assert_eq!(render(&typed, provider, None).ok(), render(&plain, provider, None).ok());
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
 fn any_explicit_schema_is_accepted_or_refused_by_name_and_accepted_ones_render_or_are_refused() {
     let schema = prop_oneof![
         json_value(),
@@ -209,6 +226,7 @@ fn any_explicit_schema_is_accepted_or_refused_by_name_and_accepted_ones_render_o
             timeout_ms: None,
             max_retries: None,
             metadata: Map::new(),
+            return_schema: None,
         };
         if definition.validate().is_err() {
             return Ok(());

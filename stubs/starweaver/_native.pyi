@@ -916,17 +916,25 @@ class ToolDefinition:
         Retries after the first attempt (`None`: the default of 3).
         """
     @property
+    def return_schema(self) -> dict[str, typing.Any] | None:
+        r"""
+        The JSON Schema of the value the tool returns, if it declares one (never sent to
+        models; served over MCP as `outputSchema`).
+        """
+    @property
     def metadata(self) -> typing.Any:
         r"""
         Model-facing metadata.
         """
     def __eq__(self, other: builtins.object, /) -> builtins.bool: ...
-    def __new__(cls, name: builtins.str, parameters: dict[str, typing.Any], **options: typing_extensions.Unpack[types.ToolDefinitionOptions]) -> ToolDefinition:
+    def __new__(cls, name: builtins.str, parameters: dict[str, typing.Any], *, return_schema: typing.Mapping[str, typing.Any] | None = None, **options: typing_extensions.Unpack[types.ToolDefinitionOptions]) -> ToolDefinition:
         r"""
         Builds and validates a definition; raises `RegistrationError` naming what is wrong
         (the option, or the JSON path in a schema). `options` are the definition's other
         fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
-        `metadata`), read by the same serde rules as the definition's JSON form.
+        `metadata`), read by the same serde rules as the definition's JSON form;
+        `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
+        `outputSchema`, never sent to models).
         """
     def render(self, provider: builtins.str, *, strict: typing.Optional[builtins.bool] = None) -> dict[str, typing.Any]:
         r"""
@@ -937,7 +945,8 @@ class ToolDefinition:
         """
     def to_dict(self) -> types.ToolDefinitionDict:
         r"""
-        `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`.
+        `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
+        and `"return_schema"` when the tool declares one.
         """
     def to_json(self) -> builtins.str:
         r"""

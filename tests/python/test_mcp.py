@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import call, returns
 
-from starweaver import ToolContext, ToolsetError, create_agent, tool
+from starweaver import ToolContext, ToolDefinition, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
 from starweaver.mcp import MCPServerStdio
+from starweaver.providers import PROVIDERS, render
 from starweaver.testing import TestModel
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
@@ -48,6 +49,27 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         assert tools["add"]["description"] == "Add two integers."
         add_schema = tools["add"]["parameters"]
         assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
+
+    asyncio.run(scenario())
+
+
+def test_a_servers_output_schemas_become_our_definitions_return_schemas() -> None:
+    async def scenario() -> None:
+        seen: dict[str, ToolDefinition] = {}
+
+        def keep(definition: ToolDefinition) -> bool:
+            seen[definition.name] = definition
+            return True
+
+        model = TestModel.responses([{"text": "done"}])
+        async with echo() as server:
+            await create_agent(model=model, toolsets=[server.filtered(keep)]).run("go")
+        # The SDK wraps an `int` return as `{"result": ...}`; we keep its schema as it is.
+        add = seen["add"].return_schema
+        assert add is not None and add["properties"]["result"]["type"] == "integer", add
+        assert add["required"] == ["result"]
+        # The canonical request keeps the whole definition; no provider format carries it.
+        assert all("result" not in str(render(seen["add"], provider)) for provider in PROVIDERS)
 
     asyncio.run(scenario())
 
@@ -371,6 +393,7 @@ def test_a_failed_or_cancelled_handshake_is_a_named_error_every_time_never_a_pan
 USE_AND_EXIT = """
 import asyncio, sys
 from starweaver.mcp import MCPServerStdio
+from starweaver.providers import PROVIDERS, render
 
 async def main() -> None:
     async with MCPServerStdio("echo", sys.executable, args=[sys.argv[1]], timeout_ms=20_000) as closed:

@@ -84,6 +84,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
             "sign_up",
             "haiku",
         }
+        served |= {"forecast", "rows"}
         assert set(tools) == served, "a tool in a served toolset is served once, as the toolset shows it"
         assert tools["add"].description == "Add two integers."
         assert tools["add"].input_schema["required"] == ["left", "right"]
@@ -92,6 +93,35 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
         assert (added.is_error, text_of(added)) == (False, "5")
         shouted = await session.call_tool("loud_shout", {"text": "hi"})
         assert text_of(shouted) == "HI"
+
+    with_client(scenario)
+
+
+def test_return_schemas_are_output_schemas_and_values_structured_content_once_checked(with_client: WithClient) -> None:
+    async def scenario(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["forecast"].output_schema == {
+            "description": "The weather in one city.",
+            "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+            "required": ["city", "celsius"],
+            "type": "object",
+        }
+        # A value that is not an object is served as the official SDK serves it: wrapped.
+        assert tools["add"].output_schema == {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+        }
+        assert tools["report"].output_schema is None, "a `ToolResult` says nothing about a structured value"
+        # The official client checks structured content against the output schema itself.
+        forecast = await session.call_tool("forecast", {"city": "Oslo"})
+        assert (forecast.is_error, forecast.structured_content) == (False, {"city": "Oslo", "celsius": 21.5})
+        added = await session.call_tool("add", {"left": 2, "right": 3})
+        assert (text_of(added), added.structured_content) == ("5", {"result": 5})
+        broken = await session.call_tool("rows", {})
+        assert broken.is_error, text_of(broken)
+        assert text_of(broken).startswith("the tool's return value does not match its return schema at `/rows/1`: ")
+        assert broken.structured_content is not None and broken.structured_content["kind"] == "execution"
 
     with_client(scenario)
 

@@ -144,6 +144,9 @@ async def typed_usage() -> None:
     assert_type(any_tools[0].definition, ToolDefinition)
     options: ToolDefinitionOptions = {"timeout_ms": 5_000, "metadata": {"risk": "low"}}
     assert_type(ToolDefinition("t", {"type": "object"}, **options), ToolDefinition)
+    assert_type(add.definition.return_schema, dict[str, Any] | None)
+    typed = ToolDefinition("t", {"type": "object"}, return_schema={"type": "integer"})
+    assert_type(typed, ToolDefinition)
 
     model = TestModel.responses(
         [TestModel.tool_call_response([{"id": "c", "name": "add", "arguments": {}}]), {"text": "ok"}]

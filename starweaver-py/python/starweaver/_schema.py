@@ -20,7 +20,7 @@ import json
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Union
 
 import docstring_parser
@@ -30,7 +30,8 @@ from docstring_parser import google, numpydoc, rest
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import SchemaValidator, core_schema
 
-from ._native import ToolContext
+from ._native import ToolContext, ToolResult
+from .content import Part
 from .exceptions import InvalidArguments, RegistrationError
 
 __all__ = ["CallSpec", "inspect_callable"]
@@ -46,6 +47,8 @@ class CallSpec:
     description: str | None
     takes_context: bool
     decode: Decode
+    returns: dict[str, object] | None = None
+    """The JSON Schema of the returned value, from the return annotation."""
 
 
 class _ToolSchema(GenerateJsonSchema):
@@ -56,7 +59,10 @@ class _ToolSchema(GenerateJsonSchema):
 
 
 def _schema_of(model: type[pydantic.BaseModel]) -> dict[str, object]:
-    schema: dict[str, Any] = model.model_json_schema(schema_generator=_ToolSchema)
+    return _rooted(model.model_json_schema(schema_generator=_ToolSchema))
+
+
+def _rooted(schema: dict[str, Any]) -> dict[str, object]:
     reference = schema.get("$ref")
     defs: dict[str, Any] = schema.get("$defs", {})
     if isinstance(reference, str) and reference.removeprefix("#/$defs/") in defs:
@@ -91,8 +97,10 @@ def inspect_callable(
     name: str,
     parameters_schema: Mapping[str, object] | None,
     localns: Mapping[str, object] | None,
+    derive_return: bool = True,
 ) -> CallSpec:
-    """Reads ``fn``'s signature, docstring and annotations into a :class:`CallSpec`.
+    """Reads ``fn``'s signature, docstring and annotations into a :class:`CallSpec`; its
+    ``returns`` from the return annotation when ``derive_return``.
 
     Raises ``RegistrationError`` naming the parameter for signatures a tool cannot have.
     """
@@ -124,9 +132,52 @@ def inspect_callable(
         "\n\n".join(part for part in (docstring.short_description, docstring.long_description) if part) or None
     )
     try:
-        return _call_spec(name, business, hints, param_docs, description, takes_context, parameters_schema)
+        spec = _call_spec(name, business, hints, param_docs, description, takes_context, parameters_schema)
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
         raise RegistrationError(f"invalid tool `{name}`: {_schema_failure(business, hints, error)}") from error
+    if derive_return and "return" in hints:
+        return replace(spec, returns=return_schema(hints["return"]))
+    return spec
+
+
+def return_schema(annotation: Any) -> dict[str, object] | None:  # noqa: ANN401 (any annotation)
+    """The JSON Schema of what a tool returning ``annotation`` gives back, made as the
+    parameters' are (pydantic's, no titles, a recursive model's root resolved), for the
+    serialised value. ``None`` when the annotation says nothing about a structured value:
+    ``None``, ``NoReturn``, ``Any``, ``object``, a ``ToolResult`` or content parts (what the
+    model sees, not a value), or a type pydantic has no JSON Schema for."""
+    if _holds_unstructured(annotation):
+        return None
+    fast = _fast_type(annotation)
+    if fast is not None:
+        schema: dict[str, object] = dict(fast[0])
+    else:
+        try:
+            adapter: pydantic.TypeAdapter[object] = pydantic.TypeAdapter(annotation)
+            schema = _rooted(adapter.json_schema(schema_generator=_ToolSchema, mode="serialization"))
+        except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError):
+            return None
+    # As in Rust: a schema that allows anything, or only `null`, is no return schema.
+    return None if schema in ({}, {"type": "null"}) else schema
+
+
+# What the model sees instead of a value: a `ToolResult` or a content part.
+_UNSTRUCTURED: tuple[type, ...] = (ToolResult, *typing.get_args(Part))
+
+# Return annotations that allow any value, or none.
+_SAYS_NOTHING = (None, type(None), Any, object, typing.NoReturn, typing_extensions.Never)
+
+
+def _holds_unstructured(annotation: object) -> bool:
+    """Whether a return annotation says nothing about a value (at the top: ``list[Any]``
+    still says "a list"), or holds what the model sees instead of one, anywhere."""
+    return any(annotation is nothing for nothing in _SAYS_NOTHING) or _holds_parts(annotation)
+
+
+def _holds_parts(annotation: object) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, _UNSTRUCTURED):
+        return True
+    return any(_holds_parts(arg) for arg in typing.get_args(annotation))
 
 
 def _call_spec(

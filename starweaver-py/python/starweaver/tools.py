@@ -10,7 +10,7 @@ import contextvars
 import functools
 import importlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, ParamSpec, TypeVar, cast, overload
 
 from ._native import NativeTool, ToolContext, ToolDefinition
 from .exceptions import RegistrationError
@@ -44,15 +44,28 @@ R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
 
-def _own_options(options: Mapping[str, object]) -> tuple[str | None, Mapping[str, object] | None]:
-    """The two options this layer reads itself (``name`` and ``parameters_schema``),
-    checked: callers the type checker has not seen may pass anything."""
-    name, schema = options.get("name"), options.get("parameters_schema")
+_OWN_OPTIONS = ("name", "parameters_schema", "return_schema")
+
+
+def _own_options(
+    options: Mapping[str, object],
+) -> tuple[str | None, Mapping[str, object] | None, Mapping[str, object] | Literal[False] | None]:
+    """The three options this layer reads itself (``name`` and the two schemas), checked:
+    callers the type checker has not seen may pass anything."""
+    name, schema, returns = options.get("name"), options.get("parameters_schema"), options.get("return_schema")
     if name is not None and not isinstance(name, str):
         raise RegistrationError(f"tool option `name` must be a string, got {name!r}")
     if schema is not None and not isinstance(schema, Mapping):
         raise RegistrationError(f"tool option `parameters_schema` must be a dict (a JSON Schema), got {schema!r}")
-    return name, cast("Mapping[str, object] | None", schema)
+    if returns is not None and returns is not False and not isinstance(returns, Mapping):
+        raise RegistrationError(
+            f"tool option `return_schema` must be a dict (a JSON Schema) or False (none), got {returns!r}"
+        )
+    return (
+        name,
+        cast("Mapping[str, object] | None", schema),
+        cast("Mapping[str, object] | Literal[False] | None", returns),
+    )
 
 
 class Tool(Generic[P, R_co]):
@@ -70,19 +83,22 @@ class Tool(Generic[P, R_co]):
     ) -> None:
         if not callable(fn):
             raise RegistrationError(f"a tool must be callable, got {fn!r}")
-        name, schema = _own_options(options)
+        name, schema, returns = _own_options(options)
         # The rest are the definition's own options, checked by the runtime.
-        rest = {key: value for key, value in options.items() if key not in ("name", "parameters_schema")}
+        rest = {key: value for key, value in options.items() if key not in _OWN_OPTIONS}
         definition_options = cast("ToolDefinitionOptions", rest)
         # pydantic loads with the first tool, not with `import starweaver`.
         from . import _schema
 
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
-        spec = _schema.inspect_callable(fn, name=tool_name, parameters_schema=schema, localns=localns)
+        spec = _schema.inspect_callable(
+            fn, name=tool_name, parameters_schema=schema, localns=localns, derive_return=returns is None
+        )
         if definition_options.get("description") is None:
             definition_options["description"] = spec.description
         self._fn = fn
-        self.definition = ToolDefinition(tool_name, spec.parameters, **definition_options)
+        return_schema = spec.returns if returns is None else returns or None
+        self.definition = ToolDefinition(tool_name, spec.parameters, return_schema=return_schema, **definition_options)
         invoke, run_sync = _invoker(fn, spec)
         self.native = NativeTool(self.definition, invoke, run_sync=run_sync)
         functools.update_wrapper(self, fn)

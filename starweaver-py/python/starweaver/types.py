@@ -203,11 +203,14 @@ class ToolDefinitionDict(TypedDict):
     timeout_ms: NotRequired[int | None]
     max_retries: NotRequired[int | None]
     metadata: NotRequired[dict[str, Any]]
+    return_schema: NotRequired[dict[str, Any]]
+    """The JSON Schema of the value the tool returns, when it declares one; never sent to
+    models (MCP's ``outputSchema``)."""
 
 
 class ToolDefinitionOptions(TypedDict, total=False):
     """The options of a ``ToolDefinition`` past its name and parameters: the keyword
-    arguments of ``ToolDefinition(...)``, and (with ``name`` and ``parameters_schema``) of
+    arguments of ``ToolDefinition(...)``, and (with ``name`` and the two schemas) of
     ``@tool(...)``. The runtime reads them with the same rules as the definition's JSON."""
 
     description: str | None
@@ -220,10 +223,14 @@ class ToolDefinitionOptions(TypedDict, total=False):
 
 class ToolOptions(ToolDefinitionOptions, total=False):
     """The options of ``@tool(...)``, ``Tool(...)`` and ``BaseTool.__init__``: the
-    definition's options, which the runtime checks, and two the Python layer reads itself."""
+    definition's options, which the runtime checks, and three the Python layer reads itself
+    (``name`` and the two schemas)."""
 
     name: str | None
     parameters_schema: Mapping[str, object] | None
+    return_schema: Mapping[str, object] | Literal[False] | None
+    """The JSON Schema of the returned value: by default (``None``) from the return
+    annotation, ``False`` for none."""
 
 
 ToolChoice: TypeAlias = Union[Literal["auto", "required", "none"], Mapping[str, str]]

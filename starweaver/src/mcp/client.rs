@@ -461,8 +461,10 @@ impl Toolset for McpServer {
                     timeout_ms: self.0.timeout_ms,
                     max_retries: None,
                     metadata: annotations(tool.annotations.as_ref()),
+                    return_schema: tool.output_schema.map(|schema| Value::Object((*schema).clone())),
                 };
-                // One bad tool is refused by name; the server's other tools stay usable.
+                // One bad tool (its input or output schema malformed, say) is refused by
+                // name; the server's other tools stay usable.
                 let refused = match definition.validate() {
                     Err(error) => Some(error.to_string()),
                     Ok(()) if !seen.insert(definition.name.clone()) => {

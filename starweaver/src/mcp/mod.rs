@@ -13,6 +13,8 @@
 //! through the scheduler as in an agent.
 //!
 //! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`).
+//! A tool's return schema is served as `outputSchema`, its value as `structuredContent`
+//! checked against it (`structured.rs`).
 //!
 //! ```no_run
 //! use starweaver::mcp::McpServer;
@@ -27,6 +29,7 @@ mod client;
 mod content;
 mod notify;
 mod server;
+mod structured;
 mod wire;
 
 pub use client::McpServer;

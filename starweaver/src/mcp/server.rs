@@ -24,6 +24,7 @@ use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::notify::{self, LevelFilter, Notifier};
+use super::structured;
 use super::wire::{self, Incoming, StdioTransport};
 use crate::content::Part;
 use crate::error::Result;
@@ -31,7 +32,7 @@ use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::scheduler::{CallOutcome, CallRequest, invoke_alone};
-use crate::tool::{CallChannel, Dependencies, Tool};
+use crate::tool::{CallChannel, Dependencies, Tool, ToolErrorKind};
 use crate::toolset::Toolset;
 
 /// Tools served to MCP clients.
@@ -340,7 +341,9 @@ impl McpService {
     }
 
     async fn answer(&self, job: Job, barrier: &RwLock<()>, by_name: &HashMap<String, Mutex<()>>) {
-        let sequential = self.registry.get(&job.name).is_some_and(|t| t.sequential);
+        let registered = self.registry.get(&job.name);
+        let sequential = registered.is_some_and(|t| t.sequential);
+        let returns = registered.and_then(|t| t.tool.definition().return_schema.as_ref());
         let _order = match by_name.get(&job.name) {
             Some(lock) => Some(lock.lock().await),
             None => None,
@@ -361,9 +364,9 @@ impl McpService {
         };
         let answer = async {
             let outcome = call(None).await;
-            let CallOutcome::NeedsApproval { reason, .. } = &outcome else { return result_of(outcome) };
+            let CallOutcome::NeedsApproval { reason, .. } = &outcome else { return result_of(outcome, returns) };
             match ask_approval(&job.peer, &part, reason).await {
-                Ok(approval) => result_of(call(Some(Arc::new(approval))).await),
+                Ok(approval) => result_of(call(Some(Arc::new(approval))).await, returns),
                 Err(refusal) => CallToolResult::error(vec![Content::text(refusal)]),
             }
         };
@@ -428,8 +431,9 @@ async fn ask_approval(
 
 /// A call's outcome as MCP content: the model-facing content (never host-only fields),
 /// content parts as the MCP blocks of their kinds, `isError` for error returns and for
-/// calls that need an approval this server cannot get.
-fn result_of(outcome: CallOutcome) -> CallToolResult {
+/// calls that need an approval this server cannot get. With a return schema, the value
+/// is `structuredContent` once it matches (an `execution` error naming the path if not).
+fn result_of(outcome: CallOutcome, returns: Option<&Value>) -> CallToolResult {
     match outcome {
         CallOutcome::Returned(ret) => {
             let content = &ret.part.content;
@@ -439,14 +443,26 @@ fn result_of(outcome: CallOutcome) -> CallToolResult {
                 result.structured_content = Some(content.clone());
                 return result;
             }
-            if let Some(parts) = Part::list_from(content) {
-                return CallToolResult::success(parts.into_iter().map(super::content::to_block).collect());
+            if let Some(schema) = returns {
+                return match structured::structured_content(schema, content) {
+                    Ok(structured) => {
+                        let mut result = CallToolResult::success(blocks(content));
+                        result.structured_content = Some(structured);
+                        result
+                    }
+                    Err(message) => {
+                        let mut result = CallToolResult::error(vec![Content::text(message.clone())]);
+                        result.structured_content = Some(serde_json::json!({
+                            "kind": ToolErrorKind::Execution.as_str(), "message": message, "success": false,
+                        }));
+                        result
+                    }
+                };
             }
-            let text = match content {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            let mut result = CallToolResult::success(vec![Content::text(text)]);
+            let mut result = CallToolResult::success(blocks(content));
+            if Part::list_from(content).is_some() {
+                return result;
+            }
             if content.is_object() {
                 result.structured_content = Some(content.clone());
             }
@@ -461,7 +477,21 @@ fn result_of(outcome: CallOutcome) -> CallToolResult {
     }
 }
 
-/// A definition as an MCP tool: name, description, input schema, and annotations from
+/// Model-facing content as MCP blocks: content parts as the blocks of their kinds, any
+/// other value as one text block (a string as it is, else its JSON).
+fn blocks(content: &Value) -> Vec<Content> {
+    if let Some(parts) = Part::list_from(content) {
+        return parts.into_iter().map(super::content::to_block).collect();
+    }
+    let text = match content {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    vec![Content::text(text)]
+}
+
+/// A definition as an MCP tool: name, description, input schema, output schema (from the
+/// return schema, `$defs` as they are: a client checks values, it does not fill them), and annotations from
 /// the metadata's MCP hint keys. The schema goes with its `$defs` inlined: many MCP
 /// clients (the Inspector among them) do not follow a `$ref`, and send such an argument as
 /// a string. The `$defs` stay beside the inlined properties, since JSON Schema 2020-12 is
@@ -475,6 +505,9 @@ fn describe(definition: &crate::tool::ToolDefinition) -> McpTool {
     }
     let mut tool =
         McpTool::new_with_raw(definition.name.clone(), definition.description.clone().map(Into::into), schema);
+    if let Some(returns) = &definition.return_schema {
+        tool.output_schema = Some(Arc::new(structured::output_schema(returns)));
+    }
     let hint = |key: &str| definition.metadata.get(key).and_then(Value::as_bool);
     let title = definition.metadata.get("title").and_then(Value::as_str).map(str::to_owned);
     let hints = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];

@@ -12,10 +12,16 @@ pub struct SchemaError {
     pub message: String,
 }
 
+impl SchemaError {
+    /// The path for messages: `/` for the root.
+    pub(crate) fn at(&self) -> &str {
+        if self.path.is_empty() { "/" } else { &self.path }
+    }
+}
+
 impl fmt::Display for SchemaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "/" } else { &self.path };
-        write!(f, "parameters schema at `{path}`: {}", self.message)
+        write!(f, "parameters schema at `{}`: {}", self.at(), self.message)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Parameter schemas: derived from Rust types with schemars, and checked when given
+//! Parameter and return schemas: derived from Rust types with schemars, and checked when given
 //! explicitly; the strict transform, `$defs` inlining, and putting
 //! defaults back for `null` arguments.
 
@@ -35,13 +35,75 @@ pub use strict::{MOVED_TO_DESCRIPTION, STRICT_STRING_FORMATS, to_strict};
 /// assert_eq!(schema["required"], serde_json::json!(["left"]));
 /// ```
 pub fn schema_for<T: JsonSchema>() -> Result<Value, SchemaError> {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| s.meta_schema = None);
+    let schema = generate::<T>(schemars::generate::SchemaSettings::draft2020_12());
+    validate_parameters(&schema)?;
+    Ok(schema)
+}
+
+/// The JSON Schema of a tool's return type `T`, ready to be its `return_schema`: made as
+/// [`schema_for`] makes parameters, but for what `T` serialises to, and any JSON type may
+/// stand at the root. `None` when
+/// the schema says nothing about the value: `()` (only `null`) and `serde_json::Value`
+/// (anything), as Python's `None` and `Any` annotations give none.
+///
+/// # Errors
+/// When the schema breaks a shape rule of [`validate_return_schema`].
+///
+/// ```
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Forecast { city: String, celsius: f64 }
+///
+/// let schema = starweaver::return_schema_for::<Forecast>().unwrap().unwrap();
+/// assert_eq!(schema["required"], serde_json::json!(["city", "celsius"]));
+/// assert_eq!(starweaver::return_schema_for::<i64>().unwrap().unwrap()["type"], "integer");
+/// assert_eq!(starweaver::return_schema_for::<serde_json::Value>().unwrap(), None);
+/// ```
+pub fn return_schema_for<T: JsonSchema>() -> Result<Option<Value>, SchemaError> {
+    // What `Serialize` writes, which is what the tool returns: a `#[serde(default)]` field
+    // is always there, so it is required.
+    let schema = generate::<T>(schemars::generate::SchemaSettings::draft2020_12().for_serialize());
+    let says_nothing = match &schema {
+        Value::Object(map) => map.is_empty() || (map.len() == 1 && map.get("type") == Some(&Value::from("null"))),
+        _ => true,
+    };
+    if says_nothing {
+        return Ok(None);
+    }
+    validate_return_schema(&schema)?;
+    Ok(Some(schema))
+}
+
+/// What `#[tool]` hands its builder to make a return schema: `return_schema_for::<T>`.
+#[doc(hidden)]
+pub type DeriveReturn = fn() -> Result<Option<Value>, SchemaError>;
+
+fn generate<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> Value {
+    let settings = settings.with(|s| s.meta_schema = None);
     let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
     if let Some(root) = schema.as_object_mut() {
         root.remove("title");
     }
-    validate_parameters(&schema)?;
-    Ok(schema)
+    schema
+}
+
+/// Checks a return schema: a JSON object schema of any type (MCP wraps a non-object one
+/// when it serves it), held below the root to the shape rules of [`validate_parameters`].
+///
+/// # Errors
+/// The first broken rule, with its JSON Pointer.
+///
+/// ```
+/// use serde_json::json;
+///
+/// starweaver::validate_return_schema(&json!({"type": "array", "items": {"type": "string"}})).unwrap();
+/// let err = starweaver::validate_return_schema(&json!({"type": "array", "items": 3})).unwrap_err();
+/// assert_eq!(err.path, "/items");
+/// ```
+pub fn validate_return_schema(schema: &Value) -> Result<(), SchemaError> {
+    if !schema.is_object() {
+        return Err(err("", format!("must be a JSON object schema, got {}", kind_of(schema))));
+    }
+    validate_node(schema, &mut String::new())
 }
 
 /// Checks the rules every parameter schema must meet, explicit or derived: the root is a
@@ -202,6 +264,16 @@ mod tests {
         let keys: Vec<_> = schema["properties"].as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["zeta", "alpha"]);
         assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+    }
+
+    #[test]
+    fn return_schemas_take_any_root_type_but_say_something() {
+        assert_eq!(return_schema_for::<Vec<u8>>().unwrap().unwrap()["type"], "array");
+        assert_eq!(return_schema_for::<()>().unwrap(), None);
+        assert_eq!(return_schema_for::<Value>().unwrap(), None);
+        let e = validate_return_schema(&json!(true)).unwrap_err();
+        assert_eq!(e.message, "must be a JSON object schema, got a bool");
+        assert_eq!(validate_return_schema(&json!({"anyOf": [{}, 7]})).unwrap_err().path, "/anyOf/1");
     }
 
     #[test]

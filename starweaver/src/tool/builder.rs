@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{ToolContext, ToolDefinition, ToolError, ToolResult, args::decode_args, result::IntoToolResult};
 use crate::error::{DefinitionError, DefinitionErrorKind};
-use crate::schema::{SchemaError, schema_for};
+use crate::schema::{DeriveReturn, SchemaError, schema_for};
 
 /// Builds a tool from a closure, with every option of `#[tool]` and Python's `@tool`.
 ///
@@ -36,18 +36,43 @@ use crate::schema::{SchemaError, schema_for};
 pub struct ToolBuilder {
     pub(super) definition: ToolDefinition,
     explicit_schema: bool,
+    explicit_return_schema: bool,
 }
 
 impl ToolBuilder {
     /// Starts a tool called `name`.
     pub fn new(name: impl Into<String>) -> Self {
-        Self { definition: ToolDefinition::new(name, Value::Null), explicit_schema: false }
+        Self {
+            definition: ToolDefinition::new(name, Value::Null),
+            explicit_schema: false,
+            explicit_return_schema: false,
+        }
     }
 
     /// Uses this schema as is instead of deriving one from the argument type.
     pub fn parameters_schema(mut self, schema: Value) -> Self {
         self.definition.parameters = schema;
         self.explicit_schema = true;
+        self
+    }
+
+    /// Declares the schema of the value the tool returns (served over MCP as
+    /// `outputSchema`). A closure tool has none unless given one here; `#[tool]` derives
+    /// it from the return type instead.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use starweaver::{Tool, ToolBuilder, ToolContext};
+    ///
+    /// let count = ToolBuilder::new("count")
+    ///     .return_schema(json!({"type": "integer", "minimum": 0}))
+    ///     .handler(|_ctx: ToolContext, args: serde_json::Map<String, serde_json::Value>| async move { Ok(args.len()) })
+    ///     .unwrap();
+    /// assert_eq!(count.definition().return_schema, Some(json!({"type": "integer", "minimum": 0})));
+    /// ```
+    pub fn return_schema(mut self, schema: Value) -> Self {
+        self.definition.return_schema = Some(schema);
+        self.explicit_return_schema = true;
         self
     }
 
@@ -62,7 +87,7 @@ impl ToolBuilder {
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
         O: IntoToolResult,
     {
-        let tool = self.build(Some(schema_for::<A>), f);
+        let tool = self.build(Some(schema_for::<A>), None, f);
         match tool.error {
             Some(err) => Err(err),
             None => Ok(tool),
@@ -75,14 +100,28 @@ impl ToolBuilder {
     ///
     /// `derive` gives the argument type's schema; `None` when the type has none because an
     /// explicit [`parameters_schema`](Self::parameters_schema) stands in for it.
-    pub(crate) fn build<A, F>(mut self, derive: Option<fn() -> Result<Value, SchemaError>>, f: F) -> FnTool<A, F> {
+    /// `derive_return` gives the return type's schema, when the type has one and no explicit
+    /// [`return_schema`](Self::return_schema) stands in for it.
+    pub(crate) fn build<A, F>(
+        mut self,
+        derive: Option<fn() -> Result<Value, SchemaError>>,
+        derive_return: Option<DeriveReturn>,
+        f: F,
+    ) -> FnTool<A, F> {
         let derived = match (self.explicit_schema, derive) {
             (false, Some(derive)) => derive().map(|schema| self.definition.parameters = schema),
             _ => Ok(()),
-        };
+        }
+        .map_err(DefinitionErrorKind::Schema)
+        .and_then(|()| match (self.explicit_return_schema, derive_return) {
+            (false, Some(derive)) => {
+                derive().map(|schema| self.definition.return_schema = schema).map_err(DefinitionErrorKind::ReturnSchema)
+            }
+            _ => Ok(()),
+        });
         let error = match derived {
             Ok(()) => self.definition.validate().err(),
-            Err(err) => Some(DefinitionError::new(&self.definition.name, DefinitionErrorKind::Schema(err))),
+            Err(kind) => Some(DefinitionError::new(&self.definition.name, kind)),
         };
         FnTool { definition: self.definition, error, f, args: PhantomData }
     }

@@ -55,6 +55,10 @@ pub struct ToolDefinition {
     /// Model-facing metadata; a JSON object (`null` reads as none).
     #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+    /// JSON Schema of the value the tool returns, when its return type declares one. Never
+    /// sent to models; served over MCP as `outputSchema`, with the value checked against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_schema: Option<Value>,
 }
 
 impl ToolDefinition {
@@ -69,7 +73,24 @@ impl ToolDefinition {
             timeout_ms: None,
             max_retries: None,
             metadata: Map::new(),
+            return_schema: None,
         }
+    }
+
+    /// Declares the schema of the value the tool returns (any JSON type at the root).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use starweaver::ToolDefinition;
+    ///
+    /// let def = ToolDefinition::new("count", json!({"type": "object"})).with_return_schema(json!({"type": "integer"}));
+    /// def.validate().unwrap();
+    /// assert_eq!(serde_json::to_value(&def).unwrap()["return_schema"], json!({"type": "integer"}));
+    /// ```
+    #[must_use]
+    pub fn with_return_schema(mut self, schema: Value) -> Self {
+        self.return_schema = Some(schema);
+        self
     }
 
     /// The retry budget in force: the tool's own, or [`DEFAULT_MAX_RETRIES`].
@@ -100,6 +121,10 @@ impl ToolDefinition {
         }
         schema::validate_parameters(&self.parameters)
             .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::Schema(err)))?;
+        if let Some(returns) = &self.return_schema {
+            schema::validate_return_schema(returns)
+                .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::ReturnSchema(err)))?;
+        }
         if self.strict == Some(true) {
             schema::to_strict(&self.parameters)
                 .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::NotStrict(err)))?;
@@ -170,9 +195,26 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_return_schema_is_rejected_naming_the_path() {
+        let bad = ToolDefinition::new("t", object()).with_return_schema(json!({"type": "array", "items": 3}));
+        assert_eq!(
+            bad.validate().unwrap_err().to_string(),
+            "invalid tool `t`: return schema at `/items`: must be a schema (an object or a bool), got a number"
+        );
+        let root = ToolDefinition::new("t", object()).with_return_schema(json!("integer"));
+        assert_eq!(
+            root.validate().unwrap_err().to_string(),
+            "invalid tool `t`: return schema at `/`: must be a JSON object schema, got a string"
+        );
+    }
+
+    #[test]
     fn definition_round_trips_through_json_and_refuses_unknown_fields() {
         let def = ToolDefinition::new("t", object()).with_description("d").with_timeout_ms(5);
         let json = serde_json::to_value(&def).unwrap();
+        assert!(json.get("return_schema").is_none(), "absent, so existing definitions keep their JSON");
+        let typed = def.clone().with_return_schema(json!({"type": "string"}));
+        assert_eq!(serde_json::from_value::<ToolDefinition>(serde_json::to_value(&typed).unwrap()).unwrap(), typed);
         assert_eq!(serde_json::from_value::<ToolDefinition>(json).unwrap(), def);
         let err = serde_json::from_value::<ToolDefinition>(json!({
             "name": "t", "parameters": object(), "timeout": 5

@@ -1,6 +1,7 @@
 //! Every tool option, listed once.
 //!
-//! A tool option is a field of [`ToolDefinition`] past `name` and `parameters`. The table
+//! A tool option is a field of [`ToolDefinition`] past `name` and the two schemas
+//! (`parameters`, `return_schema`), which come from the tool's types. The table
 //! below gives each one its setters: `ToolDefinition::with_*` and the [`ToolBuilder`]
 //! method of the same name as the option, which `#[tool(...)]` expands to. Python reaches
 //! the same fields through serde (the binding deserialises its keyword arguments into a
@@ -63,7 +64,7 @@ mod tests {
 
     use super::*;
 
-    /// The options are exactly the definition's fields past `name` and `parameters`, so
+    /// The options are exactly the definition's fields past `name` and the schemas, so
     /// the table cannot fall behind the struct (or the Python binding, which sets them by name).
     #[test]
     fn the_table_names_every_option_field_of_the_definition() {
@@ -71,10 +72,14 @@ mod tests {
             .with_description("d")
             .with_timeout_ms(1)
             .with_max_retries(1)
-            .with_metadata(Map::from_iter([("k".to_owned(), json!(1))]));
+            .with_metadata(Map::from_iter([("k".to_owned(), json!(1))]))
+            .with_return_schema(json!({"type": "string"}));
         let Value::Object(fields) = serde_json::to_value(full).unwrap() else { unreachable!() };
-        let fields: Vec<&str> =
-            fields.keys().map(String::as_str).filter(|k| !["name", "parameters"].contains(k)).collect();
+        let fields: Vec<&str> = fields
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !["name", "parameters", "return_schema"].contains(k))
+            .collect();
         let mut options = TOOL_OPTIONS.to_vec();
         let mut fields = fields;
         options.sort_unstable();

@@ -116,3 +116,25 @@ async def haiku(ctx: ToolContext, topic: str) -> str:
     """Asks the client's model for a haiku."""
     sampled = await ctx.sample([f"A haiku about {topic}"], max_tokens=60, system_prompt="Five, seven, five.")
     return f"{sampled.text} ({sampled.model}, {sampled.stop_reason})"
+
+
+class Forecast(BaseModel):
+    """The weather in one city."""
+
+    city: str
+    celsius: float
+
+
+@tool
+def forecast(city: str) -> Forecast:
+    """Forecast the weather: a return annotation, so an output schema and structured content."""
+    return Forecast(city=city, celsius=21.5)
+
+
+ROWS = {"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "integer"}}}, "required": ["rows"]}
+
+
+@tool(return_schema=ROWS)
+def rows() -> dict[str, list[object]]:
+    """Returns a value its own return schema does not allow."""
+    return {"rows": [1, "two"]}

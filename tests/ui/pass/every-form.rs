@@ -26,6 +26,24 @@ pub async fn boxed(text: String) -> Result<i64, ToolError> {
     Ok(parsed?)
 }
 
+/// An `impl Trait` value: no return schema, since the type cannot be named.
+#[tool]
+pub async fn opaque() -> Result<impl serde::Serialize, ToolError> {
+    Ok(1)
+}
+
+/// A return schema given as JSON.
+#[tool(return_schema = r#"{"type": "integer"}"#)]
+pub async fn explicit() -> u8 {
+    1
+}
+
+/// A return schema turned off.
+#[tool(return_schema = false)]
+pub async fn untyped() -> u8 {
+    1
+}
+
 fn main() {
-    let _ = (ping_tool(), owned_tool(), typed_tool(), boxed_tool());
+    let _ = (ping_tool(), owned_tool(), typed_tool(), boxed_tool(), opaque_tool(), explicit_tool(), untyped_tool());
 }

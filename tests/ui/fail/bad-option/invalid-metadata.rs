@@ -12,4 +12,10 @@ async fn sub(left: i64, right: i64) -> i64 {
     left - right
 }
 
+/// Negate a number.
+#[tool(return_schema = r#"[1]"#)]
+async fn neg(value: i64) -> i64 {
+    -value
+}
+
 fn main() {}
