@@ -75,13 +75,37 @@ pub struct ToolContext {
     pub(crate) cancellation: CancellationToken,
     pub(crate) approval: Option<Arc<ApprovalDecision>>,
     pub(crate) dependencies: Dependencies,
-    /// Where progress and log messages go; `None` outside any run.
+    /// Where progress and log messages go, and who answers questions; `None` outside any
+    /// run.
     pub(crate) channel: Option<Channel>,
 }
 
-/// Where a call's progress and log messages go: implemented by whoever runs calls (an
-/// agent run, the MCP server, a durable engine's worker), never by tools. Methods are
-/// called on the tool's own thread, possibly often: they must not block.
+/// Where a call's progress and log messages go, and who answers what it asks:
+/// implemented by whoever runs calls (an agent run, the MCP server, a durable engine's
+/// worker), never by tools. `progress` and `log` are called on the tool's own thread,
+/// possibly often: they must return at once, and must not wait on anything a tool's
+/// thread may hold (a lock, Python's interpreter lock).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use starweaver::tool::{CallChannel, LogMessage, Progress};
+/// use starweaver::ToolContext;
+///
+/// #[derive(Default)]
+/// struct Recorder(Mutex<Vec<f64>>);
+///
+/// impl CallChannel for Recorder {
+///     fn progress(&self, _: &ToolContext, progress: &Progress) {
+///         self.0.lock().unwrap().push(progress.progress);
+///     }
+///     fn log(&self, _: &ToolContext, _: &LogMessage) {}
+/// }
+///
+/// let recorder = Arc::new(Recorder::default());
+/// let ctx = ToolContext::detached("index").with_channel(recorder.clone());
+/// ctx.report_progress(1.0, Some(2.0), None).unwrap();
+/// assert_eq!(*recorder.0.lock().unwrap(), [1.0]);
+/// ```
 pub trait CallChannel: Send + Sync {
     /// The call `call` reports progress.
     fn progress(&self, call: &ToolContext, progress: &Progress);
