@@ -210,7 +210,7 @@ impl Agent {
         let approval = task.approval.clone().map(Arc::new);
         let request = CallRequest { part: &task.call, approval, retry: task.retry, ahead: None };
         let inner = &self.inner;
-        let answers = Some(inner.answerer.clone());
+        let answers = inner.answerer.clone();
         let (outcome, events) = invoke_alone(
             &inner.registry,
             &inner.dependencies,

@@ -90,12 +90,7 @@ pub(crate) async fn drive(
     let (run_span, span) = trace.open(SpanOf::Run, None);
     let events = Arc::new(EventLog::new(run_id.clone(), next_seq, live));
     let run = Run {
-        channel: Arc::new(RunChannel {
-            events,
-            trace: Arc::new(trace),
-            also: None,
-            answers: Some(agent.answerer.clone()),
-        }),
+        channel: Arc::new(RunChannel { events, trace: Arc::new(trace), also: None, answers: agent.answerer.clone() }),
         run_span,
         agent,
         run_id,

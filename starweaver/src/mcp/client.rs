@@ -388,7 +388,9 @@ impl Inner {
             Some(ctx) => {
                 let (listening, reports) = self.calls.listen(name);
                 listening.mark(params.meta.get_or_insert_with(Default::default));
-                reporting(self.send_call(name, params), reports, ctx).await
+                // Boxed: rmcp's request future is large, and wrapped in the reporting loop it
+                // makes every call of this server's tools carry it inline.
+                reporting(Box::pin(self.send_call(name, params)), reports, ctx).await
             }
             None => self.send_call(name, params).await,
         }

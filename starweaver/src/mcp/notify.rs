@@ -259,31 +259,31 @@ impl CallChannel for Notifier {
     }
 }
 
-/// Runs `call` while sending its notifications to `peer` in order, then sends what is
-/// left, so all of them precede the answer.
-pub(super) async fn alongside<T>(
+/// Runs `call` while handing each of its notifications to `handle` in order, on this
+/// task, then the ones left, so all of them precede the answer.
+pub(super) async fn alongside<T, N, Handled: Future<Output = ()>>(
     call: impl Future<Output = T>,
-    mut notes: mpsc::UnboundedReceiver<Note>,
-    peer: &Peer<RoleServer>,
+    mut notes: mpsc::UnboundedReceiver<N>,
+    mut handle: impl FnMut(N) -> Handled,
 ) -> T {
     tokio::pin!(call);
     let answer = loop {
         tokio::select! {
             biased;
             answer = &mut call => break answer,
-            Some(note) = notes.recv() => send(peer, note).await,
+            Some(note) = notes.recv() => handle(note).await,
         }
     };
     // A tool that kept its context cannot hold the answer back.
     notes.close();
     while let Ok(note) = notes.try_recv() {
-        send(peer, note).await;
+        handle(note).await;
     }
     answer
 }
 
 /// Sends one notification; a client that went away misses it, and the call goes on.
-async fn send(peer: &Peer<RoleServer>, note: Note) {
+pub(super) async fn send(peer: &Peer<RoleServer>, note: Note) {
     let sent = match note {
         Note::Progress(param) => peer.notify_progress(param).await,
         Note::Log(param) => peer.notify_logging_message(param).await,
@@ -448,24 +448,15 @@ impl InFlight {
 /// reports what is left, so every report comes before the call's return.
 pub(super) async fn reporting<T>(
     call: impl Future<Output = T>,
-    mut reports: mpsc::UnboundedReceiver<Heard>,
+    reports: mpsc::UnboundedReceiver<Heard>,
     ctx: &ToolContext,
 ) -> T {
-    let report = |heard: Heard| match heard {
-        Heard::Progress(progress) => ctx.send_progress(&progress),
-        Heard::Log(log) => ctx.send_log(&log),
-    };
-    tokio::pin!(call);
-    let answer = loop {
-        tokio::select! {
-            biased;
-            answer = &mut call => break answer,
-            Some(heard) = reports.recv() => report(heard),
+    let report = |heard: Heard| {
+        match heard {
+            Heard::Progress(progress) => ctx.send_progress(&progress),
+            Heard::Log(log) => ctx.send_log(&log),
         }
+        std::future::ready(())
     };
-    reports.close();
-    while let Ok(heard) = reports.try_recv() {
-        report(heard);
-    }
-    answer
+    alongside(call, reports, report).await
 }

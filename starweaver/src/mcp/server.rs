@@ -359,7 +359,7 @@ impl McpService {
             let (registry, dependencies, run_id, cancellation) =
                 (&self.registry, &self.dependencies, &run_id, &job.cancellation);
             // The client hears what the call reports, and answers what it asks.
-            let (listener, answers) = (Some(listener.clone()), Some(listener.clone()));
+            let (listener, answers) = (Some(listener.clone()), listener.clone());
             async move { invoke_alone(registry, dependencies, run_id, cancellation, request, listener, answers).await.0 }
         };
         let answer = async {
@@ -370,7 +370,7 @@ impl McpService {
                 Err(refusal) => CallToolResult::error(vec![Content::text(refusal)]),
             }
         };
-        let result = notify::alongside(answer, notes, &job.peer).await;
+        let result = notify::alongside(answer, notes, |note| notify::send(&job.peer, note)).await;
         drop(job.reply.send(result));
     }
 }

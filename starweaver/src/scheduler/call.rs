@@ -129,7 +129,7 @@ pub(crate) async fn invoke_alone(
     cancellation: &CancellationToken,
     request: CallRequest<'_>,
     listener: Option<Arc<dyn CallChannel>>,
-    answers: Option<Arc<dyn CallChannel>>,
+    answers: Arc<dyn CallChannel>,
 ) -> (CallOutcome, Vec<EventKind>) {
     let trace = Tracer::new(run_id.clone());
     let (parent, _span) = trace.open(SpanOf::Run, None);

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::event::{EventKind, EventLog};
 use crate::tool::{
-    CallChannel, ElicitAnswer, Elicitation, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError, nobody_to,
+    CallChannel, ElicitAnswer, Elicitation, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError,
 };
 use crate::trace::{LOG, PROGRESS, Tracer};
 
@@ -20,8 +20,8 @@ pub(crate) struct RunChannel {
     pub trace: Arc<Tracer>,
     /// Told every report too, after the run has recorded it.
     pub also: Option<Arc<dyn CallChannel>>,
-    /// Answers what the calls ask (the user, a model); nobody when `None`.
-    pub answers: Option<Arc<dyn CallChannel>>,
+    /// Answers what the calls ask (the user, a model).
+    pub answers: Arc<dyn CallChannel>,
 }
 
 impl CallChannel for RunChannel {
@@ -65,16 +65,10 @@ impl CallChannel for RunChannel {
         call: &'a ToolContext,
         request: &'a Elicitation,
     ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
-        match &self.answers {
-            Some(answers) => answers.elicit(call, request),
-            None => Box::pin(std::future::ready(Err(nobody_to(call, "ask the user for input")))),
-        }
+        self.answers.elicit(call, request)
     }
 
     fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>> {
-        match &self.answers {
-            Some(answers) => answers.sample(call, request),
-            None => Box::pin(std::future::ready(Err(nobody_to(call, "ask a model for a completion")))),
-        }
+        self.answers.sample(call, request)
     }
 }

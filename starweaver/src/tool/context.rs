@@ -182,7 +182,7 @@ where
 
 /// The error of a call that asks where nobody can answer: the tool cannot do its work
 /// here, and trying again would not change that.
-pub(crate) fn nobody_to(call: &ToolContext, what: &str) -> ToolError {
+fn nobody_to(call: &ToolContext, what: &str) -> ToolError {
     let message = format!("tool `{}` tried to {what}, but nothing running this call can answer", call.tool_name);
     ToolError::execution(message).not_retryable()
 }
