@@ -276,15 +276,16 @@ impl PySession {
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
-    #[pyo3(signature = (*, approvals=None, deferred_results=None))]
+    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn resume(
         &self,
         py: Python<'_>,
         approvals: Option<Vec<Bound<'_, PyAny>>>,
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
+        elicitations: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<RustFuture> {
-        let decisions = hitl::decisions(py, &approvals.unwrap_or_default(), &deferred_results.unwrap_or_default())?;
+        let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
         self.start(py, Action::Resume(decisions), run_options(None, None))
     }
 

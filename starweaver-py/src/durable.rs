@@ -233,15 +233,16 @@ impl PyDurableRun {
 
     /// Takes a waiting run up again; raises `DecisionError` for a forged, replayed, stale
     /// or incomplete decision (the run keeps waiting). With `check_only`, only checks.
-    #[pyo3(signature = (*, approvals=None, deferred_results=None, check_only=false))]
+    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, check_only=false))]
     fn resume(
         &self,
         py: Python<'_>,
         approvals: Option<Vec<Bound<'_, PyAny>>>,
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
+        elicitations: Option<Vec<Bound<'_, PyAny>>>,
         check_only: bool,
     ) -> PyResult<()> {
-        let decisions = hitl::decisions(py, &approvals.unwrap_or_default(), &deferred_results.unwrap_or_default())?;
+        let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
         let mut run = self.run();
         if check_only { run.check(decisions) } else { run.resume(decisions) }.into_py_result(py)
     }

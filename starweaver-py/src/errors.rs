@@ -38,6 +38,7 @@ classes! {
     execution => "Execution",
     approval_required => "ApprovalRequired",
     call_deferred => "CallDeferred",
+    elicitation_required => "ElicitationRequired",
     cancelled => "Cancelled",
     timeout => "Timeout",
     registration_error => "RegistrationError",
@@ -119,13 +120,14 @@ type ClassOf = for<'py> fn(Python<'py>) -> PyResult<&'py Bound<'py, PyType>>;
 /// `Execution` errors whose traceback goes to `private_metadata` only.
 pub(crate) fn tool_error(py: Python<'_>, err: &PyErr) -> ToolError {
     let value = err.value(py);
-    let kinds: [(ClassOf, ToolErrorKind); 9] = [
+    let kinds: [(ClassOf, ToolErrorKind); 10] = [
         (invalid_arguments, ToolErrorKind::InvalidArguments),
         (model_retry, ToolErrorKind::ModelRetry),
         (feedback, ToolErrorKind::Feedback),
         (user_error, ToolErrorKind::UserError),
         (approval_required, ToolErrorKind::ApprovalRequired),
         (call_deferred, ToolErrorKind::CallDeferred),
+        (elicitation_required, ToolErrorKind::ElicitationRequired),
         (cancelled, ToolErrorKind::Cancelled),
         (timeout, ToolErrorKind::Timeout),
         (execution, ToolErrorKind::Execution),
@@ -154,8 +156,9 @@ pub(crate) fn tool_error(py: Python<'_>, err: &PyErr) -> ToolError {
     with_traceback(py, ToolError::execution(format!("{type_name}: {value}")), err)
 }
 
-/// A tool error as the exception of its kind (what `await ctx.elicit(...)` raises when
-/// asking failed), so a tool that does not catch it ends as the runtime would end it.
+/// A tool error as the exception of its kind, with its metadata (what `await
+/// ctx.elicit(...)` raises when asking failed, or when the run must wait for the answer),
+/// so a tool that does not catch it ends as the runtime would end it.
 pub(crate) fn raise_tool_error(py: Python<'_>, error: &ToolError) -> PyErr {
     let class = match error.kind() {
         ToolErrorKind::InvalidArguments => invalid_arguments(py),
@@ -164,11 +167,20 @@ pub(crate) fn raise_tool_error(py: Python<'_>, error: &ToolError) -> PyErr {
         ToolErrorKind::UserError => user_error(py),
         ToolErrorKind::ApprovalRequired => approval_required(py),
         ToolErrorKind::CallDeferred => call_deferred(py),
+        ToolErrorKind::ElicitationRequired => elicitation_required(py),
         ToolErrorKind::Cancelled => cancelled(py),
         ToolErrorKind::Timeout => timeout(py),
         _ => execution(py),
     };
-    raise(class, error.message())
+    let made = class.and_then(|class| {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("metadata", convert::to_py(py, &Value::Object(error.metadata().clone()))?)?;
+        class.call((error.message(),), Some(&kwargs))
+    });
+    match made {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(failed) => failed,
+    }
 }
 
 fn with_traceback(py: Python<'_>, error: ToolError, err: &PyErr) -> ToolError {

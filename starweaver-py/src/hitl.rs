@@ -3,7 +3,11 @@
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::Value;
-use starweaver::{ApprovalDecision, DeferredOutcome, DeferredResult, HitlDecisions, PendingApproval, PendingDeferred};
+use starweaver::tool::ElicitAnswer;
+use starweaver::{
+    ApprovalDecision, DeferredOutcome, DeferredResult, ElicitationResponse, HitlDecisions, PendingApproval,
+    PendingDeferred, PendingElicitation,
+};
 
 use crate::convert::{self, ConvertError};
 use crate::errors::{self, IntoPyResult};
@@ -19,6 +23,14 @@ pub struct PyPendingApproval(pub(crate) PendingApproval);
 #[pyclass(module = "starweaver._native", name = "PendingDeferred", frozen)]
 #[derive(Clone)]
 pub struct PyPendingDeferred(pub(crate) PendingDeferred);
+
+/// A call that asked the user for input in a run with no elicitation handler; answering
+/// it (`accept`, `decline`, `cancel`) and resuming calls the tool again, where asking the
+/// same question gives the answer.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "PendingElicitation", frozen)]
+#[derive(Clone)]
+pub struct PyPendingElicitation(pub(crate) PendingElicitation);
 
 /// The methods of a pending kind: the getters both share (they wrap the same
 /// `PendingCall`) plus the kind's own decision methods.
@@ -118,6 +130,78 @@ pending_methods!(PyPendingDeferred, {
     }
 });
 
+pending_methods!(PyPendingElicitation, {
+    /// What the tool asks the user, in its own words.
+    #[getter]
+    fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// The JSON schema of the answer (an object of primitive properties).
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.0.schema)
+    }
+
+    /// Answers with `content`: a dict, or a pydantic model or dataclass instance, of the
+    /// asked shape (checked against `schema` when the run resumes).
+    fn accept(&self, py: Python<'_>, content: &Bound<'_, PyAny>) -> PyResult<PyElicitationResponse> {
+        let content = convert::to_json_object(content, "content").map_err(|e| invalid_decision(py, &e))?;
+        Ok(PyElicitationResponse(self.0.accept(content)))
+    }
+
+    /// The user said no; the tool goes on without the value.
+    fn decline(&self) -> PyElicitationResponse {
+        PyElicitationResponse(self.0.decline())
+    }
+
+    /// The user dismissed the question.
+    fn cancel(&self) -> PyElicitationResponse {
+        PyElicitationResponse(self.0.cancel())
+    }
+});
+
+/// The user's answer to a pending elicitation.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ElicitationResponse", frozen)]
+#[derive(Clone)]
+pub struct PyElicitationResponse(pub(crate) ElicitationResponse);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyElicitationResponse {
+    /// The pending elicitation's id.
+    #[getter]
+    fn id(&self) -> &str {
+        &self.0.id
+    }
+    /// `"accept"`, `"decline"` or `"cancel"`.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "typing.Literal['accept', 'decline', 'cancel']", imports = ("typing",)))]
+    fn action(&self) -> &str {
+        match self.0.answer {
+            ElicitAnswer::Accept { .. } => "accept",
+            ElicitAnswer::Decline => "decline",
+            ElicitAnswer::Cancel => "cancel",
+        }
+    }
+    /// The accepted value, or `None`.
+    #[getter]
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match &self.0.answer {
+            ElicitAnswer::Accept { content } => convert::to_py(py, &Value::Object(content.clone())).map(Some),
+            ElicitAnswer::Decline | ElicitAnswer::Cancel => Ok(None),
+        }
+    }
+    /// As canonical JSON (a dict).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::serialize_to_py(py, &self.0)
+    }
+    fn __repr__(&self) -> String {
+        format!("ElicitationResponse(id={:?}, action={:?})", self.0.id, self.action())
+    }
+}
+
 /// A decision on a pending approval.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "ApprovalDecision", frozen)]
@@ -204,6 +288,9 @@ pub struct PyHitl {
     /// Calls waiting for an outside result, in model order.
     #[pyo3(get)]
     deferred: Vec<PyPendingDeferred>,
+    /// Calls waiting for the user's answer to their question, in model order.
+    #[pyo3(get)]
+    elicitations: Vec<PyPendingElicitation>,
 }
 
 impl From<starweaver::Hitl> for PyHitl {
@@ -211,36 +298,50 @@ impl From<starweaver::Hitl> for PyHitl {
         Self {
             approvals: hitl.approvals.into_iter().map(PyPendingApproval).collect(),
             deferred: hitl.deferred.into_iter().map(PyPendingDeferred).collect(),
+            elicitations: hitl.elicitations.into_iter().map(PyPendingElicitation).collect(),
         }
     }
 }
 
+/// A resume's decisions of one kind as Python passes them: absent, or a list.
+type Given<'py> = Option<Vec<Bound<'py, PyAny>>>;
+
 /// Decisions as given from Python: decision objects or canonical JSON dicts.
 pub(crate) fn decisions(
     py: Python<'_>,
-    approvals: &[Bound<'_, PyAny>],
-    deferred: &[Bound<'_, PyAny>],
+    approvals: Given<'_>,
+    deferred: Given<'_>,
+    elicitations: Given<'_>,
 ) -> PyResult<HitlDecisions> {
-    let mut json_approvals = Vec::with_capacity(approvals.len());
-    for item in approvals {
-        json_approvals.push(match item.cast::<PyApprovalDecision>() {
-            Ok(d) => {
-                serde_json::to_value(&d.get().0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
-            }
-            Err(_) => decision_json(py, item, "approvals")?,
-        });
-    }
-    let mut json_deferred = Vec::with_capacity(deferred.len());
-    for item in deferred {
-        json_deferred.push(match item.cast::<PyDeferredResult>() {
-            Ok(d) => {
-                serde_json::to_value(&d.get().0).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
-            }
-            Err(_) => decision_json(py, item, "deferred_results")?,
-        });
-    }
-    let json = serde_json::json!({"approvals": json_approvals, "deferred_results": json_deferred});
+    let (approvals, deferred, elicitations) =
+        (approvals.unwrap_or_default(), deferred.unwrap_or_default(), elicitations.unwrap_or_default());
+    let json = serde_json::json!({
+        "approvals": decision_list::<PyApprovalDecision, _>(py, &approvals, "approvals", |d| &d.0)?,
+        "deferred_results": decision_list::<PyDeferredResult, _>(py, &deferred, "deferred_results", |d| &d.0)?,
+        "elicitations": decision_list::<PyElicitationResponse, _>(py, &elicitations, "elicitations", |d| &d.0)?,
+    });
     HitlDecisions::from_json(&json).into_py_result(py)
+}
+
+/// One kind of decision as JSON: each a decision object of class `D`, or a dict.
+fn decision_list<D, T: serde::Serialize>(
+    py: Python<'_>,
+    items: &[Bound<'_, PyAny>],
+    what: &str,
+    inner: impl Fn(&D) -> &T,
+) -> PyResult<Vec<Value>>
+where
+    D: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::True> + Sync,
+{
+    items
+        .iter()
+        .map(|item| match item.cast::<D>() {
+            Ok(d) => {
+                serde_json::to_value(inner(d.get())).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+            }
+            Err(_) => decision_json(py, item, what),
+        })
+        .collect()
 }
 
 /// Part of a decision as JSON; a value without an exact JSON form is a `DecisionError`.

@@ -31,7 +31,10 @@ mod _native {
     #[pymodule_export]
     use crate::durable::{PyAwaitCalls, PyDone, PyDurableRun, PyRequestModel, PyStartCalls};
     #[pymodule_export]
-    use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
+    use crate::hitl::{
+        PyApprovalDecision, PyDeferredResult, PyElicitationResponse, PyHitl, PyPendingApproval, PyPendingDeferred,
+        PyPendingElicitation,
+    };
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
     #[pymodule_export]

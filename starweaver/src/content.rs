@@ -17,6 +17,7 @@
 //! assert_eq!(Part::list_from(content).unwrap().len(), 2);
 //! ```
 
+#[cfg(any(feature = "mcp", feature = "__http"))]
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -63,6 +63,9 @@ use crate::{Agent, Session};
 
 /// What the driver of a [`DurableRun`] does next.
 #[derive(Debug)]
+// One is made per step and matched on at once: boxing the result would cost every caller
+// a `*` to save bytes nothing keeps.
+#[allow(clippy::large_enum_variant)]
 pub enum Step {
     /// Request the model ([`Agent::request_model`]) and report with
     /// [`DurableRun::model_responded`] or [`DurableRun::model_failed`].

@@ -157,14 +157,15 @@ pub enum Error {
         /// The undecided canonical ids, comma-separated.
         ids: String,
     },
-    /// An approval was sent for a deferred call or the other way round.
-    #[error("`{id}` is a pending {actual}, but was given a {given}")]
+    /// A decision of one kind was sent for a pending item of another (an approval for a
+    /// deferred call, say).
+    #[error("`{id}` is a pending {actual}, but was given {given}")]
     WrongDecisionKind {
         /// The id given.
         id: String,
-        /// What the item is (`approval` or `deferred call`).
+        /// What the item is (`approval`, `deferred call` or `elicitation`).
         actual: &'static str,
-        /// What was sent for it.
+        /// What was sent for it, with its article (`an approval decision`).
         given: &'static str,
     },
     /// A decision is malformed.

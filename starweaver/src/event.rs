@@ -8,10 +8,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::hitl::{PendingApproval, PendingDeferred};
+use crate::hitl::{PendingApproval, PendingDeferred, PendingElicitation};
 use crate::message::{Message, ToolReturnRecord};
 use crate::model::{FinishReason, ModelDelta, ToolCallDelta, Usage};
 use crate::tool::{LogLevel, LogMessage, Progress, ToolContext};
+
+/// Counts of a new kind of pending item are left out when zero, so events of runs without
+/// any keep the form they always had.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
 
 impl EventKind {
     /// The `tool_progress` event of the call `call` runs.
@@ -73,6 +80,9 @@ pub enum EventKind {
         approvals: usize,
         /// Deferred results received.
         deferred_results: usize,
+        /// Answers to elicitations received (absent when none).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        elicitations: usize,
     },
     /// The model is about to be asked.
     ModelRequest {
@@ -181,12 +191,17 @@ pub enum EventKind {
     ApprovalRequested(Box<PendingApproval>),
     /// A call waits for an outside result.
     DeferredRequested(Box<PendingDeferred>),
+    /// A call waits for the user's answer to its question.
+    ElicitationRequested(Box<PendingElicitation>),
     /// The run suspended, waiting for decisions.
     Waiting {
         /// Pending approvals.
         approvals: usize,
         /// Pending deferred calls.
         deferred: usize,
+        /// Pending elicitations (absent when none).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        elicitations: usize,
     },
     /// The run finished with an answer.
     RunComplete {

@@ -100,8 +100,8 @@ pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions};
 pub use error::{DefinitionError, DefinitionErrorKind, Error, ErrorCategory, JsonInput, Result};
 pub use event::{Event, EventKind};
 pub use hitl::{
-    ApprovalDecision, ApprovalPolicy, ApprovalRule, DeferredOutcome, DeferredResult, Hitl, HitlDecisions,
-    PendingApproval, PendingCall, PendingDeferred,
+    ApprovalDecision, ApprovalPolicy, ApprovalRule, DeferredOutcome, DeferredResult, ElicitationResponse, Hitl,
+    HitlDecisions, PendingApproval, PendingCall, PendingDeferred, PendingElicitation,
 };
 pub use message::{
     History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,

@@ -29,6 +29,7 @@ pub(crate) enum Source {
     /// Given to one run directly.
     Run,
     /// Given directly to an MCP service, to serve.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // only `mcp::McpService` serves
     Served,
     /// From a toolset (name, id), which may require approval for all its tools.
     Toolset { name: String, id: String, requires_approval: bool },

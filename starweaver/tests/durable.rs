@@ -225,3 +225,45 @@ async fn one_script_through_both_drivers_gives_the_same_events_counts_and_result
     let durable_done = drive_finishing(&durable_agent, &mut run, false).await;
     assert_eq!(outcome(&durable_done), outcome(&done));
 }
+
+#[tokio::test]
+async fn a_question_without_a_handler_waits_in_a_durable_run_as_in_process_and_its_answer_crosses_as_json() {
+    let asks = || -> Arc<dyn Tool> {
+        Arc::new(raw_tool(ToolBuilder::new("deploy"), |ctx: ToolContext, _: Args| async move {
+            let schema = json!({"type": "object", "properties": {"env": {"type": "string"}}});
+            let env = ctx.elicit("Which environment?", schema).await?;
+            let sure = ctx.elicit("Sure?", json!({"type": "object"})).await?;
+            Ok(json!(format!("{env:?} / {sure:?}")))
+        }))
+    };
+    let build = || {
+        let model = TestModel::new([
+            TestModel::tool_call_response([call("c1", "deploy", json!({}))]),
+            ModelResponse::text("shipped"),
+        ]);
+        Agent::builder(model).shared_tool(asks()).build().unwrap()
+    };
+    let in_process = build();
+    let mut session = in_process.session();
+    let mut results = vec![session.run("ship it").await.unwrap()];
+    let env = results[0].hitl.elicitations[0].accept(json!({"env": "prod"}).as_object().unwrap().clone());
+    results.push(session.resume(vec![env.clone()]).await.unwrap());
+    let sure = results[1].hitl.elicitations[0].decline();
+    results.push(session.resume(vec![sure.clone()]).await.unwrap());
+    assert_eq!(results[2].output.as_deref(), Some("shipped"));
+
+    let durable = build();
+    let mut run = DurableRun::start(&durable, "ship it", results[0].run_id.clone()).unwrap();
+    assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&results[0]));
+    run.resume(HitlDecisions::from(vec![env])).unwrap();
+    let Step::StartCalls(tasks) = run.next_step() else { panic!("the answered call starts again") };
+    let task = serde_json::to_value(&tasks[0]).unwrap();
+    assert_eq!(task["answered"][0]["answer"], json!({"action": "accept", "content": {"env": "prod"}}), "{task}");
+    let result = durable
+        .run_call(&results[0].run_id, &recorded::<CallTask>(&tasks[0]), CancellationToken::default(), None)
+        .await;
+    run.call_finished(0, recorded(&result));
+    assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&results[1]));
+    run.resume(HitlDecisions::from(vec![sure])).unwrap();
+    assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&results[2]));
+}

@@ -405,6 +405,7 @@ async fn an_exported_waiting_session_resumes_elsewhere_exactly_as_in_process() {
     let decisions = |hitl: &starweaver::Hitl| HitlDecisions {
         approvals: vec![hitl.approvals[0].approve().decided_by("ops")],
         deferred_results: vec![hitl.deferred[0].complete(json!({"rows": 2}))],
+        ..HitlDecisions::default()
     };
     let in_process = original.resume(decisions(&waiting.hitl)).await.unwrap();
 
@@ -435,6 +436,7 @@ async fn replayed_decisions_stay_refused_after_a_restore() {
         .resume(HitlDecisions {
             approvals: vec![approval.clone()],
             deferred_results: vec![waiting.hitl.deferred[0].complete(json!(1))],
+            ..HitlDecisions::default()
         })
         .await
         .unwrap();

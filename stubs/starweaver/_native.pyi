@@ -15,6 +15,7 @@ __all__ = [
     "AwaitCalls",
     "DeferredResult",
     "Done",
+    "ElicitationResponse",
     "Hitl",
     "MemorySessionStore",
     "Messages",
@@ -31,6 +32,7 @@ __all__ = [
     "PROVIDERS",
     "PendingApproval",
     "PendingDeferred",
+    "PendingElicitation",
     "RequestModel",
     "RunResult",
     "RunStream",
@@ -134,6 +136,32 @@ class Done:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
+class ElicitationResponse:
+    r"""
+    The user's answer to a pending elicitation.
+    """
+    @property
+    def id(self) -> builtins.str:
+        r"""
+        The pending elicitation's id.
+        """
+    @property
+    def action(self) -> typing.Literal['accept', 'decline', 'cancel']:
+        r"""
+        `"accept"`, `"decline"` or `"cancel"`.
+        """
+    @property
+    def content(self) -> typing.Optional[typing.Any]:
+        r"""
+        The accepted value, or `None`.
+        """
+    def to_dict(self) -> typing.Any:
+        r"""
+        As canonical JSON (a dict).
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
 class Hitl:
     r"""
     What a waiting run needs.
@@ -147,6 +175,11 @@ class Hitl:
     def deferred(self) -> builtins.list[PendingDeferred]:
         r"""
         Calls waiting for an outside result, in model order.
+        """
+    @property
+    def elicitations(self) -> builtins.list[PendingElicitation]:
+        r"""
+        Calls waiting for the user's answer to their question, in model order.
         """
 
 @typing.final
@@ -271,7 +304,7 @@ class NativeDurableRun:
         r"""
         The events since the run started or was last resumed, as dicts.
         """
-    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, check_only: builtins.bool = False) -> None:
+    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None, check_only: builtins.bool = False) -> None:
         r"""
         Takes a waiting run up again; raises `DecisionError` for a forged, replayed, stale
         or incomplete decision (the run keeps waiting). With `check_only`, only checks.
@@ -408,7 +441,7 @@ class NativeSession:
         Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
         for this run only.
         """
-    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None) -> typing.Awaitable[RunResult]:
+    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None) -> typing.Awaitable[RunResult]:
         r"""
         Continues the waiting run: one decision (object or canonical dict) per pending item.
         """
@@ -602,6 +635,77 @@ class PendingDeferred:
     def fail(self, error: builtins.str) -> DeferredResult:
         r"""
         Supplies a failure; the model sees a `deferred_failed` error.
+        """
+    def to_dict(self) -> types.PendingItem:
+        r"""
+        As canonical JSON (a dict).
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class PendingElicitation:
+    r"""
+    A call that asked the user for input in a run with no elicitation handler; answering
+    it (`accept`, `decline`, `cancel`) and resuming calls the tool again, where asking the
+    same question gives the answer.
+    """
+    @property
+    def message(self) -> builtins.str:
+        r"""
+        What the tool asks the user, in its own words.
+        """
+    @property
+    def schema(self) -> typing.Any:
+        r"""
+        The JSON schema of the answer (an object of primitive properties).
+        """
+    @property
+    def id(self) -> builtins.str:
+        r"""
+        Canonical id: `<run id>:<tool-call id>`.
+        """
+    @property
+    def run_id(self) -> builtins.str:
+        r"""
+        The waiting run.
+        """
+    @property
+    def tool_call_id(self) -> builtins.str:
+        r"""
+        The model's call id.
+        """
+    @property
+    def tool_name(self) -> builtins.str:
+        r"""
+        The tool.
+        """
+    @property
+    def arguments(self) -> typing.Any:
+        r"""
+        The call's arguments.
+        """
+    @property
+    def reason(self) -> builtins.str:
+        r"""
+        Why the call waits.
+        """
+    @property
+    def metadata(self) -> typing.Any:
+        r"""
+        Context for whoever decides.
+        """
+    def accept(self, content: typing.Any) -> ElicitationResponse:
+        r"""
+        Answers with `content`: a dict, or a pydantic model or dataclass instance, of the
+        asked shape (checked against `schema` when the run resumes).
+        """
+    def decline(self) -> ElicitationResponse:
+        r"""
+        The user said no; the tool goes on without the value.
+        """
+    def cancel(self) -> ElicitationResponse:
+        r"""
+        The user dismissed the question.
         """
     def to_dict(self) -> types.PendingItem:
         r"""

@@ -1,6 +1,7 @@
 """DESIGN.md §19 from Python: a tool asks mid-call. In an agent run the agent's
 `elicitation_handler` asks the user (the answer validated into the type the tool asked
-for) and the agent's own model answers `ctx.sample`. (Over MCP the client answers: see
+for), or without one the run waits for the answer; the agent's own model answers
+`ctx.sample`. (Over MCP the client answers: see
 test_mcp_server.py.)"""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from conftest import call, calls_then_text, returns
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from starweaver import ToolContext, create_agent, tool
+from starweaver import DecisionError, ElicitationRequired, PendingElicitation, ToolContext, create_agent, tool
 from starweaver.elicitation import Accepted, Cancelled, Declined, Elicited, Sampled
 from starweaver.testing import FunctionModel, Messages
 
@@ -87,9 +88,91 @@ def test_an_answer_that_does_not_fit_or_a_handler_that_fails_is_the_calls_error(
     )
 
 
-def test_without_a_handler_asking_fails_the_call_saying_how_to_give_one() -> None:
-    message = run_deploy(None)
-    assert "tool `deploy` asked the user for input" in message and "elicitation_handler" in message
+def test_without_a_handler_the_run_waits_and_the_answer_reaches_the_tool_called_again() -> None:
+    invoked: list[str] = []
+
+    @tool
+    async def careful(ctx: ToolContext, service: str) -> str:
+        """Deploys a service where the user says, once they confirm."""
+        invoked.append(service)
+        target = await ctx.elicit("Where to?", Target)
+        assert isinstance(target, Accepted)
+        sure: Elicited[dict[str, Any]] = await ctx.elicit(
+            f"Deploy {service} to {target.data.env}?", {"properties": {"sure": {"type": "boolean"}}}
+        )
+        return f"{service} -> {target.data.env} x{target.data.replicas}: {type(sure).__name__}"
+
+    model = calls_then_text([call("c1", "careful", {"service": "api"})])
+    agent = create_agent(model=model, tools=[careful])
+    session = agent.session()
+    first = session.run_sync("go")
+    assert first.status == "waiting"
+    assert first.hitl.approvals == [] and first.hitl.deferred == []
+    (asked,) = first.hitl.elicitations
+    assert isinstance(asked, PendingElicitation)
+    assert (asked.id, asked.tool_name, asked.arguments) == (f"{first.run_id}:c1", "careful", {"service": "api"})
+    assert asked.message == asked.reason == "Where to?"
+    assert asked.schema["required"] == ["env"]
+    assert asked.to_dict()["message"] == "Where to?"
+    requested, waiting = (e for e in first.events if e["type"] in ("elicitation_requested", "waiting"))
+    assert requested["type"] == "elicitation_requested" and requested["schema"] == asked.schema
+    assert waiting["type"] == "waiting"
+    assert (waiting["approvals"], waiting["deferred"], waiting.get("elicitations")) == (0, 0, 1)
+
+    # A pydantic model is an answer too; the second question waits in turn.
+    second = asyncio.run(session.hitl.resume(elicitations=[asked.accept(Target(env="prod", replicas=2))]))
+    (confirm,) = second.hitl.elicitations
+    assert confirm.message == "Deploy api to prod?"
+    answer = confirm.cancel()
+    assert (answer.id, answer.action, answer.content) == (confirm.id, "cancel", None)
+    done = asyncio.run(session.resume_after_hitl(elicitations=[answer.to_dict()]))
+    assert done.status == "completed"
+    assert returns(done.messages)[0]["content"] == "api -> prod x2: Cancelled"
+    assert invoked == ["api", "api", "api"], "invoked again after each answer"
+
+
+def test_a_waiting_question_is_exported_and_answered_in_another_session_and_bad_answers_are_refused() -> None:
+    agent = create_agent(model=calls_then_text([call("c1", "deploy")]), tools=[deploy])
+    session = agent.session()
+    waiting = asyncio.run(session.run("go"))
+    (asked,) = waiting.hitl.elicitations
+    restored = agent.session(session.export_state())
+    pending = restored.pending
+    assert pending is not None and pending.elicitations[0].id == asked.id
+
+    with pytest.raises(DecisionError, match=re.escape("does not match the schema the tool asked with: at `/replicas`")):
+        asyncio.run(restored.hitl.resume(elicitations=[asked.accept({"env": "prod", "replicas": "many"})]))
+    with pytest.raises(DecisionError, match="`content` must be a dict, got an array"):
+        asked.accept([1])
+    with pytest.raises(DecisionError, match="is a pending elicitation, but was given an approval decision"):
+        asyncio.run(restored.hitl.resume(approvals=[{"id": asked.id, "approved": True}]))
+    with pytest.raises(DecisionError, match="takes no `content`"):
+        asyncio.run(restored.hitl.resume(elicitations=[{"id": asked.id, "action": "decline", "content": {}}]))
+
+    done = asyncio.run(restored.hitl.resume(elicitations=[{"id": "c1", "action": "accept", "content": {"env": "dev"}}]))
+    assert returns(done.messages)[0]["content"] == "deployed to dev x1"
+
+
+def test_a_tool_that_swallows_the_wait_and_a_tool_that_raises_it_by_hand() -> None:
+    @tool
+    async def swallow(ctx: ToolContext) -> str:
+        try:
+            await ctx.elicit("Anything?", {"type": "object"})
+        except ElicitationRequired as waiting:
+            return f"asked {waiting.message!r} with nobody to ask"
+        return "answered"
+
+    @tool
+    async def forger(ctx: ToolContext) -> str:
+        raise ElicitationRequired("Where?")
+
+    model = calls_then_text([call("c1", "swallow"), call("c2", "forger")])
+    result = create_agent(model=model, tools=[swallow, forger]).run_sync("go")
+    assert result.status == "completed"
+    swallowed, forged = returns(result.messages)
+    assert swallowed["content"] == "asked 'Anything?' with nobody to ask"
+    assert forged["content"]["kind"] == "user_error"
+    assert "only through `ctx.elicit(...)`" in forged["content"]["message"]
 
 
 def test_dataclasses_typeddicts_and_schema_dicts_can_be_asked_for() -> None:

@@ -82,6 +82,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
             "wipe",
             "copy",
             "sign_up",
+            "pick_theme",
             "haiku",
         }
         served |= {"forecast", "rows"}
@@ -267,6 +268,19 @@ def test_a_tool_asks_the_client_with_its_own_message_and_schema(with_client: Wit
         schema = asked[0].model_dump(by_alias=True)["requestedSchema"]
         assert schema["required"] == ["name"]
         assert schema["properties"]["age"] == {"type": "integer", "default": 30, "minimum": 0, "title": "Age"}
+
+
+def test_a_schema_dict_without_its_type_is_asked_as_an_object(with_client: WithClient) -> None:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def scenario(session: ClientSession) -> None:
+        result = await session.call_tool("pick_theme", {})
+        assert (result.is_error, text_of(result)) == (False, "theme dark")
+
+    answer = types.ElicitResult(action="accept", content={"theme": "dark"})
+    with_client(scenario, elicitation_callback=recording(answer, asked))
+    schema = asked[0].model_dump(by_alias=True)["requestedSchema"]
+    assert schema["type"] == "object" and schema["properties"] == {"theme": {"type": "string"}}
 
 
 def test_a_tool_asks_the_clients_model_by_sampling(with_client: WithClient) -> None:

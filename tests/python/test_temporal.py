@@ -300,6 +300,33 @@ def test_a_run_waits_for_approval_across_workers_and_refuses_a_replay(server: st
     assert returns == ["deployed staging", "deployed prod"]
 
 
+def test_a_question_without_a_handler_waits_in_the_workflow_and_its_answer_reaches_the_tool(
+    server: str, workers: Workers
+) -> None:
+    workers.start()
+
+    async def scenario() -> dict[str, Any]:
+        client = await Client.connect(server)
+        handle = await temporal_agent.start(client, "rollout", id=workflow_id("rollout"), task_queue=TASK_QUEUE)
+        while (pending := await handle.query("pending")) is None:
+            await asyncio.sleep(0.1)
+        (asked,) = pending["elicitations"]
+        assert (asked["tool_name"], asked["message"]) == ("rollout", "What share of hosts?")
+        with pytest.raises(WorkflowUpdateFailedError):
+            await decide(handle, elicitations=[{"id": asked["id"], "action": "accept", "content": {"percent": "half"}}])
+        await decide(handle, elicitations=[{"id": asked["id"], "action": "accept", "content": {"percent": 25}}])
+        result: dict[str, Any] = await handle.result()
+        kinds = [e["type"] for e in await handle.query("events")]
+        assert kinds.count("elicitation_requested") == 1 and kinds[-1] == "run_complete"
+        await Replayer(workflows=[temporal_agent.workflow]).replay_workflow(await handle.fetch_history())
+        return result
+
+    result = run(scenario())
+    assert (result["status"], result["output"]) == ("completed", "rolled out")
+    returns = [p["content"] for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert returns == ["rolled out to 25%"]
+
+
 def test_a_forged_decision_is_rejected_and_the_run_keeps_waiting(server: str, workers: Workers) -> None:
     workers.start()
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 from ._native import (
     ApprovalDecision,
     DeferredResult,
+    ElicitationResponse,
     Hitl,
     NativeAgent,
     NativeSession,
@@ -39,6 +40,7 @@ __all__ = ["Agent", "AgentSession", "ElicitationHandler", "HitlControls", "creat
 ApprovalRule = str | Mapping[str, object]
 Decision = ApprovalDecision | Mapping[str, object]
 DeferredDecision = DeferredResult | Mapping[str, object]
+ElicitationAnswer = ElicitationResponse | Mapping[str, object]
 
 
 class _RunTools(TypedDict):
@@ -128,13 +130,19 @@ class HitlControls:
         self._native = native
 
     async def resume(
-        self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()
+        self,
+        *,
+        approvals: Sequence[Decision] = (),
+        deferred_results: Sequence[DeferredDecision] = (),
+        elicitations: Sequence[ElicitationAnswer] = (),
     ) -> RunResult:
         """Continues the waiting run with one decision per pending item (decision objects,
-        or canonical JSON dicts)."""
+        or canonical JSON dicts): approval decisions, deferred results, and answers to
+        pending elicitations (``pending.accept(value)``, ``.decline()``, ``.cancel()``)."""
         return await self._native.resume(
             approvals=decision_list(approvals, "approvals"),
             deferred_results=decision_list(deferred_results, "deferred_results"),
+            elicitations=decision_list(elicitations, "elicitations"),
         )
 
 
@@ -168,10 +176,14 @@ class AgentSession(_AsyncContext):
         return self._native.run_stream(prompt, **_run_tools(tools, toolsets))
 
     async def resume_after_hitl(
-        self, *, approvals: Sequence[Decision] = (), deferred_results: Sequence[DeferredDecision] = ()
+        self,
+        *,
+        approvals: Sequence[Decision] = (),
+        deferred_results: Sequence[DeferredDecision] = (),
+        elicitations: Sequence[ElicitationAnswer] = (),
     ) -> RunResult:
         """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
-        return await self.hitl.resume(approvals=approvals, deferred_results=deferred_results)
+        return await self.hitl.resume(approvals=approvals, deferred_results=deferred_results, elicitations=elicitations)
 
     def export_state(self) -> SessionState:
         """The session as canonical JSON: history (host-only fields included), decisions

@@ -19,6 +19,7 @@ __all__ = [  # noqa: RUF022 (the hierarchy's order: tool control flow, then runt
     "Execution",
     "ApprovalRequired",
     "CallDeferred",
+    "ElicitationRequired",
     "Cancelled",
     "Timeout",
     "RegistrationError",
@@ -92,6 +93,13 @@ class CallDeferred(ToolError):
 
     def __init__(self, reason: str = "", *, metadata: Mapping[str, object] | None = None) -> None:
         super().__init__(reason, metadata=metadata)
+
+
+class ElicitationRequired(ToolError):
+    """Raised by ``await ctx.elicit(...)`` in a run with no elicitation handler: the run
+    waits with a pending elicitation, and once a resume answers it the tool is called again,
+    where asking the same question gives the answer. Let it propagate (re-raise it from a
+    broad ``except``); ``metadata`` holds the question for the runtime."""
 
 
 class Cancelled(ToolError):

@@ -119,6 +119,7 @@ async def decide(
     *,
     approvals: Sequence[object] = (),
     deferred_results: Sequence[object] = (),
+    elicitations: Sequence[object] = (),
 ) -> None:
     """Sends decisions to a waiting run (decision objects or canonical JSON dicts). Raises
     ``temporalio.client.WorkflowUpdateFailedError`` when they are refused (forged,
@@ -129,6 +130,7 @@ async def decide(
         {
             "approvals": [_as_json(d) for d in decision_list(approvals, "approvals")],
             "deferred_results": [_as_json(d) for d in decision_list(deferred_results, "deferred_results")],
+            "elicitations": [_as_json(d) for d in decision_list(elicitations, "elicitations")],
         },
     )
 
@@ -299,14 +301,21 @@ class _AgentRun:
     def apply(self, decisions: dict[str, Any]) -> None:
         assert self.durable is not None, "the validator let no decision through before the run started"
         self.past_events.extend(self.durable.events())
-        self.durable.resume(approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"))
+        self.durable.resume(
+            approvals=decisions.get("approvals"),
+            deferred_results=decisions.get("deferred_results"),
+            elicitations=decisions.get("elicitations"),
+        )
         self.resumed = True
 
     def validate(self, decisions: dict[str, Any]) -> None:
         if self.durable is None:
             raise ValueError("the run has not started")
         self.durable.resume(
-            approvals=decisions.get("approvals"), deferred_results=decisions.get("deferred_results"), check_only=True
+            approvals=decisions.get("approvals"),
+            deferred_results=decisions.get("deferred_results"),
+            elicitations=decisions.get("elicitations"),
+            check_only=True,
         )
 
     def all_events(self) -> list[Event]:
@@ -316,7 +325,11 @@ class _AgentRun:
         hitl = self.durable.pending if self.durable is not None else None
         if hitl is None:
             return None
-        return {"approvals": [a.to_dict() for a in hitl.approvals], "deferred": [d.to_dict() for d in hitl.deferred]}
+        return {
+            "approvals": [a.to_dict() for a in hitl.approvals],
+            "deferred": [d.to_dict() for d in hitl.deferred],
+            "elicitations": [e.to_dict() for e in hitl.elicitations],
+        }
 
 
 def _workflow_class(config: _Config) -> type[_AgentRun]:

@@ -23,6 +23,7 @@ __all__ = [
     "ContentPart",
     "DeferredRequestedEvent",
     "DocumentContent",
+    "ElicitationRequestedEvent",
     "Event",
     "ImageContent",
     "LogLevel",
@@ -301,9 +302,13 @@ class _PendingFields(TypedDict):
 
 
 class PendingItem(_PendingFields):
-    """A call waiting for a human (``to_dict()`` of a pending approval or deferred call)."""
+    """A call waiting for a human (``to_dict()`` of a pending approval, deferred call or
+    elicitation; an elicitation's also has the tool's ``message`` and the answer's
+    ``schema``)."""
 
     run_id: str
+    message: NotRequired[str]
+    schema: NotRequired[dict[str, Any]]
 
 
 class _EventHead(TypedDict):
@@ -320,6 +325,7 @@ class RunResumedEvent(_EventHead):
     type: Literal["run_resumed"]
     approvals: int
     deferred_results: int
+    elicitations: NotRequired[int]
 
 
 class ModelRequestEvent(_EventHead):
@@ -434,10 +440,20 @@ class DeferredRequestedEvent(_EventHead, _PendingFields):
     type: Literal["deferred_requested"]
 
 
+class ElicitationRequestedEvent(_EventHead, _PendingFields):
+    """A call asked the user for input in a run with no elicitation handler: the run will
+    wait for the answer."""
+
+    type: Literal["elicitation_requested"]
+    message: str
+    schema: dict[str, Any]
+
+
 class WaitingEvent(_EventHead):
     type: Literal["waiting"]
     approvals: int
     deferred: int
+    elicitations: NotRequired[int]
 
 
 class RunCompleteEvent(_EventHead):
@@ -469,6 +485,7 @@ Event: TypeAlias = Union[
     ToolReturnEvent,
     ApprovalRequestedEvent,
     DeferredRequestedEvent,
+    ElicitationRequestedEvent,
     WaitingEvent,
     RunCompleteEvent,
     RunFailedEvent,

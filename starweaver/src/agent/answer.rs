@@ -9,7 +9,7 @@ use crate::message::{History, Message, RequestPart, ResponsePart};
 use crate::model::{Model, ModelRequest};
 use crate::tool::{
     CallChannel, ElicitAnswer, Elicitation, ElicitationHandler, LogMessage, Progress, Sampled, Sampling, SamplingRole,
-    ToolContext, ToolError,
+    ToolContext, ToolError, ToolErrorKind,
 };
 
 /// The agent's answers: its elicitation handler, if it has one, and its model.
@@ -30,12 +30,12 @@ impl CallChannel for Answerer {
     ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
         match &self.elicitation {
             Some(handler) => handler.elicit(call, request),
-            None => Box::pin(std::future::ready(Err(ToolError::execution(format!(
-                "tool `{}` asked the user for input, but the agent has no elicitation handler to ask with \
-                 (`AgentBuilder::elicitation_handler`, `create_agent(elicitation_handler=...)`)",
-                call.tool_name()
-            ))
-            .not_retryable()))),
+            // Nobody to ask now: the run waits for the answer (`ToolContext::elicit` says
+            // which of the call's questions it is).
+            None => Box::pin(std::future::ready(Err(ToolError::new(
+                ToolErrorKind::ElicitationRequired,
+                request.message.clone(),
+            )))),
         }
     }
 

@@ -13,20 +13,20 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::state::{SessionState, Slot, Suspended};
+use super::state::{Asking, SessionState, Slot, Suspended};
 use super::task::CallTask;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, EventLog};
 use crate::hitl::{
     ApprovalDecision, DeferredOutcome, Hitl, HitlDecisions, Pending, PendingApproval, PendingCall, PendingDeferred,
-    Resolution, fresh_id, resolve,
+    PendingElicitation, PendingKind, Resolution, fresh_id, resolve,
 };
 use crate::message::{Message, RequestPart, ToolCallPart};
 use crate::model::{FinishReason, ModelResponse, Usage};
 use crate::registry::{NameMap, RegisteredTool, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
-use crate::tool::{ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{Answered, Elicitation, ToolError, ToolErrorKind, ToolResult};
 use crate::trace::Trace;
 
 /// Decisions matched to the slots they decide, and the ids they decide.
@@ -42,18 +42,16 @@ pub(crate) fn resolve_decisions(state: &SessionState, decisions: HitlDecisions) 
         .iter()
         .enumerate()
         .filter_map(|(slot, s)| {
-            let (call, is_approval) = match s {
+            let (call, kind, schema) = match s {
                 Slot::Done(_) => return None,
-                Slot::Approval(a) => (&a.0, true),
-                Slot::Deferred(d) => (&d.0, false),
+                Slot::Approval(a) => (&a.0, PendingKind::Approval, None),
+                Slot::Deferred(d) => (&d.0, PendingKind::Deferred, None),
+                Slot::Elicitation(asking) => {
+                    (&asking.pending.call, PendingKind::Elicitation, Some(&asking.pending.schema))
+                }
             };
-            Some(Pending {
-                slot,
-                id: &call.id,
-                tool_call_id: &call.tool_call_id,
-                arguments: &call.arguments,
-                is_approval,
-            })
+            let (id, tool_call_id, arguments) = (&*call.id, &*call.tool_call_id, &call.arguments);
+            Some(Pending { slot, id, tool_call_id, arguments, kind, schema })
         })
         .collect();
     let resolved = resolve(&waiting.run_id, &pending, &state.decided, decisions)?;
@@ -103,6 +101,8 @@ pub(crate) struct ReadyCall {
     pub index: usize,
     /// The decision that approved it, if any.
     pub approval: Option<Arc<ApprovalDecision>>,
+    /// The user's answers to the questions it asked before, if it waited for them.
+    pub answered: Option<Arc<[Answered]>>,
     /// The model retries its tool has spent in the run so far.
     pub retry: u32,
     pub policy: CallPolicy,
@@ -125,18 +125,27 @@ impl CallPolicy {
     }
 }
 
+/// A call of a response to run, with what a resume gave it: the decision that approved
+/// it, and the answers to its questions.
+#[derive(Default)]
+struct ToRun {
+    index: usize,
+    approval: Option<Arc<ApprovalDecision>>,
+    answered: Option<Arc<[Answered]>>,
+}
+
 /// A call of a batch that runs, in model order.
 struct Planned {
-    index: usize,
+    run: ToRun,
     name: Arc<str>,
-    approval: Option<Arc<ApprovalDecision>>,
     policy: CallPolicy,
     sequential: bool,
 }
 
 impl Planned {
     fn ready(&self, retry: u32) -> ReadyCall {
-        ReadyCall { index: self.index, approval: self.approval.clone(), retry, policy: self.policy }
+        let ToRun { index, approval, answered } = &self.run;
+        ReadyCall { index: *index, approval: approval.clone(), answered: answered.clone(), retry, policy: self.policy }
     }
 }
 
@@ -155,24 +164,19 @@ struct Batch {
 }
 
 impl Batch {
-    /// `runs` (indices of the response's calls, in model order) with their approvals.
+    /// `runs` (the response's calls, in model order) with what a resume gave them.
     // In bounds: `model_responded` numbers the response's calls, and a resume's come from
     // slots `restore_waiting` matched one to one with them.
     #[allow(clippy::indexing_slicing)]
-    fn new(
-        response: Arc<Message>,
-        slots: Vec<Option<Slot>>,
-        runs: Vec<(usize, Option<Arc<ApprovalDecision>>)>,
-        registry: &ToolRegistry,
-    ) -> Self {
+    fn new(response: Arc<Message>, slots: Vec<Option<Slot>>, runs: Vec<ToRun>, registry: &ToolRegistry) -> Self {
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
         let runs: Vec<Planned> = runs
             .into_iter()
-            .map(|(index, approval)| {
-                let name = calls[index].name.clone();
+            .map(|run| {
+                let name = calls[run.index].name.clone();
                 let tool = registry.get(&name);
                 let (policy, sequential) = (CallPolicy::of(tool), tool.is_some_and(|t| t.sequential));
-                Planned { index, name, approval, policy, sequential }
+                Planned { run, name, policy, sequential }
             })
             .collect();
         drop(calls);
@@ -258,8 +262,8 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     }
 
     /// A waiting run taken up again with `resolved` decisions: denials and deferred
-    /// results become returns now; approved calls run again, with their decision, under
-    /// the usual scheduling.
+    /// results become returns now; approved calls run again, with their decision, and
+    /// answered calls with their answers, under the usual scheduling.
     // In bounds: a resolved slot is one of `slots`, one per call of `response` (a restored
     // state's are checked against them).
     #[allow(clippy::indexing_slicing)]
@@ -273,8 +277,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         events: &EventLog,
     ) -> Self {
         let Suspended { run_id, step, retries, response, slots, .. } = waiting;
-        let approvals = resolved.iter().filter(|(_, r)| matches!(r, Resolution::Approval(_))).count();
-        events.emit(EventKind::RunResumed { approvals, deferred_results: resolved.len() - approvals });
+        let count = |kind: fn(&Resolution) -> bool| resolved.iter().filter(|(_, r)| kind(r)).count();
+        events.emit(EventKind::RunResumed {
+            approvals: count(|r| matches!(r, Resolution::Approval(_))),
+            deferred_results: count(|r| matches!(r, Resolution::Deferred(_))),
+            elicitations: count(|r| matches!(r, Resolution::Elicitation(_))),
+        });
         events.emit_all(refused);
         let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
         let mut runs = Vec::new();
@@ -283,7 +291,18 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             let call = calls[slot];
             let ret = match resolution {
                 Resolution::Approval(decision) if decision.approved => {
-                    runs.push((slot, Some(Arc::new(decision))));
+                    runs.push(ToRun { index: slot, approval: Some(Arc::new(decision)), answered: None });
+                    continue;
+                }
+                Resolution::Elicitation(response) => {
+                    let Some(Slot::Elicitation(asking)) = slots[slot].take() else {
+                        unreachable!("`resolve` matches an answer only to a pending elicitation")
+                    };
+                    let Asking { pending, mut answered, approval } = *asking;
+                    let question = Elicitation { message: pending.message, schema: pending.schema };
+                    answered.push(Answered { question, answer: response.answer });
+                    let (approval, answered) = (approval.map(Arc::new), Some(answered.into()));
+                    runs.push(ToRun { index: slot, approval, answered });
                     continue;
                 }
                 Resolution::Approval(decision) => {
@@ -305,9 +324,9 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             slots[slot] = Some(Slot::Done(ret));
         }
         drop(calls);
-        runs.sort_by_key(|(slot, _)| *slot);
-        for (slot, _) in &runs {
-            slots[*slot] = None;
+        runs.sort_by_key(|run| run.index);
+        for run in &runs {
+            slots[run.index] = None;
         }
         let batch = Batch::new(response, slots, runs, registry);
         let usage = Usage::default();
@@ -383,6 +402,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 index: r.index,
                 call: calls[r.index].clone(),
                 approval: r.approval.map(|a| (*a).clone()),
+                answered: r.answered.map(|a| a.to_vec()).unwrap_or_default(),
                 retry: r.retry,
                 timeout_ms: r.policy.timeout_ms,
                 max_retries: r.policy.max_retries,
@@ -420,7 +440,8 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     })
                 })
                 .collect();
-            let runs = (0..=last).filter(|i| Some(*i) != cut_off).map(|i| (i, None)).collect();
+            let runs =
+                (0..=last).filter(|i| Some(*i) != cut_off).map(|index| ToRun { index, ..ToRun::default() }).collect();
             Phase::Calls(Batch::new(message, slots, runs, registry))
         } else if empty {
             Phase::Over(End::Failed(RunError::EmptyResponse))
@@ -457,7 +478,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             Phase::Calls(batch) => Some(batch),
             _ => None,
         };
-        let run = batch.and_then(|b| b.runs.binary_search_by_key(&head.index, |run| run.index).ok());
+        let run = batch.and_then(|b| b.runs.binary_search_by_key(&head.index, |run| run.run.index).ok());
         let retry = head.retry;
         batch
             .zip(run)
@@ -480,7 +501,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     #[allow(clippy::indexing_slicing)] // `run` was found in `runs`, and `outcomes` has one entry per run
     pub fn call_finished(&mut self, index: usize, outcome: CallOutcome) {
         let Phase::Calls(batch) = &mut self.phase else { return };
-        let Ok(run) = batch.runs.binary_search_by_key(&index, |run| run.index) else { return };
+        let Ok(run) = batch.runs.binary_search_by_key(&index, |run| run.run.index) else { return };
         if batch.outcomes[run].is_some() {
             return;
         }
@@ -516,7 +537,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             .map(|(outcome, run)| {
                 outcome.unwrap_or_else(|| {
                     let error = ToolError::cancelled("the run was cancelled before this call finished");
-                    let ret = ToolReturn::failure(calls[run.index], error, Map::new());
+                    let ret = ToolReturn::failure(calls[run.run.index], error, Map::new());
                     events.emit(ret.event());
                     ret.into()
                 })
@@ -524,8 +545,8 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             .collect();
         let mut issued = Vec::new();
         for (outcome, run) in outcomes.into_iter().zip(runs) {
-            let slot = self.slot(outcome, calls[run.index], run.approval.as_deref(), &mut issued, events);
-            slots[run.index] = Some(slot);
+            let index = run.run.index;
+            slots[index] = Some(self.slot(outcome, calls[index], run.run, &mut issued, events));
         }
         let mut slots: Vec<Slot> = slots.into_iter().map(|slot| slot.expect("a call is decided or run")).collect();
         if cancelled {
@@ -552,10 +573,11 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         &self,
         outcome: CallOutcome,
         call: &ToolCallPart,
-        approval: Option<&ApprovalDecision>,
+        run: ToRun,
         issued: &mut Vec<String>,
         events: &EventLog,
     ) -> Slot {
+        let approval = run.approval.as_deref();
         let mut pending = |reason, metadata| {
             let id = fresh_id(&self.run_id, &call.id, |id| {
                 self.state.borrow().decided.contains(id) || issued.iter().any(|i| i == id)
@@ -584,6 +606,18 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 events.emit(EventKind::DeferredRequested(pending.clone()));
                 Slot::Deferred(pending)
             }
+            CallOutcome::NeedsInput { asked, question } => {
+                let Elicitation { message, schema } = question;
+                let call = pending(message.clone(), Map::new());
+                let pending = PendingElicitation { call, message, schema };
+                events.emit(EventKind::ElicitationRequested(Box::new(pending.clone())));
+                // The answers to the questions it asked before this one, which it asks
+                // again in the same order when invoked again.
+                let answered = run.answered.as_deref().unwrap_or_default();
+                let answered = answered.get(..asked).unwrap_or(answered).to_vec();
+                let approval = run.approval.map(|a| (*a).clone());
+                Slot::Elicitation(Box::new(Asking { pending, answered, approval }))
+            }
         }
     }
 
@@ -609,7 +643,9 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 let ToolReturn { part, host, .. } = ret;
                 (RequestPart::ToolReturn(part), host)
             }
-            Slot::Approval(_) | Slot::Deferred(_) => unreachable!("pending calls are closed before returns are pushed"),
+            Slot::Approval(_) | Slot::Deferred(_) | Slot::Elicitation(_) => {
+                unreachable!("pending calls are closed before returns are pushed")
+            }
         }));
     }
 
@@ -626,7 +662,11 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             End::Waiting(response, slots) => {
                 let suspended = Suspended { run_id: run_id.clone(), step, retries, next_seq: 0, response, slots };
                 let hitl = suspended.hitl();
-                events.emit(EventKind::Waiting { approvals: hitl.approvals.len(), deferred: hitl.deferred.len() });
+                events.emit(EventKind::Waiting {
+                    approvals: hitl.approvals.len(),
+                    deferred: hitl.deferred.len(),
+                    elicitations: hitl.elicitations.len(),
+                });
                 state.borrow_mut().waiting = Some(suspended);
                 (RunStatus::Waiting, None, None)
             }

@@ -208,7 +208,8 @@ impl Agent {
         listener: Option<Arc<dyn CallChannel>>,
     ) -> CallResult {
         let approval = task.approval.clone().map(Arc::new);
-        let request = CallRequest { part: &task.call, approval, retry: task.retry, ahead: None };
+        let answered = (!task.answered.is_empty()).then(|| task.answered.as_slice().into());
+        let request = CallRequest { part: &task.call, approval, answered, retry: task.retry, ahead: None };
         let inner = &self.inner;
         let answers = inner.answerer.clone();
         let (outcome, events) = invoke_alone(

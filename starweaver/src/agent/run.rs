@@ -248,6 +248,7 @@ impl Run<'_> {
         let request = |r: &ReadyCall| CallRequest {
             part: calls[r.index],
             approval: r.approval.clone(),
+            answered: r.answered.clone(),
             retry: r.retry,
             ahead: None,
         };

@@ -9,10 +9,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{Error, JsonInput, Result};
-use crate::hitl::{Hitl, PendingApproval, PendingCall, PendingDeferred, fresh_id};
+use crate::hitl::{
+    ApprovalDecision, Hitl, PendingApproval, PendingCall, PendingDeferred, PendingElicitation, fresh_id,
+};
 use crate::message::{History, Message};
 use crate::registry::NameMap;
 use crate::scheduler::ToolReturn;
+use crate::tool::Answered;
 
 /// What a session keeps between runs.
 #[derive(Default)]
@@ -62,6 +65,7 @@ impl Suspended {
                 Slot::Done(_) => {}
                 Slot::Approval(a) => hitl.approvals.push((**a).clone()),
                 Slot::Deferred(d) => hitl.deferred.push((**d).clone()),
+                Slot::Elicitation(asking) => hitl.elicitations.push(asking.pending.clone()),
             }
         }
         hitl
@@ -75,6 +79,19 @@ pub(crate) enum Slot {
     Done(ToolReturn),
     Approval(Box<PendingApproval>),
     Deferred(Box<PendingDeferred>),
+    Elicitation(Box<Asking>),
+}
+
+/// A call waiting for the user's answer, with what invoking it again takes: the answers
+/// it already had, and the decision it was approved by.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Asking {
+    #[serde(flatten)]
+    pub pending: PendingElicitation,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered: Vec<Answered>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalDecision>,
 }
 
 impl Slot {
@@ -84,6 +101,7 @@ impl Slot {
             Self::Done(_) => None,
             Self::Approval(pending) => Some(&mut pending.0),
             Self::Deferred(pending) => Some(&mut pending.0),
+            Self::Elicitation(asking) => Some(&mut asking.pending.call),
         }
     }
 
@@ -93,6 +111,7 @@ impl Slot {
             Self::Done(ret) => &ret.part.tool_call_id,
             Self::Approval(pending) => &pending.tool_call_id,
             Self::Deferred(pending) => &pending.tool_call_id,
+            Self::Elicitation(asking) => &asking.pending.tool_call_id,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::event::EventKind;
 use crate::hitl::ApprovalDecision;
 use crate::message::ToolCallPart;
 use crate::scheduler::CallOutcome;
+use crate::tool::Answered;
 
 /// One model request of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,6 +31,9 @@ pub struct CallTask {
     /// The decision that approved it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalDecision>,
+    /// The user's answers to what it asked before it waited, in the order it asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered: Vec<Answered>,
     /// The model retries its tool has spent in the run so far.
     pub retry: u32,
     /// The tool's timeout, for the engine's own timeout on the call.

@@ -1,8 +1,10 @@
-//! What humans decide: an [`ApprovalDecision`] or a [`DeferredResult`] per pending call,
-//! gathered in [`HitlDecisions`] for a resume.
+//! What humans decide: an [`ApprovalDecision`], a [`DeferredResult`] or an
+//! [`ElicitationResponse`] per pending call, gathered in [`HitlDecisions`] for a resume.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::tool::ElicitAnswer;
 
 /// A human's decision on a [`PendingApproval`](super::PendingApproval); canonical JSON when
 /// serialised.
@@ -130,7 +132,67 @@ impl TryFrom<RawDeferredResult> for DeferredResult {
     }
 }
 
-/// Everything a resume carries; canonical JSON: `{"approvals": [...], "deferred_results": [...]}`.
+/// The user's answer to a [`PendingElicitation`](super::PendingElicitation); canonical
+/// JSON: `{"id", "action": "accept", "content": {...}}`, `{"id", "action": "decline"}` or
+/// `{"id", "action": "cancel"}`. Read as strictly as the other decisions: unknown fields,
+/// another action, content that is not an object, or content with a decline are refused.
+///
+/// ```
+/// use serde_json::json;
+/// use starweaver::ElicitationResponse;
+///
+/// let ok: ElicitationResponse = serde_json::from_value(json!({"id": "c1", "action": "accept", "content": {"env": "prod"}})).unwrap();
+/// assert_eq!(ok.id, "c1");
+/// assert!(serde_json::from_value::<ElicitationResponse>(json!({"id": "c1", "action": "accept"})).is_err());
+/// assert!(serde_json::from_value::<ElicitationResponse>(json!({"id": "c1", "action": "decline", "content": {}})).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawElicitationResponse")]
+pub struct ElicitationResponse {
+    /// The canonical id of the pending elicitation (the bare tool-call id is accepted too).
+    pub id: String,
+    /// The answer.
+    #[serde(flatten)]
+    pub answer: ElicitAnswer,
+}
+
+/// An answer as written, before its fields are checked against each other.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawElicitationResponse {
+    id: String,
+    action: String,
+    #[serde(default, deserialize_with = "present")]
+    content: Option<Value>,
+}
+
+impl TryFrom<RawElicitationResponse> for ElicitationResponse {
+    type Error = String;
+
+    fn try_from(raw: RawElicitationResponse) -> Result<Self, String> {
+        let RawElicitationResponse { id, action, content } = raw;
+        let answer = match (action.as_str(), content) {
+            ("accept", Some(Value::Object(content))) => ElicitAnswer::Accept { content },
+            ("accept", Some(other)) => {
+                return Err(format!(
+                    "an accepted answer's `content` must be an object, got {}",
+                    crate::json::kind_of(&other)
+                ));
+            }
+            ("accept", None) => return Err("an `accept` answer needs its `content`".into()),
+            ("decline", None) => ElicitAnswer::Decline,
+            ("cancel", None) => ElicitAnswer::Cancel,
+            ("decline" | "cancel", Some(_)) => return Err(format!("a `{action}` answer takes no `content`")),
+            (other, _) => {
+                return Err(format!("`action` must be \"accept\", \"decline\" or \"cancel\", got {other:?}"));
+            }
+        };
+        Ok(Self { id, answer })
+    }
+}
+
+/// Everything a resume carries; canonical JSON: `{"approvals": [...], "deferred_results":
+/// [...], "elicitations": [...]}`.
 ///
 /// ```
 /// let decisions: starweaver::HitlDecisions = serde_json::from_value(serde_json::json!({
@@ -147,6 +209,9 @@ pub struct HitlDecisions {
     /// Results of deferred calls.
     #[serde(default)]
     pub deferred_results: Vec<DeferredResult>,
+    /// Answers to pending elicitations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elicitations: Vec<ElicitationResponse>,
 }
 
 impl HitlDecisions {
@@ -164,12 +229,18 @@ impl HitlDecisions {
 
 impl From<Vec<ApprovalDecision>> for HitlDecisions {
     fn from(approvals: Vec<ApprovalDecision>) -> Self {
-        Self { approvals, deferred_results: Vec::new() }
+        Self { approvals, ..Self::default() }
+    }
+}
+
+impl From<Vec<ElicitationResponse>> for HitlDecisions {
+    fn from(elicitations: Vec<ElicitationResponse>) -> Self {
+        Self { elicitations, ..Self::default() }
     }
 }
 
 impl From<Vec<DeferredResult>> for HitlDecisions {
     fn from(deferred_results: Vec<DeferredResult>) -> Self {
-        Self { approvals: Vec::new(), deferred_results }
+        Self { deferred_results, ..Self::default() }
     }
 }

@@ -6,8 +6,8 @@ mod pending;
 mod policy;
 mod resolve;
 
-pub use decision::{ApprovalDecision, DeferredOutcome, DeferredResult, HitlDecisions};
+pub use decision::{ApprovalDecision, DeferredOutcome, DeferredResult, ElicitationResponse, HitlDecisions};
 pub(crate) use pending::fresh_id;
-pub use pending::{Hitl, PendingApproval, PendingCall, PendingDeferred, canonical_id};
+pub use pending::{Hitl, PendingApproval, PendingCall, PendingDeferred, PendingElicitation, canonical_id};
 pub use policy::{ApprovalPolicy, ApprovalRule};
-pub(crate) use resolve::{Pending, Resolution, resolve};
+pub(crate) use resolve::{Pending, PendingKind, Resolution, resolve};

@@ -1,10 +1,12 @@
-//! What a waiting run asks for: a [`PendingApproval`] or [`PendingDeferred`] per call it
-//! cannot finish alone, gathered in [`Hitl`], each under an id no decision was made for.
+//! What a waiting run asks for: a [`PendingApproval`], [`PendingDeferred`] or
+//! [`PendingElicitation`] per call it cannot finish alone, gathered in [`Hitl`], each under
+//! an id no decision was made for.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::decision::{ApprovalDecision, DeferredOutcome, DeferredResult};
+use super::decision::{ApprovalDecision, DeferredOutcome, DeferredResult, ElicitationResponse};
+use crate::tool::ElicitAnswer;
 
 /// The stable id of a pending item: derived from the run id and the model's tool-call id.
 pub fn canonical_id(run_id: &str, tool_call_id: &str) -> String {
@@ -107,6 +109,63 @@ impl PendingDeferred {
     }
 }
 
+/// A tool call that asked the user for input (`ToolContext::elicit`) in a run with no
+/// elicitation handler: answered through a resume, after which the call is invoked again
+/// and gets the answer when it asks the same question.
+///
+/// ```
+/// use serde_json::json;
+/// use starweaver::ElicitationResponse;
+/// # let pending: starweaver::PendingElicitation = serde_json::from_value(json!({
+/// #     "id": "run_1:c1", "run_id": "run_1", "tool_call_id": "c1", "tool_name": "deploy",
+/// #     "arguments": {}, "reason": "", "message": "Which environment?",
+/// #     "schema": {"type": "object", "properties": {"env": {"type": "string"}}},
+/// # })).unwrap();
+///
+/// let answer = pending.accept(json!({"env": "prod"}).as_object().unwrap().clone());
+/// assert_eq!(serde_json::to_value(&answer).unwrap(), json!({"id": "run_1:c1", "action": "accept", "content": {"env": "prod"}}));
+/// assert_eq!(serde_json::to_value(pending.decline()).unwrap(), json!({"id": "run_1:c1", "action": "decline"}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingElicitation {
+    /// The call that asked.
+    #[serde(flatten)]
+    pub call: PendingCall,
+    /// What the tool asks the user, in its own words.
+    pub message: String,
+    /// The JSON schema of the answer (an object of primitive properties).
+    pub schema: Value,
+}
+
+impl std::ops::Deref for PendingElicitation {
+    type Target = PendingCall;
+
+    fn deref(&self) -> &PendingCall {
+        &self.call
+    }
+}
+
+impl PendingElicitation {
+    /// Answers with a value of the asked shape.
+    pub fn accept(&self, content: Map<String, Value>) -> ElicitationResponse {
+        self.respond(ElicitAnswer::Accept { content })
+    }
+
+    /// The user said no; the tool goes on without the value.
+    pub fn decline(&self) -> ElicitationResponse {
+        self.respond(ElicitAnswer::Decline)
+    }
+
+    /// The user dismissed the question.
+    pub fn cancel(&self) -> ElicitationResponse {
+        self.respond(ElicitAnswer::Cancel)
+    }
+
+    fn respond(&self, answer: ElicitAnswer) -> ElicitationResponse {
+        ElicitationResponse { id: self.call.id.clone(), answer }
+    }
+}
+
 /// What a waiting run needs before it can go on.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Hitl {
@@ -114,11 +173,14 @@ pub struct Hitl {
     pub approvals: Vec<PendingApproval>,
     /// Calls waiting for an outside result, in model order.
     pub deferred: Vec<PendingDeferred>,
+    /// Calls waiting for the user's answer to their question, in model order.
+    #[serde(default)]
+    pub elicitations: Vec<PendingElicitation>,
 }
 
 impl Hitl {
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.approvals.is_empty() && self.deferred.is_empty()
+        self.approvals.is_empty() && self.deferred.is_empty() && self.elicitations.is_empty()
     }
 }

@@ -3,9 +3,10 @@
 
 use std::collections::HashSet;
 
-use super::decision::{ApprovalDecision, DeferredResult, HitlDecisions};
+use super::decision::{ApprovalDecision, DeferredResult, ElicitationResponse, HitlDecisions};
 use super::pending::canonical_id;
 use crate::error::{Error, Result};
+use crate::tool::ElicitAnswer;
 
 /// A pending item as the resolver sees it.
 pub(crate) struct Pending<'a> {
@@ -13,13 +14,54 @@ pub(crate) struct Pending<'a> {
     pub id: &'a str,
     pub tool_call_id: &'a str,
     pub arguments: &'a serde_json::Value,
-    pub is_approval: bool,
+    pub kind: PendingKind,
+    /// The schema an elicitation's accepted answer must match.
+    pub schema: Option<&'a serde_json::Value>,
+}
+
+/// What a pending item waits for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PendingKind {
+    Approval,
+    Deferred,
+    Elicitation,
+}
+
+impl PendingKind {
+    /// The item, as an error names it.
+    fn item(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::Deferred => "deferred call",
+            Self::Elicitation => "elicitation",
+        }
+    }
+
+    /// What decides an item of this kind, as an error names it.
+    fn decision(self) -> &'static str {
+        match self {
+            Self::Approval => "an approval decision",
+            Self::Deferred => "a deferred result",
+            Self::Elicitation => "an answer to an elicitation",
+        }
+    }
 }
 
 /// A decision matched to the slot of the call it decides.
 pub(crate) enum Resolution {
     Approval(ApprovalDecision),
     Deferred(DeferredResult),
+    Elicitation(ElicitationResponse),
+}
+
+impl Resolution {
+    fn kind(&self) -> PendingKind {
+        match self {
+            Self::Approval(_) => PendingKind::Approval,
+            Self::Deferred(_) => PendingKind::Deferred,
+            Self::Elicitation(_) => PendingKind::Elicitation,
+        }
+    }
 }
 
 /// Pairs each decision with its pending item, or says exactly what is wrong: an unknown,
@@ -33,15 +75,11 @@ pub(crate) fn resolve(
     let mut matched: Vec<(usize, Resolution)> = Vec::with_capacity(pending.len());
     let approvals = decisions.approvals.into_iter().map(|d| (d.id.clone(), Resolution::Approval(d)));
     let deferred = decisions.deferred_results.into_iter().map(|d| (d.id.clone(), Resolution::Deferred(d)));
-    for (id, resolution) in approvals.chain(deferred) {
+    let answers = decisions.elicitations.into_iter().map(|a| (a.id.clone(), Resolution::Elicitation(a)));
+    for (id, resolution) in approvals.chain(deferred).chain(answers) {
         let item = find(run_id, pending, decided, &id)?;
-        let given_approval = matches!(resolution, Resolution::Approval(_));
-        if item.is_approval != given_approval {
-            return Err(Error::WrongDecisionKind {
-                id,
-                actual: if item.is_approval { "approval" } else { "deferred call" },
-                given: if given_approval { "approval decision" } else { "deferred result" },
-            });
+        if item.kind != resolution.kind() {
+            return Err(Error::WrongDecisionKind { id, actual: item.kind.item(), given: resolution.kind().decision() });
         }
         if matched.iter().any(|(slot, _)| *slot == item.slot) {
             return Err(Error::DuplicateDecision { id: item.id.to_owned() });
@@ -53,6 +91,16 @@ pub(crate) fn resolve(
                 id,
                 approved: approved.to_string(),
                 pending: item.arguments.to_string(),
+            });
+        }
+        if let Resolution::Elicitation(ElicitationResponse { answer: ElicitAnswer::Accept { content }, .. }) =
+            &resolution
+            && let Some(schema) = item.schema
+            && let Err(mismatch) = crate::schema::check(schema, &serde_json::Value::Object(content.clone()))
+        {
+            return Err(Error::InvalidDecision {
+                id,
+                message: format!("the answer does not match the schema the tool asked with: {mismatch}"),
             });
         }
         if let Resolution::Approval(ApprovalDecision { override_arguments: Some(args), .. }) = &resolution

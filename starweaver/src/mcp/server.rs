@@ -355,7 +355,7 @@ impl McpService {
         let (notifier, notes) = Notifier::new(job.progress_token, job.level, job.peer.clone(), job.request_id);
         let listener: Arc<dyn CallChannel> = Arc::new(notifier);
         let call = |approval| {
-            let request = CallRequest { part: &part, approval, retry: 0, ahead: None };
+            let request = CallRequest { part: &part, approval, answered: None, retry: 0, ahead: None };
             let (registry, dependencies, run_id, cancellation) =
                 (&self.registry, &self.dependencies, &run_id, &job.cancellation);
             // The client hears what the call reports, and answers what it asks.
@@ -473,6 +473,12 @@ fn result_of(outcome: CallOutcome, returns: Option<&Value>) -> CallToolResult {
         }
         CallOutcome::Deferred { reason, .. } => CallToolResult::error(vec![Content::text(format!(
             "the call was deferred and cannot finish here: {reason}"
+        ))]),
+        // Only a tool raising the kind itself gets here: the client answers what served
+        // tools ask.
+        CallOutcome::NeedsInput { question, .. } => CallToolResult::error(vec![Content::text(format!(
+            "the call waits for the user's answer, which nobody can give here: {}",
+            question.message
         ))]),
     }
 }

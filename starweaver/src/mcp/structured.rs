@@ -5,6 +5,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::schema::Mismatch;
+
 /// The key a non-object value is wrapped under.
 const RESULT: &str = "result";
 
@@ -36,13 +38,12 @@ pub(super) fn output_schema(schema: &Value) -> Map<String, Value> {
 /// The message for the client when the value does not match, naming the JSON path of the
 /// first mismatch inside the value (or when the schema cannot be compiled).
 pub(super) fn structured_content(schema: &Value, value: &Value) -> Result<Value, String> {
-    let validator =
-        jsonschema::validator_for(schema).map_err(|err| format!("the tool's return schema cannot be used: {err}"))?;
-    if let Err(err) = validator.validate(value) {
-        let path = err.instance_path().to_string();
-        let at = if path.is_empty() { "/" } else { path.as_str() };
-        return Err(format!("the tool's return value does not match its return schema at `{at}`: {err}"));
-    }
+    crate::schema::check(schema, value).map_err(|err| match err {
+        Mismatch::Unusable(err) => format!("the tool's return schema cannot be used: {err}"),
+        mismatch @ Mismatch::Value { .. } => {
+            format!("the tool's return value does not match its return schema {mismatch}")
+        }
+    })?;
     Ok(if wraps(schema) { Value::Object(Map::from_iter([(RESULT.to_owned(), value.clone())])) } else { value.clone() })
 }
 

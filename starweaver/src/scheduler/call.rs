@@ -17,7 +17,10 @@ use crate::hitl::ApprovalDecision;
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
-use crate::tool::{CallChannel, Channel, Dependencies, ToolContext, ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{
+    Answered, CallChannel, Channel, Dependencies, Elicitation, Replies, ToolContext, ToolError, ToolErrorKind,
+    ToolResult,
+};
 use crate::trace::{SpanId, SpanOf, Tracer};
 
 use super::channel::RunChannel;
@@ -35,12 +38,14 @@ pub(crate) struct CallEnv<'a> {
     pub limit: Option<&'a Semaphore>,
 }
 
-/// A call to make, with the decision it was approved by, if any, the model retries its
-/// tool has spent in the run so far (what `ToolContext::retry` tells the tool), and its
-/// first attempt's outcome if a chain runs it ahead.
+/// A call to make, with the decision it was approved by and the user's answers to what it
+/// asked before, if any, the model retries its tool has spent in the run so far (what
+/// `ToolContext::retry` tells the tool), and its first attempt's outcome if a chain runs
+/// it ahead.
 pub(crate) struct CallRequest<'a> {
     pub part: &'a ToolCallPart,
     pub approval: Option<Arc<ApprovalDecision>>,
+    pub answered: Option<Arc<[Answered]>>,
     pub retry: u32,
     pub ahead: Option<Claimed>,
 }
@@ -50,8 +55,19 @@ pub(crate) struct CallRequest<'a> {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum CallOutcome {
     Returned(ToolReturn),
-    NeedsApproval { reason: String, metadata: Map<String, Value> },
-    Deferred { reason: String, metadata: Map<String, Value> },
+    NeedsApproval {
+        reason: String,
+        metadata: Map<String, Value>,
+    },
+    Deferred {
+        reason: String,
+        metadata: Map<String, Value>,
+    },
+    /// The call asked the user `question`, its `asked`-th (from 0), with nobody to ask.
+    NeedsInput {
+        asked: usize,
+        question: Elicitation,
+    },
 }
 
 impl From<ToolReturn> for CallOutcome {
@@ -180,6 +196,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
             CallOutcome::Returned(ret) => ret.error.map_or("ok", ToolErrorKind::as_str),
             CallOutcome::NeedsApproval { .. } => "approval_required",
             CallOutcome::Deferred { .. } => "deferred",
+            CallOutcome::NeedsInput { .. } => "elicitation_required",
         },
     );
     if let CallOutcome::Returned(ret) = &outcome {
@@ -288,6 +305,8 @@ fn context(
         approval: request.approval.clone(),
         dependencies: env.dependencies.clone(),
         channel: Some(Channel(env.run.clone())),
+        // Each attempt asks its questions from the first again.
+        replies: request.answered.as_ref().map(|answered| Arc::new(Replies::new(answered.clone()))),
     }
 }
 
@@ -336,6 +355,17 @@ async fn attempts(
             ToolErrorKind::CallDeferred => {
                 let (_, reason, metadata, _) = error.into_parts();
                 return CallOutcome::Deferred { reason, metadata };
+            }
+            ToolErrorKind::ElicitationRequired => {
+                if let Some((asked, question)) = error.question() {
+                    return CallOutcome::NeedsInput { asked, question };
+                }
+                let message = format!(
+                    "tool `{}` raised `elicitation_required` itself; a call waits for the user's answer only \
+                     through `ctx.elicit(...)`",
+                    call.name
+                );
+                return ToolReturn::failure(call, ToolError::user_error(message), Map::new()).into();
             }
             ToolErrorKind::Execution => {
                 let extra = json!({"attempts": attempt, "max_retries": tool.max_retries});

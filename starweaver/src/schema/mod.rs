@@ -2,6 +2,7 @@
 //! explicitly; the strict transform, `$defs` inlining, and putting
 //! defaults back for `null` arguments.
 
+mod check;
 mod defaults;
 mod error;
 mod inline;
@@ -16,6 +17,7 @@ pub use error::SchemaError;
 use error::err;
 pub(crate) use walk::{Holds, children, escape, merge_lone_all_of, merge_missing, resolve_ref, with_segment};
 
+pub use check::{Mismatch, check};
 pub use defaults::{fill_null_defaults, has_defaults};
 pub use inline::{DEFAULT_INLINE_LIMIT, inline_defs};
 pub(crate) use strict::append_notes;

@@ -5,6 +5,9 @@
 //! mode, sampling); in an agent run the agent's
 //! [`ElicitationHandler`](super::ElicitationHandler) and its model do.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -40,6 +43,41 @@ pub enum ElicitAnswer {
     Decline,
     /// The user dismissed the question.
     Cancel,
+}
+
+/// A question a call asked in an agent run that had nobody to ask, and the answer a
+/// resume gave: a call that waited for answers is invoked again with them, and each
+/// question it asks again, in the same order, gets its answer without asking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answered {
+    /// What the call asked.
+    pub question: Elicitation,
+    /// What the user answered.
+    pub answer: ElicitAnswer,
+}
+
+/// The answers one attempt of a re-invoked call replays, and how many questions the
+/// attempt has asked so far.
+#[derive(Debug)]
+pub(crate) struct Replies {
+    answered: Arc<[Answered]>,
+    asked: AtomicUsize,
+}
+
+impl Replies {
+    pub(crate) fn new(answered: Arc<[Answered]>) -> Self {
+        Self { answered, asked: AtomicUsize::new(0) }
+    }
+
+    /// The position of the question being asked now among the attempt's questions, and
+    /// its answer if the same question was answered there before. A question that differs
+    /// from the one answered at its position is asked anew: the tool changed its mind,
+    /// and an answer given to another question must not reach it.
+    pub(crate) fn ask(&self, question: &Elicitation) -> (usize, Option<ElicitAnswer>) {
+        let asked = self.asked.fetch_add(1, Ordering::Relaxed);
+        let answer = self.answered.get(asked).filter(|a| a.question == *question).map(|a| a.answer.clone());
+        (asked, answer)
+    }
 }
 
 /// Who said a [`SamplingMessage`].

@@ -8,8 +8,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use futures::future::BoxFuture;
 
-use super::ask::{ElicitAnswer, Elicitation, Sampled, Sampling};
-use super::error::ToolError;
+use super::ask::{ElicitAnswer, Elicitation, Replies, Sampled, Sampling};
+use super::error::{ToolError, ToolErrorKind};
 use super::report::{LogLevel, LogMessage, Progress};
 use crate::hitl::ApprovalDecision;
 
@@ -78,6 +78,8 @@ pub struct ToolContext {
     /// Where progress and log messages go, and who answers questions; `None` outside any
     /// run.
     pub(crate) channel: Option<Channel>,
+    /// The answers a call invoked again after waiting for them replays.
+    pub(crate) replies: Option<Arc<Replies>>,
 }
 
 /// Where a call's progress and log messages go, and who answers what it asks:
@@ -211,6 +213,7 @@ impl ToolContext {
             approval: None,
             dependencies: Dependencies::new(),
             channel: None,
+            replies: None,
         }
     }
 
@@ -330,6 +333,7 @@ impl ToolContext {
     }
 
     /// Whether anyone hears this call's progress and log messages.
+    #[cfg(feature = "mcp")]
     pub(crate) fn listens(&self) -> bool {
         self.channel.is_some()
     }
@@ -364,7 +368,10 @@ impl ToolContext {
 
     /// Asks the user for a value of the shape `schema` gives (an object of primitive
     /// properties), saying why with `message`. Over MCP the client asks (form
-    /// elicitation); in an agent run the agent's elicitation handler answers.
+    /// elicitation); in an agent run the agent's elicitation handler answers, and without
+    /// one this returns an `ElicitationRequired` error for the tool to pass on (`?`): the
+    /// run waits with a pending elicitation, and once a resume answers it the call is
+    /// invoked again, where asking the same question again gives that answer.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -376,16 +383,33 @@ impl ToolContext {
     /// ```
     ///
     /// # Errors
-    /// Nothing running the call can ask, or asking failed.
+    /// `ElicitationRequired` when the run must wait for the answer; otherwise nothing
+    /// running the call can ask, or asking failed.
     pub async fn elicit(
         &self,
         message: impl Into<String>,
         schema: serde_json::Value,
     ) -> Result<ElicitAnswer, ToolError> {
+        let mut schema = schema;
+        // What is asked for is always an object, and MCP's form elicitation wants the
+        // schema to say so: a schema that leaves its type out gets it.
+        if let serde_json::Value::Object(map) = &mut schema {
+            map.entry("type").or_insert_with(|| "object".into());
+        }
         let request = Elicitation { message: message.into(), schema };
-        match &self.channel {
-            Some(channel) => channel.0.elicit(self, &request).await,
-            None => Err(nobody_to(self, "ask the user for input")),
+        let asked = match &self.replies {
+            Some(replies) => match replies.ask(&request) {
+                (_, Some(answer)) => return Ok(answer),
+                (asked, None) => asked,
+            },
+            None => 0,
+        };
+        let Some(channel) = &self.channel else { return Err(nobody_to(self, "ask the user for input")) };
+        match channel.0.elicit(self, &request).await {
+            Err(error) if error.kind() == ToolErrorKind::ElicitationRequired => {
+                Err(ToolError::elicitation_required(asked, &request))
+            }
+            answered => answered,
         }
     }
 

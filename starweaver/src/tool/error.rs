@@ -4,10 +4,18 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::ask::Elicitation;
+
+/// Where an `ElicitationRequired` error keeps its question, so it survives a trip through
+/// a Python exception (whose `metadata` comes back as it went).
+const QUESTION_SCHEMA: &str = "schema";
+const QUESTION_INDEX: &str = "question";
+
 /// How a tool call failed, and so what the runtime does next.
 ///
 /// The first nine kinds are raised by tools; `NotFound`, `ApprovalDenied` and
-/// `DeferredFailed` are produced by the runtime. `as_str` is the `kind` the model sees.
+/// `DeferredFailed` are produced by the runtime, and `ElicitationRequired` by
+/// [`ToolContext::elicit`](super::ToolContext::elicit). `as_str` is the `kind` the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -36,6 +44,9 @@ pub enum ToolErrorKind {
     ApprovalDenied,
     /// A deferred call was completed with a failure.
     DeferredFailed,
+    /// The call asked the user for input in a run with nobody to ask: the run waits with a
+    /// pending elicitation, and the call is invoked again with the answer.
+    ElicitationRequired,
 }
 
 impl ToolErrorKind {
@@ -54,6 +65,7 @@ impl ToolErrorKind {
             Self::NotFound => "not_found",
             Self::ApprovalDenied => "approval_denied",
             Self::DeferredFailed => "deferred_failed",
+            Self::ElicitationRequired => "elicitation_required",
         }
     }
 
@@ -155,6 +167,29 @@ impl ToolError {
     /// Suspend the run until the result is supplied from outside.
     pub fn call_deferred(reason: impl Into<String>) -> Self {
         Self::new(ToolErrorKind::CallDeferred, reason)
+    }
+
+    /// Suspends the run until the user answers `question`, the call's `asked`-th (from 0).
+    /// What `ToolContext::elicit` returns where nobody can be asked now; a tool passes it
+    /// on.
+    pub(crate) fn elicitation_required(asked: usize, question: &Elicitation) -> Self {
+        let mut metadata = Map::new();
+        metadata.insert(QUESTION_SCHEMA.into(), question.schema.clone());
+        metadata.insert(QUESTION_INDEX.into(), asked.into());
+        Self::new(ToolErrorKind::ElicitationRequired, question.message.clone()).with_metadata(metadata)
+    }
+
+    /// The question an `ElicitationRequired` error waits on, and its position among the
+    /// call's questions; `None` for any other error, or one not made by
+    /// [`elicitation_required`](Self::elicitation_required) (a tool that raised the kind
+    /// itself).
+    pub(crate) fn question(&self) -> Option<(usize, Elicitation)> {
+        if self.0.kind != ToolErrorKind::ElicitationRequired {
+            return None;
+        }
+        let asked = usize::try_from(self.0.metadata.get(QUESTION_INDEX)?.as_u64()?).ok()?;
+        let schema = self.0.metadata.get(QUESTION_SCHEMA)?.clone();
+        Some((asked, Elicitation { message: self.0.message.clone(), schema }))
     }
 
     /// The call was cancelled.

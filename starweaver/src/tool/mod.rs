@@ -13,7 +13,8 @@ mod result;
 pub mod run_ahead;
 
 pub use args::decode_args;
-pub use ask::{ElicitAnswer, Elicitation, Sampled, Sampling, SamplingMessage, SamplingRole};
+pub(crate) use ask::Replies;
+pub use ask::{Answered, ElicitAnswer, Elicitation, Sampled, Sampling, SamplingMessage, SamplingRole};
 pub use builder::{FnTool, ToolBuilder};
 pub(crate) use context::Channel;
 pub use context::{CallChannel, Dependencies, ElicitationHandler, ToolContext};

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
-from starweaver.elicitation import Accepted
+from starweaver.elicitation import Accepted, Elicited
 
 
 @tool(metadata={"readOnlyHint": True})
@@ -109,6 +110,13 @@ async def sign_up(ctx: ToolContext) -> str:
             return f"signed up {contact.name} ({contact.age}, newsletter={contact.newsletter})"
         case other:
             return f"not signed up: {other.action}"
+
+
+@tool
+async def pick_theme(ctx: ToolContext) -> str:
+    """Asks with a bare schema dict that leaves its `type` out."""
+    answer: Elicited[dict[str, Any]] = await ctx.elicit("Which theme?", {"properties": {"theme": {"type": "string"}}})
+    return f"theme {answer.data['theme']}" if isinstance(answer, Accepted) else "no theme"
 
 
 @tool

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from starweaver import ApprovalRequired, ModelRetry, ToolContext, create_agent, tool
+from starweaver.elicitation import Accepted, Elicited
 from starweaver.temporal import TemporalAgent
 from starweaver.testing import FunctionModel
 
@@ -44,6 +45,7 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "hang": [{"tool_calls": [_call("c1", "hang")]}, {"text": "survived"}],
     "ten": [{"tool_calls": [_call(f"c{i}", "fetch", {"i": i}) for i in range(10)]}, {"text": "ten"}],
     "survey": [{"tool_calls": [_call("c1", "survey", {"sites": 3})]}, {"text": "surveyed"}],
+    "rollout": [{"tool_calls": [_call("c1", "rollout")]}, {"text": "rolled out"}],
 }
 
 
@@ -127,8 +129,19 @@ def survey(ctx: ToolContext, sites: int) -> str:
     return f"surveyed {sites}"
 
 
+@tool
+async def rollout(ctx: ToolContext) -> str:
+    """Rolls out to the share of hosts the user gives."""
+    answer: Elicited[dict[str, Any]] = await ctx.elicit(
+        "What share of hosts?", {"properties": {"percent": {"type": "integer"}}}
+    )
+    if not isinstance(answer, Accepted):
+        return "not rolled out"
+    return f"rolled out to {answer.data['percent']}%"
+
+
 agent = create_agent(
-    model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang, survey]
+    model=FunctionModel(_respond), tools=[read, fetch, write, flaky, slow, broken, deploy, hang, survey, rollout]
 )
 # A lost worker is noticed within two seconds.
 temporal_agent = TemporalAgent(agent, name="starweaver_tests", heartbeat=timedelta(seconds=2))
