@@ -8,6 +8,7 @@ mod convert;
 mod durable;
 mod errors;
 mod hitl;
+mod mcp;
 mod model;
 mod provider;
 mod render;
@@ -32,6 +33,8 @@ mod _native {
     use crate::durable::{PyAwaitCalls, PyDone, PyDurableRun, PyRequestModel, PyStartCalls};
     #[pymodule_export]
     use crate::hitl::{PyApprovalDecision, PyDeferredResult, PyHitl, PyPendingApproval, PyPendingDeferred};
+    #[pymodule_export]
+    use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
     #[pymodule_export]
