@@ -8,6 +8,7 @@ mod convert;
 mod durable;
 mod errors;
 mod hitl;
+mod mcp;
 mod model;
 mod provider;
 mod render;
@@ -35,6 +36,8 @@ mod _native {
         PyApprovalDecision, PyDeferredResult, PyElicitationResponse, PyHitl, PyPendingApproval, PyPendingDeferred,
         PyPendingElicitation,
     };
+    #[pymodule_export]
+    use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
     #[pymodule_export]

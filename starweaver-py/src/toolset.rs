@@ -7,13 +7,14 @@ use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::mcp::{McpServer, McpService};
+use starweaver::mcp::{McpHandle, McpServer, McpService};
 use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext, ToolsetError};
 
 use crate::bridge::PyAwait;
 use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
+use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
 
 /// A named group of tools with an id. Use `starweaver.toolsets`.
@@ -252,20 +253,28 @@ impl PyMcpServer {
     }
 }
 
-/// Tools served to MCP clients over stdio or streamable HTTP; each `tools/call` runs
-/// through the scheduler, with Python tools stepped on the loop that awaits the serving. Use
-/// `python -m starweaver serve-mcp`.
+/// Tools, resources and prompts served to MCP clients over stdio or streamable HTTP; each
+/// `tools/call` runs through the scheduler, with Python functions stepped on the loop that
+/// awaits the serving. Use `python -m starweaver serve-mcp`.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeMcpService", frozen)]
-pub struct PyMcpService(std::sync::Mutex<Option<McpService>>);
+pub struct PyMcpService {
+    service: std::sync::Mutex<Option<McpService>>,
+    handle: McpHandle,
+}
 
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyMcpService {
-    /// Raises `RegistrationError` for an invalid tool or two tools of one name. The tools
-    /// get `dependencies` as `ctx.deps`, as in an agent.
+    /// Raises `RegistrationError` for an invalid tool or two tools of one name, two
+    /// resources of one URI, two templates alike or two prompts of one name. The tools get
+    /// `dependencies` as `ctx.deps`, as in an agent.
     #[new]
-    #[pyo3(signature = (name, tools, *, toolsets=None, approval_required_tools=None, dependencies=None))]
+    #[pyo3(signature = (
+        name, tools, *, toolsets=None, approval_required_tools=None, dependencies=None,
+        resources=None, resource_templates=None, prompts=None,
+    ))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
         py: Python<'_>,
         name: String,
@@ -273,6 +282,9 @@ impl PyMcpService {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         approval_required_tools: Option<Vec<String>>,
         dependencies: Option<Py<PyAny>>,
+        resources: Option<Vec<PyRef<'_, PyMcpResource>>>,
+        resource_templates: Option<Vec<PyRef<'_, PyMcpResourceTemplate>>>,
+        prompts: Option<Vec<PyRef<'_, PyMcpPrompt>>>,
     ) -> PyResult<Self> {
         let mut builder = McpService::builder(name);
         if let Some(dependencies) = dependencies {
@@ -284,10 +296,26 @@ impl PyMcpService {
         for toolset in toolsets.unwrap_or_default() {
             builder = builder.shared_toolset(toolset.0.clone());
         }
+        for resource in resources.unwrap_or_default() {
+            builder = builder.resource(resource.0.clone());
+        }
+        for template in resource_templates.unwrap_or_default() {
+            builder = builder.resource_template(template.0.clone());
+        }
+        for prompt in prompts.unwrap_or_default() {
+            builder = builder.prompt(prompt.0.clone());
+        }
         let rules = approval_required_tools.unwrap_or_default();
         builder = builder.approval_required_tools(rules.iter().map(String::as_str));
         let service = builder.build().into_py_result(py)?;
-        Ok(Self(std::sync::Mutex::new(Some(service))))
+        let handle = service.handle();
+        Ok(Self { service: std::sync::Mutex::new(Some(service)), handle })
+    }
+
+    /// Tells the client sessions subscribed to `uri` that the resource changed
+    /// (`notifications/resources/updated`), while this service serves; from any thread.
+    fn resource_updated(&self, uri: String) {
+        self.handle.resource_updated(uri);
     }
 
     /// Serves over stdin and stdout until the client disconnects. The protocol is written
@@ -324,7 +352,7 @@ impl PyMcpService {
 impl PyMcpService {
     /// The service, which serves once.
     fn take(&self) -> PyResult<McpService> {
-        let service = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let service = self.service.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         service.ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("this service is already serving"))
     }
 

@@ -176,6 +176,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A resource, resource template or prompt given to an MCP service is invalid.
+    #[error("invalid MCP {what}: {message}")]
+    InvalidMcpItem {
+        /// What it is, named: ``resource template `notes://{id}` ``.
+        what: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// An agent option is out of range.
     #[error("invalid option `{option}`: {message}")]
     InvalidOption {
@@ -293,6 +301,7 @@ impl Error {
             | Self::DuplicateTool { .. }
             | Self::ToolCollision { .. }
             | Self::InvalidApprovalRule { .. }
+            | Self::InvalidMcpItem { .. }
             | Self::InvalidOption { .. } => ErrorCategory::Registration,
             Self::SessionWaiting { .. } | Self::NotWaiting => ErrorCategory::SessionState,
             Self::UnknownDecision { .. }

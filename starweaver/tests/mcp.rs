@@ -365,16 +365,27 @@ impl RawClient {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
 
-    async fn initialize(&mut self) {
-        self.initialize_offering(json!({})).await;
+    /// The handshake; the service's `initialize` result.
+    async fn initialize(&mut self) -> Value {
+        self.initialize_offering(json!({})).await
     }
 
-    /// The handshake, offering `capabilities`.
-    async fn initialize_offering(&mut self, capabilities: Value) {
+    /// The handshake, offering `capabilities`; the service's `initialize` result.
+    async fn initialize_offering(&mut self, capabilities: Value) -> Value {
         let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}});
         self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).to_string()).await;
-        assert_eq!(self.answer().await["result"]["protocolVersion"], "2025-11-25");
+        let result = self.answer().await["result"].take();
+        assert_eq!(result["protocolVersion"], "2025-11-25");
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        result
+    }
+
+    /// A request's answer: its `result`, or its `error`.
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()).await;
+        let answer = self.answer().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        answer.get("result").or_else(|| answer.get("error")).cloned().unwrap()
     }
 }
 
@@ -630,4 +641,178 @@ async fn a_client_that_offers_no_elicitation_gets_an_error_result_naming_what_wa
         text.contains("tool `ask` asked the MCP client for input (elicitation), which the client does not offer"),
         "{text}"
     );
+}
+
+/// Resources, a template and prompts, written with the builders: what the resource, prompt
+/// and completion tests serve.
+fn library() -> McpService {
+    use starweaver::content::{Image, Resource, Text};
+    use starweaver::mcp::{McpPrompt, McpResource, McpResourceTemplate, PromptArgument, PromptMessage};
+
+    let today = McpResource::new("notes://today", "today", |_| async { Ok::<_, ToolError>([Text::new("# Today")]) })
+        .description("Today's notes")
+        .mime_type("text/markdown");
+    let logo = McpResource::new("notes://logo", "logo", |_| async {
+        Ok::<_, ToolError>([Image::data(b"\x89PNG".to_vec(), "image/png")])
+    });
+    let broken = McpResource::new("notes://broken", "broken", |_| async {
+        Err::<[Text; 1], _>(ToolError::execution("the disk is on fire"))
+    });
+    let line = McpResourceTemplate::new("notes://{day}/lines/{n}", "line", |request| async move {
+        let (day, n) = (request.variable("day").unwrap_or_default(), request.variable("n").unwrap_or_default());
+        if day == "someday" {
+            return Err(ToolError::new(starweaver::ToolErrorKind::NotFound, "no notes for someday"));
+        }
+        Ok([Text::new(format!("line {n} of {day}"))])
+    })
+    .complete("day", |typed| async move {
+        Ok(["today", "tomorrow", "yesterday"]
+            .into_iter()
+            .filter(|d| d.starts_with(&typed.value))
+            .map(String::from)
+            .collect())
+    });
+    let review = McpPrompt::new("review", |request| async move {
+        let code = request.argument("code").unwrap_or_default();
+        Ok(vec![
+            PromptMessage::user(Text::new(format!("Review this {}:", request.argument("language").unwrap_or("code")))),
+            PromptMessage::user(Resource::text("file:///snippet", code)),
+            PromptMessage::assistant(Image::data(b"\x89PNG".to_vec(), "image/png")),
+        ])
+    })
+    .description("Asks for a code review")
+    .argument(PromptArgument::required("code").description("The code"))
+    .argument(PromptArgument::optional("language"))
+    .complete("language", |typed| async move { Ok(vec![format!("{}thon", typed.value), "rust".to_owned()]) });
+    let strict = McpPrompt::new("strict", |_| async { Err(ToolError::invalid_arguments("`depth` must be a number")) })
+        .argument(PromptArgument::optional("depth"));
+    McpService::builder("library")
+        .resource(today)
+        .resource(logo)
+        .resource(broken)
+        .resource_template(line)
+        .prompt(review)
+        .prompt(strict)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn capabilities_name_resources_prompts_and_completions_only_when_served() {
+    let served = RawClient::serve(library()).initialize().await["capabilities"].take();
+    assert_eq!(served["resources"], json!({"subscribe": true, "listChanged": false}));
+    assert_eq!((served["prompts"].clone(), served["completions"].clone()), (json!({"listChanged": false}), json!({})));
+    let tools_only = RawClient::serve(calculator_service()).initialize().await["capabilities"].take();
+    assert!(["resources", "prompts", "completions"].iter().all(|c| tools_only.get(c).is_none()), "{tools_only}");
+}
+
+#[tokio::test]
+async fn resources_and_templates_are_listed_and_read_and_a_missing_or_failing_one_is_an_error() {
+    let mut client = RawClient::serve(library());
+    client.initialize().await;
+    let listed = client.request(1, "resources/list", json!({})).await;
+    assert_eq!(
+        listed["resources"][0],
+        json!({"uri": "notes://today", "name": "today", "description": "Today's notes", "mimeType": "text/markdown"})
+    );
+    let templates = client.request(2, "resources/templates/list", json!({})).await;
+    assert_eq!(templates["resourceTemplates"], json!([{"uriTemplate": "notes://{day}/lines/{n}", "name": "line"}]));
+    let read = |uri: &str| json!({"uri": uri});
+    let today = client.request(3, "resources/read", read("notes://today")).await;
+    assert_eq!(today["contents"], json!([{"uri": "notes://today", "mimeType": "text/markdown", "text": "# Today"}]));
+    let logo = client.request(4, "resources/read", read("notes://logo")).await;
+    assert_eq!(logo["contents"], json!([{"uri": "notes://logo", "mimeType": "image/png", "blob": "iVBORw=="}]));
+    let line = client.request(5, "resources/read", read("notes://today/lines/3")).await;
+    assert_eq!(line["contents"][0]["text"], "line 3 of today");
+    let missing = client.request(6, "resources/read", read("notes://nowhere/x")).await;
+    assert_eq!(
+        missing,
+        json!({"code": -32002, "message": "no resource has the URI `notes://nowhere/x`", "data": {"uri": "notes://nowhere/x"}})
+    );
+    let someday = client.request(7, "resources/read", read("notes://someday/lines/1")).await;
+    assert_eq!(someday["code"], -32002, "{someday}");
+    let broken = client.request(8, "resources/read", read("notes://broken")).await;
+    assert_eq!(broken, json!({"code": -32603, "message": "resource `notes://broken`: the disk is on fire"}));
+    assert_eq!(client.request(9, "ping", json!({})).await, json!({}), "the service goes on");
+}
+
+#[tokio::test]
+async fn prompts_are_listed_and_filled_and_a_missing_or_bad_argument_is_invalid_params_naming_it() {
+    let mut client = RawClient::serve(library());
+    client.initialize().await;
+    let listed = client.request(1, "prompts/list", json!({})).await;
+    assert_eq!(
+        listed["prompts"][0],
+        json!({"name": "review", "description": "Asks for a code review", "arguments": [
+            {"name": "code", "description": "The code", "required": true},
+            {"name": "language", "required": false},
+        ]})
+    );
+    let filled = client.request(2, "prompts/get", json!({"name": "review", "arguments": {"code": "x = 1"}})).await;
+    assert_eq!(
+        filled,
+        json!({"description": "Asks for a code review", "messages": [
+            {"role": "user", "content": {"type": "text", "text": "Review this code:"}},
+            {"role": "user", "content": {"type": "resource", "resource": {"uri": "file:///snippet", "text": "x = 1"}}},
+            {"role": "assistant", "content": {"type": "image", "data": "iVBORw==", "mimeType": "image/png"}},
+        ]})
+    );
+    let cases = [
+        (json!({"name": "review"}), "prompt `review` needs the argument `code`"),
+        (
+            json!({"name": "review", "arguments": {"code": "x", "tone": "kind"}}),
+            "prompt `review` has no argument `tone` (its arguments: `code`, `language`)",
+        ),
+        (
+            json!({"name": "review", "arguments": {"code": 7}}),
+            "argument `code` of prompt `review` must be a string, got 7",
+        ),
+        (json!({"name": "nope"}), "no prompt named `nope`"),
+        (json!({"name": "strict", "arguments": {"depth": "deep"}}), "prompt `strict`: `depth` must be a number"),
+    ];
+    for (id, (params, message)) in (3..).zip(cases) {
+        assert_eq!(client.request(id, "prompts/get", params).await, json!({"code": -32602, "message": message}));
+    }
+}
+
+#[tokio::test]
+async fn completions_come_from_each_arguments_completer_and_an_argument_without_one_completes_to_nothing() {
+    let mut client = RawClient::serve(library());
+    client.initialize().await;
+    let complete = |reference: Value, name: &str, value: &str| json!({"ref": reference, "argument": {"name": name, "value": value}});
+    let prompt = json!({"type": "ref/prompt", "name": "review"});
+    let template = json!({"type": "ref/resource", "uri": "notes://{day}/lines/{n}"});
+    let language = client.request(1, "completion/complete", complete(prompt.clone(), "language", "py")).await;
+    assert_eq!(language["completion"], json!({"values": ["python", "rust"], "total": 2, "hasMore": false}));
+    let day = client.request(2, "completion/complete", complete(template.clone(), "day", "to")).await;
+    assert_eq!(day["completion"]["values"], json!(["today", "tomorrow"]));
+    for (id, (reference, name)) in (3..).zip([(prompt, "code"), (template, "n")]) {
+        let nothing = client.request(id, "completion/complete", complete(reference, name, "")).await;
+        assert_eq!(nothing["completion"], json!({"values": [], "total": 0, "hasMore": false}));
+    }
+    let unknown = client
+        .request(5, "completion/complete", complete(json!({"type": "ref/prompt", "name": "nope"}), "a", ""))
+        .await;
+    assert_eq!(unknown, json!({"code": -32602, "message": "no prompt named `nope`"}));
+}
+
+#[tokio::test]
+async fn a_changed_resource_is_told_to_its_subscribers_only_until_they_unsubscribe() {
+    let service = library();
+    let handle = service.handle();
+    let mut client = RawClient::serve(service);
+    client.initialize().await;
+    assert_eq!(client.request(1, "resources/subscribe", json!({"uri": "notes://today/lines/1"})).await, json!({}));
+    let unknown = client.request(2, "resources/subscribe", json!({"uri": "elsewhere://x"})).await;
+    assert_eq!(unknown["code"], -32002, "{unknown}");
+    handle.resource_updated("notes://logo"); // not subscribed to: nothing is sent
+    handle.resource_updated("notes://today/lines/1");
+    let note = client.answer().await;
+    assert_eq!(
+        note,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "notes://today/lines/1"}})
+    );
+    assert_eq!(client.request(3, "resources/unsubscribe", json!({"uri": "notes://today/lines/1"})).await, json!({}));
+    handle.resource_updated("notes://today/lines/1");
+    assert_eq!(client.request(4, "ping", json!({})).await, json!({}), "no notification after unsubscribing");
 }

@@ -22,6 +22,9 @@ __all__ = [
     "NativeAgent",
     "NativeDurableRun",
     "NativeFunctionModel",
+    "NativeMcpPrompt",
+    "NativeMcpResource",
+    "NativeMcpResourceTemplate",
     "NativeMcpServer",
     "NativeMcpService",
     "NativeProviderModel",
@@ -327,6 +330,45 @@ class NativeFunctionModel:
         """
 
 @typing.final
+class NativeMcpPrompt:
+    r"""
+    A prompt. Use `starweaver.mcp.prompt`.
+    """
+    def __new__(cls, name: builtins.str, get: typing.Any, *, title: typing.Optional[builtins.str] = None, description: typing.Optional[builtins.str] = None, arguments: typing.Optional[typing.Sequence[tuple[builtins.str, typing.Optional[builtins.str], builtins.bool]]] = None, completers: typing.Optional[typing.Mapping[builtins.str, typing.Any]] = None) -> NativeMcpPrompt:
+        r"""
+        `get(arguments)` returns a coroutine of the messages as `{"role", "content"}`
+        dicts; `arguments` are `(name, description, required)`; `completers` maps an
+        argument to `complete(value, arguments)`, a coroutine of its values.
+        """
+
+@typing.final
+class NativeMcpResource:
+    r"""
+    A resource at a fixed URI. Use `starweaver.mcp.resource`.
+    """
+    def __new__(cls, uri: builtins.str, name: builtins.str, read: typing.Any, *, title: typing.Optional[builtins.str] = None, description: typing.Optional[builtins.str] = None, mime_type: typing.Optional[builtins.str] = None) -> NativeMcpResource:
+        r"""
+        `read(uri, variables)` returns a coroutine of the contents as canonical part dicts.
+        """
+
+@typing.final
+class NativeMcpResourceTemplate:
+    r"""
+    A templated resource. Use `starweaver.mcp.resource_template`.
+    """
+    @property
+    def variables(self) -> builtins.list[builtins.str]:
+        r"""
+        The template's variables, in order.
+        """
+    def __new__(cls, uri_template: builtins.str, name: builtins.str, read: typing.Any, *, title: typing.Optional[builtins.str] = None, description: typing.Optional[builtins.str] = None, mime_type: typing.Optional[builtins.str] = None, completers: typing.Optional[typing.Mapping[builtins.str, typing.Any]] = None) -> NativeMcpResourceTemplate:
+        r"""
+        `read(uri, variables)` as for a resource; `completers` maps a variable to
+        `complete(value, arguments)`, a coroutine of its values. Raises `RegistrationError`
+        for a template beyond RFC 6570 level 1.
+        """
+
+@typing.final
 class NativeMcpServer:
     r"""
     An MCP server started as a child process, speaking MCP over stdio. Use
@@ -364,14 +406,20 @@ class NativeMcpServer:
 @typing.final
 class NativeMcpService:
     r"""
-    Tools served to MCP clients over stdio or streamable HTTP; each `tools/call` runs
-    through the scheduler, with Python tools stepped on the loop that awaits the serving. Use
-    `python -m starweaver serve-mcp`.
+    Tools, resources and prompts served to MCP clients over stdio or streamable HTTP; each
+    `tools/call` runs through the scheduler, with Python functions stepped on the loop that
+    awaits the serving. Use `python -m starweaver serve-mcp`.
     """
-    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, dependencies: typing.Optional[typing.Any] = None) -> NativeMcpService:
+    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, dependencies: typing.Optional[typing.Any] = None, resources: typing.Optional[typing.Sequence[NativeMcpResource]] = None, resource_templates: typing.Optional[typing.Sequence[NativeMcpResourceTemplate]] = None, prompts: typing.Optional[typing.Sequence[NativeMcpPrompt]] = None) -> NativeMcpService:
         r"""
-        Raises `RegistrationError` for an invalid tool or two tools of one name. The tools
-        get `dependencies` as `ctx.deps`, as in an agent.
+        Raises `RegistrationError` for an invalid tool or two tools of one name, two
+        resources of one URI, two templates alike or two prompts of one name. The tools get
+        `dependencies` as `ctx.deps`, as in an agent.
+        """
+    def resource_updated(self, uri: builtins.str) -> None:
+        r"""
+        Tells the client sessions subscribed to `uri` that the resource changed
+        (`notifications/resources/updated`), while this service serves; from any thread.
         """
     def serve_stdio(self) -> typing.Awaitable[None]:
         r"""

@@ -1,21 +1,25 @@
 """The "everything" server of the MCP conformance suite, as far as starweaver serves it
 today: `python -m starweaver serve-mcp tests/conformance/everything.py --http HOST:PORT`.
 
-The suite's server scenarios call tools by fixed names (`test_simple_text`,
-`test_error_handling`, ...). Only the tools our public API can write are here; the
-scenarios that need what serve-mcp does not offer yet (resources, prompts, completions) are listed, each with its
-reason, in `expected-failures.txt`.
+The suite's server scenarios call tools, read resources and get prompts by fixed names
+(`test_simple_text`, `test://static-text`, `test_simple_prompt`, ...), each written here
+with our public API; a scenario we cannot pass yet is listed, with its reason, in
+`expected-failures.txt`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
+import json
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from starweaver import ToolContext, UserError, tool
 from starweaver.content import Audio, Image, Resource, Text
 from starweaver.elicitation import Accepted, Elicited
+from starweaver.mcp import PromptMessage, prompt, resource, resource_template
 
 
 @tool
@@ -191,3 +195,67 @@ async def test_sampling(ctx: ToolContext, prompt: str) -> str:
     """Asks the client's model to answer `prompt`."""
     sampled = await ctx.sample(prompt, max_tokens=100)
     return f"LLM response: {sampled.text}"
+
+
+# Resources (`resources-*` scenarios): text, a blob, a template, and one to subscribe to.
+
+
+@resource("test://static-text", name="static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource for testing."""
+    return "This is the content of the static text resource."
+
+
+@resource("test://static-binary", name="static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (image) for testing."""
+    return PNG
+
+
+@resource_template("test://template/{id}/data", name="template", mime_type="application/json")
+def template_data(id: str) -> str:  # noqa: A002 (the suite names the variable `id`)
+    """A resource template with parameter substitution."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@resource("test://watched-resource", name="watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource clients may subscribe to."""
+    return "Watched resource content"
+
+
+# Prompts (`prompts-*` scenarios) and completions (`completion-complete`: a prompt's
+# argument without a completer completes to no values).
+
+
+@prompt
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@prompt
+def test_prompt_with_arguments(
+    arg1: Annotated[str, Field(description="First test argument")],
+    arg2: Annotated[str, Field(description="Second test argument")],
+) -> str:
+    """A prompt with required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@prompt
+def test_prompt_with_embedded_resource(
+    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
+) -> list[Resource | str]:
+    """A prompt that includes an embedded resource."""
+    embedded = Resource(resourceUri, text="Embedded resource content for testing.", media_type="text/plain")
+    return [embedded, "Please process the embedded resource above."]
+
+
+@prompt
+def test_prompt_with_image() -> list[PromptMessage]:
+    """A prompt that includes image content."""
+    return [
+        PromptMessage("user", Image(data=PNG, media_type="image/png")),
+        PromptMessage("user", "Please analyze the image above."),
+    ]

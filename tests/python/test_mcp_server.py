@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import queue
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 SERVED = str(Path(__file__).parent / "mcp_servers" / "served_tools.py")
 SERVE = [sys.executable, "-m", "starweaver", "serve-mcp", SERVED]
@@ -84,6 +86,7 @@ def test_the_official_client_lists_and_calls_our_tools(with_client: WithClient) 
             "sign_up",
             "pick_theme",
             "haiku",
+            "touch",
         }
         served |= {"forecast", "rows"}
         assert set(tools) == served, "a tool in a served toolset is served once, as the toolset shows it"
@@ -549,3 +552,177 @@ def test_content_parts_reach_the_official_client_as_the_blocks_of_their_kinds() 
         assert everything.structured_content is None
 
     asyncio.run(_served([CONTENT], scenario))
+
+
+def test_resources_and_templates_are_listed_and_read_as_text_and_blobs(with_client: WithClient) -> None:
+    async def scenario(session: ClientSession) -> None:
+        capabilities = session.server_capabilities
+        assert capabilities is not None and capabilities.resources is not None
+        assert (capabilities.resources.subscribe, capabilities.resources.list_changed) == (True, False)
+        assert capabilities.prompts is not None and capabilities.completions is not None
+        resources = {r.uri: r for r in (await session.list_resources()).resources}
+        assert set(resources) == {"notes://today", "notes://logo", "notes://broken"}
+        assert (resources["notes://today"].name, resources["notes://today"].description) == ("today", "Today's notes.")
+        assert (resources["notes://logo"].name, resources["notes://logo"].mime_type) == ("logo", "image/png")
+        templates = (await session.list_resource_templates()).resource_templates
+        assert [(t.uri_template, t.name) for t in templates] == [("notes://{day}/lines/{n}", "line")]
+        today = (await session.read_resource("notes://today")).contents[0]
+        assert isinstance(today, types.TextResourceContents)
+        assert (today.uri, today.mime_type, today.text) == ("notes://today", "text/markdown", "# Today")
+        logo = (await session.read_resource("notes://logo")).contents[0]
+        assert isinstance(logo, types.BlobResourceContents)
+        assert (logo.mime_type, base64.b64decode(logo.blob)) == ("image/png", b"\x89PNG\r\n")
+        line = (await session.read_resource("notes://today/lines/2")).contents[0]
+        assert isinstance(line, types.TextResourceContents)
+        assert (line.text, line.mime_type) == ("line 3 of today", "text/plain"), "`n` arrives as an int"
+
+    with_client(scenario)
+
+
+async def refused(request: Awaitable[object]) -> tuple[int, str]:
+    with pytest.raises(MCPError) as caught:
+        await request
+    return caught.value.code, caught.value.message
+
+
+def test_unknown_resources_bad_arguments_and_failing_functions_are_json_rpc_errors(with_client: WithClient) -> None:
+    async def scenario(session: ClientSession) -> None:
+        assert await refused(session.read_resource("notes://nowhere")) == (
+            -32002,
+            "no resource has the URI `notes://nowhere`",
+        )
+        code, message = await refused(session.read_resource("notes://broken"))
+        assert (code, message) == (-32603, "resource `notes://broken`: RuntimeError: the disk is on fire")
+        code, message = await refused(session.read_resource("notes://today/lines/second"))
+        assert code == -32602 and message.startswith("resource `notes://today/lines/second`: `n`: "), message
+        assert await refused(session.get_prompt("review")) == (-32602, "prompt `review` needs the argument `code`")
+        code, message = await refused(session.get_prompt("chart", {"points": "many"}))
+        assert code == -32602 and message.startswith("prompt `chart`: `points`: "), message
+        assert await refused(session.get_prompt("nope")) == (-32602, "no prompt named `nope`")
+        assert await refused(session.get_prompt("failing")) == (
+            -32603,
+            "prompt `failing`: RuntimeError: no prompt today",
+        )
+        assert (await session.call_tool("add", {"left": 1, "right": 1})).is_error is False, "the server goes on"
+
+    with_client(scenario)
+
+
+def test_prompts_are_listed_with_their_arguments_and_filled_with_text_images_and_resources(
+    with_client: WithClient,
+) -> None:
+    async def scenario(session: ClientSession) -> None:
+        prompts = {p.name: p for p in (await session.list_prompts()).prompts}
+        assert set(prompts) == {"review", "chart", "failing"}
+        review = prompts["review"]
+        assert review.description == "Asks for a code review."
+        assert [(a.name, a.description, a.required) for a in review.arguments or []] == [
+            ("code", "The code to review.", True),
+            ("language", "Its language.", False),
+        ]
+        assert prompts["chart"].title == "A chart"
+        filled = await session.get_prompt("review", {"code": "x = 1", "language": "rust"})
+        assert filled.description == "Asks for a code review."
+        assert [(m.role, m.content.type) for m in filled.messages] == [("user", "text"), ("assistant", "text")]
+        first = filled.messages[0].content
+        assert isinstance(first, types.TextContent) and first.text == "Review this rust code:\nx = 1"
+        chart = await session.get_prompt("chart", {"points": "3"})
+        assert [m.content.type for m in chart.messages] == ["image", "resource", "text"]
+        image, embedded, text = (m.content for m in chart.messages)
+        assert isinstance(image, types.ImageContent) and base64.b64decode(image.data) == b"\x89PNG\r\n"
+        assert isinstance(embedded, types.EmbeddedResource) and embedded.resource.uri == "notes://data"
+        assert isinstance(text, types.TextContent) and text.text == "3 points"
+
+    with_client(scenario)
+
+
+def test_completions_come_from_each_arguments_completer_or_are_empty(with_client: WithClient) -> None:
+    async def scenario(session: ClientSession) -> None:
+        review = types.PromptReference(name="review")
+        line = types.ResourceTemplateReference(uri="notes://{day}/lines/{n}")
+        language = await session.complete(review, {"name": "language", "value": "r"})
+        assert (language.completion.values, language.completion.total) == (["rust"], 1)
+        day = await session.complete(line, {"name": "day", "value": "to"})
+        assert day.completion.values == ["today", "tomorrow"]
+        assert (await session.complete(review, {"name": "code", "value": "x"})).completion.values == []
+        assert (await session.complete(line, {"name": "n", "value": "1"})).completion.values == []
+        unknown = session.complete(types.PromptReference(name="nope"), {"name": "a", "value": ""})
+        assert await refused(unknown) == (-32602, "no prompt named `nope`")
+
+    with_client(scenario)
+
+
+class Updates:
+    """The URIs of `notifications/resources/updated` a session receives."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+
+    async def __call__(self, message: object) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(message.params.uri)
+
+    async def arrive(self, uri: str) -> None:
+        for _ in range(500):
+            if uri in self.uris:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no update of {uri} arrived; got {self.uris}")
+
+
+# The official client warns that revision 2026-07-28 drops subscriptions; we serve 2025-11-25.
+SUBSCRIBING = pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+
+
+@SUBSCRIBING
+def test_a_changed_resource_is_told_to_its_subscribers_until_they_unsubscribe(with_client: WithClient) -> None:
+    updates = Updates()
+
+    async def scenario(session: ClientSession) -> None:
+        await session.subscribe_resource("notes://today")
+        await session.subscribe_resource("notes://today/lines/1")
+        assert await refused(session.subscribe_resource("elsewhere://x")) == (
+            -32002,
+            "no resource has the URI `elsewhere://x`",
+        )
+        await session.call_tool("touch", {"uri": "notes://logo"})  # not subscribed to
+        await session.call_tool("touch", {"uri": "notes://today"})
+        await updates.arrive("notes://today")
+        await session.unsubscribe_resource("notes://today")
+        await session.call_tool("touch", {"uri": "notes://today"})
+        await session.call_tool("touch", {"uri": "notes://today/lines/1"})
+        await updates.arrive("notes://today/lines/1")
+        assert updates.uris == ["notes://today", "notes://today/lines/1"]
+
+    with_client(scenario, message_handler=updates)
+
+
+@SUBSCRIBING
+def test_over_http_only_the_sessions_that_subscribed_hear_of_a_change() -> None:
+    server = subprocess.Popen([*SERVE, "--http", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+    assert server.stderr is not None
+    url = server.stderr.readline().rsplit(" ", 1)[-1].strip()
+    watching, other = Updates(), Updates()
+
+    async def main() -> None:
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write, message_handler=watching) as subscriber,
+            streamable_http_client(url) as (read2, write2),
+            ClientSession(read2, write2, message_handler=other) as bystander,
+        ):
+            await subscriber.initialize()
+            await bystander.initialize()
+            await subscriber.subscribe_resource("notes://today")
+            await bystander.call_tool("touch", {"uri": "notes://today"})
+            await watching.arrive("notes://today")
+            await bystander.subscribe_resource("notes://logo")
+            await bystander.call_tool("touch", {"uri": "notes://logo"})
+            await other.arrive("notes://logo")
+        assert (watching.uris, other.uris) == (["notes://today"], ["notes://logo"])
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -16,7 +16,7 @@ def both_paths(fn: typing.Callable[..., object]) -> tuple[_schema.CallSpec, dict
     params = list(inspect.signature(fn).parameters.values())
     hints = typing.get_type_hints(fn)
     fast = _schema.inspect_callable(fn, name="t", parameters_schema=None, localns=None)
-    model = _schema._signature_model("t", params, hints, {})
+    model = _schema._signature_model("t", params, hints, {}, "tool")
     return fast, _schema._schema_of(model), _schema._decode_fields(model)
 
 

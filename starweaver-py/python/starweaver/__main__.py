@@ -1,7 +1,8 @@
 """``python -m starweaver inspect MODULE_OR_FILE [--provider NAME] [--strict]`` and
 ``python -m starweaver serve-mcp MODULE_OR_FILE [--name NAME] [--http HOST:PORT] [--deps MODULE:FACTORY]``.
 
-``serve-mcp`` serves the module's tools (and its static toolsets) to MCP clients over stdio,
+``serve-mcp`` serves the module's tools (and its static toolsets), resources, resource
+templates and prompts (``starweaver.mcp.resource``, ``resource_template``, ``prompt``) to MCP clients over stdio,
 or with ``--http`` over streamable HTTP at ``http://HOST:PORT/mcp`` (the URL is printed on
 stderr once it is listening): each call runs through the same scheduler as in an agent.
 The tools' ``ctx.deps`` is ``FACTORY()`` with ``--deps``, else the module's top-level ``deps``.
@@ -24,8 +25,9 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ._served import SERVING, MCPPrompt, MCPResource, MCPResourceTemplate
 from .exceptions import StarweaverError
 from .providers import PROVIDERS, Provider, render
 from .tools import BaseTool, Tool
@@ -90,9 +92,17 @@ def tools_of(module: ModuleType) -> list[Tool[..., Any] | BaseTool]:
 
 def toolsets_of(module: ModuleType) -> list[Toolset]:
     """The toolsets at the module's top level, each once."""
-    found: list[Toolset] = []
+    return _top_level(module, Toolset)
+
+
+T = TypeVar("T")
+
+
+def _top_level(module: ModuleType, kind: type[T]) -> list[T]:
+    """The module's top-level values of ``kind``, in the order they appear, each once."""
+    found: list[T] = []
     for value in vars(module).values():
-        if isinstance(value, Toolset) and all(value is not seen for seen in found):
+        if isinstance(value, kind) and all(value is not seen for seen in found):
             found.append(value)
     return found
 
@@ -130,18 +140,27 @@ def serve_mcp(target: str, name: str | None, http: str | None = None, deps: str 
     # toolset shows it (its prefix, its approval policy).
     in_toolsets = {id(member) for toolset in toolsets for member in toolset.members}
     tools = [tool for tool in tools_of(module) if id(tool) not in in_toolsets]
-    if not tools and not toolsets:
-        raise InspectError(f"{target} holds no tools or toolsets to serve")
+    resources: list[MCPResource[..., object]] = _top_level(module, MCPResource)
+    templates: list[MCPResourceTemplate[..., object]] = _top_level(module, MCPResourceTemplate)
+    prompts: list[MCPPrompt[..., object]] = _top_level(module, MCPPrompt)
+    if not (tools or toolsets or resources or templates or prompts):
+        raise InspectError(f"{target} holds no tools, toolsets, resources or prompts to serve")
     service = NativeMcpService(
         name or module.__name__,
         [tool.native for tool in tools],
         toolsets=[t.native for t in toolsets],
         dependencies=dependencies_of(module, target, deps),
+        resources=[r.native for r in resources],
+        resource_templates=[t.native for t in templates],
+        prompts=[p.native for p in prompts],
     )
+    SERVING.append(service)
     try:
         asyncio.run(_serve(service, http))
     except KeyboardInterrupt:
         pass
+    finally:
+        SERVING.remove(service)
 
 
 async def _serve(service: NativeMcpService, http: str | None) -> None:

@@ -98,17 +98,20 @@ def inspect_callable(
     parameters_schema: Mapping[str, object] | None,
     localns: Mapping[str, object] | None,
     derive_return: bool = True,
+    kind: str = "tool",
 ) -> CallSpec:
     """Reads ``fn``'s signature, docstring and annotations into a :class:`CallSpec`; its
     ``returns`` from the return annotation when ``derive_return``.
 
-    Raises ``RegistrationError`` naming the parameter for signatures a tool cannot have.
+    Raises ``RegistrationError`` naming the parameter for signatures a tool cannot have;
+    the message names ``fn`` as a ``kind`` (a tool, or what else is read this way: an MCP
+    prompt, a resource template).
     """
     try:
         signature = inspect.signature(fn)
         hints = _type_hints(fn, localns)
     except (NameError, TypeError) as error:
-        raise RegistrationError(f"invalid tool `{name}`: cannot resolve its annotations: {error}") from error
+        raise RegistrationError(f"invalid {kind} `{name}`: cannot resolve its annotations: {error}") from error
     # The callable's own docstring: `inspect.getdoc` would inherit a base class's. The
     # parsers clean its indentation themselves.
     docstring = _parse_docstring(getattr(fn, "__doc__", None) or "")
@@ -120,11 +123,11 @@ def inspect_callable(
     for param in business:
         if _is_context(hints.get(param.name)):
             raise RegistrationError(
-                f"invalid tool `{name}`: `ToolContext` must be the first parameter, but `{param.name}` is one"
+                f"invalid {kind} `{name}`: `ToolContext` must be the first parameter, but `{param.name}` is one"
             )
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise RegistrationError(
-                f"invalid tool `{name}`: parameter `{param.name}` must be an ordinary keyword parameter "
+                f"invalid {kind} `{name}`: parameter `{param.name}` must be an ordinary keyword parameter "
                 "(no `*args`, `**kwargs` or positional-only parameters)"
             )
 
@@ -132,9 +135,9 @@ def inspect_callable(
         "\n\n".join(part for part in (docstring.short_description, docstring.long_description) if part) or None
     )
     try:
-        spec = _call_spec(name, business, hints, param_docs, description, takes_context, parameters_schema)
+        spec = _call_spec(name, business, hints, param_docs, description, takes_context, parameters_schema, kind)
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
-        raise RegistrationError(f"invalid tool `{name}`: {_schema_failure(business, hints, error)}") from error
+        raise RegistrationError(f"invalid {kind} `{name}`: {_schema_failure(business, hints, error)}") from error
     if derive_return and "return" in hints:
         return replace(spec, returns=return_schema(hints["return"]))
     return spec
@@ -188,6 +191,7 @@ def _call_spec(
     description: str | None,
     takes_context: bool,
     parameters_schema: Mapping[str, object] | None,
+    kind: str,
 ) -> CallSpec:
     whole = _whole_object_parameter(business, hints, parameters_schema)
     if whole is not None:
@@ -209,7 +213,7 @@ def _call_spec(
         fast_schema, fields = fast
         schema = dict(parameters_schema) if parameters_schema is not None else fast_schema
         return CallSpec(schema, description, takes_context, _decode_typed_dict(fields))
-    model = _signature_model(name, business, hints, param_docs)
+    model = _signature_model(name, business, hints, param_docs, kind)
     schema = dict(parameters_schema) if parameters_schema is not None else _schema_of(model)
     return CallSpec(schema, description, takes_context, _decode_fields(model))
 
@@ -428,6 +432,7 @@ def _signature_model(
     params: list[inspect.Parameter],
     hints: Mapping[str, object],
     docs: Mapping[str, str],
+    kind: str,
 ) -> type[pydantic.BaseModel]:
     fields: dict[str, Any] = {}
     for param in params:
@@ -440,7 +445,7 @@ def _signature_model(
             f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
         )
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as error:
-        raise RegistrationError(f"invalid tool `{name}`: {error}") from error
+        raise RegistrationError(f"invalid {kind} `{name}`: {error}") from error
 
 
 def _decode_whole(validate: Callable[[bytes], object]) -> Decode:

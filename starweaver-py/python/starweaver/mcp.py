@@ -1,4 +1,6 @@
-"""MCP servers as toolsets: a server started as a child process (stdio) or reached over
+"""MCP both ways.
+
+MCP servers as toolsets: a server started as a child process (stdio) or reached over
 streamable HTTP lends its tools to an agent, and they run through the same scheduler as any tool (timeouts, cancellation
 sent to the server, approvals, events, traces).
 
@@ -6,6 +8,10 @@ sent to the server, approvals, events, traces).
         agent = create_agent(model=model, toolsets=[files.prefixed("fs_")])
 
 Without ``async with`` the server starts on first use and stops with the process.
+
+Serving: ``python -m starweaver serve-mcp MODULE`` serves a module's tools, and its
+``@resource``, ``@resource_template`` and ``@prompt`` functions; ``resource_updated(uri)``
+tells subscribed clients that a resource changed.
 """
 
 from __future__ import annotations
@@ -16,12 +22,35 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._native import NativeMcpServer
+from ._served import (
+    Completer,
+    MCPPrompt,
+    MCPResource,
+    MCPResourceTemplate,
+    PromptMessage,
+    prompt,
+    resource,
+    resource_template,
+    resource_updated,
+)
 from .toolsets import Toolset
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["MCPServerHTTP", "MCPServerStdio"]
+__all__ = [
+    "Completer",
+    "MCPPrompt",
+    "MCPResource",
+    "MCPResourceTemplate",
+    "MCPServerHTTP",
+    "MCPServerStdio",
+    "PromptMessage",
+    "prompt",
+    "resource",
+    "resource_template",
+    "resource_updated",
+]
 
 
 class _MCPServer(Toolset):

@@ -32,21 +32,58 @@ pub(crate) fn to_block(part: Part) -> ContentBlock {
             resource.mime_type = media_type;
             ContentBlock::resource_link(resource)
         }
-        Part::Resource(Resource { uri, media_type, contents }) => {
-            let contents = match contents {
-                content::ResourceContents::Text(text) => {
-                    ResourceContents::TextResourceContents { uri, mime_type: media_type, text, meta: None }
-                }
-                content::ResourceContents::Blob(blob) => ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type: media_type,
-                    blob: content::base64(&blob),
-                    meta: None,
-                },
-            };
-            ContentBlock::resource(contents)
-        }
+        Part::Resource(resource) => ContentBlock::resource(embedded(resource)),
     }
+}
+
+/// An embedded resource's contents as MCP's.
+fn embedded(Resource { uri, media_type, contents }: Resource) -> ResourceContents {
+    match contents {
+        content::ResourceContents::Text(text) => {
+            ResourceContents::TextResourceContents { uri, mime_type: media_type, text, meta: None }
+        }
+        content::ResourceContents::Blob(blob) => ResourceContents::BlobResourceContents {
+            uri,
+            mime_type: media_type,
+            blob: content::base64(&blob),
+            meta: None,
+        },
+    }
+}
+
+/// A part as the contents of a served resource read at `uri`, whose declared media type
+/// is `media_type`: text as text, bytes (an image's, audio's or document's) as a blob of
+/// their own media type, an embedded resource as it is (the declared media type where it
+/// names none).
+///
+/// # Errors
+/// A part that refers to its contents instead of holding them (a link, or an image or
+/// document at a URL), named.
+pub(crate) fn to_contents(part: Part, uri: &str, media_type: Option<&str>) -> Result<ResourceContents, String> {
+    let declared = || media_type.map(str::to_owned);
+    let blob = |data: &[u8], media_type: String| ResourceContents::BlobResourceContents {
+        uri: uri.to_owned(),
+        mime_type: Some(media_type),
+        blob: content::base64(data),
+        meta: None,
+    };
+    Ok(match part {
+        Part::Text(Text { text }) => {
+            ResourceContents::TextResourceContents { uri: uri.to_owned(), mime_type: declared(), text, meta: None }
+        }
+        Part::Image(Image { source: Source::Data { data, media_type } })
+        | Part::Audio(Audio { data, media_type })
+        | Part::Document(Document { source: Source::Data { data, media_type }, .. }) => blob(&data, media_type),
+        Part::Resource(resource) => {
+            embedded(Resource { media_type: resource.media_type.clone().or_else(declared), ..resource })
+        }
+        other @ (Part::Image(_) | Part::Document(_) | Part::ResourceLink(_)) => {
+            return Err(format!(
+                "a `{}` part by reference (a URL or a link) cannot be a resource's contents; give text or bytes",
+                other.kind()
+            ));
+        }
+    })
 }
 
 fn link(uri: String, name: String, media_type: Option<String>) -> ContentBlock {
@@ -136,6 +173,26 @@ mod tests {
                 {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": "JVBERi0="}},
             ])
         );
+    }
+
+    #[test]
+    fn parts_read_as_resource_contents_under_the_uri_read() {
+        let contents =
+            |part: Part| serde_json::to_value(to_contents(part, "notes://a", Some("text/markdown")).unwrap()).unwrap();
+        assert_eq!(
+            contents(Text::new("# A").into()),
+            json!({"uri": "notes://a", "mimeType": "text/markdown", "text": "# A"})
+        );
+        assert_eq!(
+            contents(Image::data(b"\x89PNG".to_vec(), "image/png").into()),
+            json!({"uri": "notes://a", "mimeType": "image/png", "blob": "iVBORw=="})
+        );
+        assert_eq!(
+            contents(Resource::text("notes://b", "bee").into()),
+            json!({"uri": "notes://b", "mimeType": "text/markdown", "text": "bee"})
+        );
+        let err = to_contents(Image::url("https://e.com/a.png").into(), "notes://a", None).unwrap_err();
+        assert!(err.starts_with("a `image` part by reference"), "{err}");
     }
 
     #[test]

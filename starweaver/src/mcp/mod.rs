@@ -10,7 +10,9 @@
 //! error naming it, with the tail of its stderr; the next use starts it again.
 //!
 //! [`McpService`] (`server.rs`): tools served to any MCP client over stdio or streamable HTTP, each call run
-//! through the scheduler as in an agent.
+//! through the scheduler as in an agent; and the application's resources ([`McpResource`],
+//! [`McpResourceTemplate`]), prompts ([`McpPrompt`]) and their completions, with resource
+//! subscriptions told of changes through an [`McpHandle`].
 //!
 //! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`).
 //! A tool's return schema is served as `outputSchema`, its value as `structuredContent`
@@ -26,11 +28,20 @@
 //! ```
 
 mod client;
+mod completion;
 mod content;
 mod notify;
+mod prompt;
+mod resource;
 mod server;
 mod structured;
+mod subscription;
+mod uri_template;
 mod wire;
 
 pub use client::McpServer;
-pub use server::McpService;
+pub use completion::CompletionRequest;
+pub use prompt::{McpPrompt, PromptArgument, PromptMessage, PromptRequest, Role};
+pub use resource::{McpResource, McpResourceTemplate, ResourceRequest};
+pub use server::{McpService, McpServiceBuilder};
+pub use subscription::McpHandle;

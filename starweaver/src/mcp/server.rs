@@ -1,21 +1,29 @@
 //! The server side: any tools (Rust `#[tool]`, Python `@tool`, static toolsets) served to
 //! MCP clients, each `tools/call` run through the scheduler's call path (argument checks,
-//! the approval gate, retries, timeouts, cancellation) as in an agent.
+//! the approval gate, retries, timeouts, cancellation) as in an agent; and the
+//! application's resources (`resource.rs`), prompts (`prompt.rs`) and their completions
+//! (`completion.rs`), with resource subscriptions (`subscription.rs`).
 //!
-//! rmcp's service answers the protocol in its own tokio tasks; calls are handed to the
-//! future returned by [`McpService::serve_stdio`], which runs them. Whoever polls that
-//! future runs the tools: for Python, the asyncio loop, as every Python tool needs.
+//! rmcp's service answers the protocol in its own tokio tasks; calls, and the reads,
+//! prompts and completions the application's functions answer, are handed to the future
+//! returned by [`McpService::serve_stdio`], which runs them. Whoever polls that future runs
+//! the application's code: for Python, the asyncio loop, as every Python function needs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressToken, RequestId, ServerCapabilities, ServerConfig, Tool as McpTool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock as Content, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressToken, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    RequestId, ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as McpTool,
+    ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{ElicitationError, Peer, RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, Value};
@@ -23,8 +31,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Mutex, RwLock, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::completion::{self, CompletionRequest};
 use super::notify::{self, LevelFilter, Notifier};
+use super::prompt::{self, McpPrompt, Prompts};
+use super::resource::{McpResource, McpResourceTemplate, Resources};
 use super::structured;
+use super::subscription::{McpHandle, SessionId, Subscriptions};
 use super::wire::{self, Incoming, StdioTransport};
 use crate::content::Part;
 use crate::error::Result;
@@ -32,10 +44,10 @@ use crate::hitl::{ApprovalDecision, ApprovalPolicy};
 use crate::message::ToolCallPart;
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::scheduler::{CallOutcome, CallRequest, invoke_alone};
-use crate::tool::{CallChannel, Dependencies, Tool, ToolErrorKind};
+use crate::tool::{CallChannel, Dependencies, Tool, ToolError, ToolErrorKind};
 use crate::toolset::Toolset;
 
-/// Tools served to MCP clients.
+/// Tools, resources and prompts served to MCP clients.
 ///
 /// ```no_run
 /// use starweaver::mcp::McpService;
@@ -50,6 +62,12 @@ pub struct McpService {
     name: String,
     registry: Arc<ToolRegistry>,
     dependencies: Dependencies,
+    resources: Arc<Resources>,
+    prompts: Arc<Prompts>,
+    subscriptions: Arc<Subscriptions>,
+    /// What [`McpHandle`]s send: the URIs of resources that changed.
+    updates: mpsc::UnboundedSender<String>,
+    updated: mpsc::UnboundedReceiver<String>,
 }
 
 /// Builds an [`McpService`]; registration rules are checked in [`build`](Self::build).
@@ -61,6 +79,9 @@ pub struct McpServiceBuilder {
     tools: ToolList,
     approval_rules: Vec<crate::hitl::ApprovalRule>,
     dependencies: Dependencies,
+    resources: Vec<McpResource>,
+    templates: Vec<McpResourceTemplate>,
+    prompts: Vec<McpPrompt>,
 }
 
 impl McpService {
@@ -71,7 +92,15 @@ impl McpService {
             tools: ToolList::new(Source::Served),
             approval_rules: Vec::new(),
             dependencies: Dependencies::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
         }
+    }
+
+    /// A handle to say, while it serves, that a resource changed (see [`McpHandle`]).
+    pub fn handle(&self) -> McpHandle {
+        McpHandle { updates: self.updates.clone() }
     }
 }
 
@@ -116,10 +145,72 @@ impl McpServiceBuilder {
         self
     }
 
-    /// Checks every tool as an agent would.
+    /// Serves a resource at a fixed URI (`resources/list`, `resources/read`,
+    /// `resources/subscribe`).
+    ///
+    /// ```
+    /// use starweaver::content::Text;
+    /// use starweaver::mcp::{McpResource, McpService};
+    /// use starweaver::ToolError;
+    ///
+    /// let service = McpService::builder("docs")
+    ///     .resource(McpResource::new("docs://readme", "readme", |_| async { Ok::<_, ToolError>([Text::new("# Docs")]) }))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(service);
+    /// ```
+    pub fn resource(mut self, resource: McpResource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Serves a resource template (`resources/templates/list`; a `resources/read` of a URI
+    /// it gives; `completion/complete` of its variables). Templates are tried in the order
+    /// given, after the static resources.
+    ///
+    /// ```
+    /// use starweaver::content::Text;
+    /// use starweaver::mcp::{McpResourceTemplate, McpService};
+    /// use starweaver::ToolError;
+    ///
+    /// let notes = McpResourceTemplate::new("notes://{id}", "note", |request| async move {
+    ///     Ok::<_, ToolError>([Text::new(format!("note {}", request.variable("id").unwrap_or_default()))])
+    /// });
+    /// let service = McpService::builder("notes").resource_template(notes).build().unwrap();
+    /// # drop(service);
+    /// ```
+    pub fn resource_template(mut self, template: McpResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Serves a prompt (`prompts/list`, `prompts/get`; `completion/complete` of its
+    /// arguments).
+    ///
+    /// ```
+    /// use starweaver::content::Text;
+    /// use starweaver::mcp::{McpPrompt, McpService, PromptArgument, PromptMessage};
+    /// use starweaver::ToolError;
+    ///
+    /// let greet = McpPrompt::new("greet", |request| async move {
+    ///     let name = request.argument("name").unwrap_or("you").to_owned();
+    ///     Ok::<_, ToolError>(vec![PromptMessage::user(Text::new(format!("Say hello to {name}")))])
+    /// })
+    /// .argument(PromptArgument::required("name"));
+    /// let service = McpService::builder("greeter").prompt(greet).build().unwrap();
+    /// # drop(service);
+    /// ```
+    pub fn prompt(mut self, prompt: McpPrompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Checks every tool as an agent would, and the resources and prompts.
     ///
     /// # Errors
-    /// An invalid definition, two tools of one name, or a dynamic toolset.
+    /// An invalid definition, two tools of one name, or a dynamic toolset; two resources of
+    /// one URI, a resource template beyond RFC 6570 level 1, two prompts of one name, or a
+    /// completer for an argument that is not there.
     pub fn build(self) -> Result<McpService> {
         if let Some(toolset) = self.tools.dynamic.first() {
             return Err(crate::Error::Toolset {
@@ -129,7 +220,17 @@ impl McpServiceBuilder {
         }
         let policy = ApprovalPolicy::new(self.approval_rules);
         let registry = ToolRegistry::new(self.tools.entries, &policy, RegistrationRules::default())?;
-        Ok(McpService { name: self.name, registry: Arc::new(registry), dependencies: self.dependencies })
+        let (updates, changed) = mpsc::unbounded_channel();
+        Ok(McpService {
+            name: self.name,
+            registry: Arc::new(registry),
+            dependencies: self.dependencies,
+            resources: Arc::new(Resources::new(self.resources, self.templates)?),
+            prompts: Arc::new(Prompts::new(self.prompts)?),
+            subscriptions: Arc::default(),
+            updates,
+            updated: changed,
+        })
     }
 }
 
@@ -152,26 +253,107 @@ struct Job {
     reply: oneshot::Sender<CallToolResult>,
 }
 
-/// What rmcp calls: it lists the tools and forwards each call. One per client session.
+/// What the future that serves runs: a tool call, or the application's code answering
+/// a read, a prompt or a completion (a future made on that future's thread, and run there).
+enum Work {
+    Call(Box<Job>),
+    Run(BoxFuture<'static, ()>),
+}
+
+/// What arrives at the future that serves.
+struct Queue {
+    work: mpsc::UnboundedReceiver<Work>,
+    /// URIs of resources that changed, from [`McpHandle`]s.
+    updated: mpsc::UnboundedReceiver<String>,
+}
+
+/// What rmcp calls: it lists what is served and forwards the rest. One per client session.
 #[derive(Clone)]
 struct Handler {
     name: String,
     tools: Arc<[McpTool]>,
-    jobs: mpsc::UnboundedSender<Job>,
+    resources: Arc<Resources>,
+    prompts: Arc<Prompts>,
+    subscriptions: Arc<Subscriptions>,
+    work: mpsc::UnboundedSender<Work>,
     level: Arc<LevelFilter>,
+    session: SessionId,
+    /// The last session id given out, shared by every session's handler.
+    sessions: Arc<AtomicU64>,
 }
 
 impl Handler {
-    /// The handler of a new client session: the same tools and queue, a level of its own.
+    /// The handler of a new client session: the same tools and queue, a level and
+    /// subscriptions of its own.
     fn for_session(&self) -> Self {
-        Self { level: Arc::default(), ..self.clone() }
+        let session = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        Self { level: Arc::default(), session, ..self.clone() }
     }
+
+    /// Runs `make`'s future where the service runs its work, and gives its output.
+    async fn on_loop<T: Send + 'static>(
+        &self,
+        make: impl FnOnce() -> BoxFuture<'static, T> + Send + 'static,
+    ) -> std::result::Result<T, ErrorData> {
+        let (reply, answer) = oneshot::channel();
+        let run = async move { drop(reply.send(make().await)) }.boxed();
+        self.work.send(Work::Run(run)).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())
+    }
+}
+
+fn stopped() -> ErrorData {
+    ErrorData::internal_error("the service has stopped", None)
+}
+
+/// What the application's failure is on the wire: bad arguments are invalid params, a
+/// thing not found is MCP's "resource not found", anything else an internal error; each
+/// with the message, prefixed by what failed.
+fn failure(error: &ToolError, what: &str) -> ErrorData {
+    let message = format!("{what}: {}", error.message());
+    match error.kind() {
+        ToolErrorKind::InvalidArguments => ErrorData::invalid_params(message, None),
+        ToolErrorKind::NotFound => ErrorData::resource_not_found(message, None),
+        _ => ErrorData::internal_error(message, None),
+    }
+}
+
+/// A `prompts/get`'s or a completion context's arguments, which MCP makes strings.
+fn string_arguments(
+    arguments: Option<rmcp::model::JsonObject>,
+    whose: &str,
+) -> std::result::Result<HashMap<String, String>, ErrorData> {
+    arguments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, value)| match value {
+            Value::String(text) => Ok((name, text)),
+            other => Err(ErrorData::invalid_params(
+                format!("argument `{name}` of {whose} must be a string, got {other}"),
+                None,
+            )),
+        })
+        .collect()
 }
 
 impl rmcp::ServerHandler for Handler {
     #[allow(deprecated)] // MCP logging (SEP-2577 deprecates it; clients still use it)
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_logging().build();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_logging().build();
+        // Declared only when there is something to offer: a client reads each as a promise.
+        if !self.resources.is_empty() {
+            let mut resources = ResourcesCapability::default();
+            (resources.subscribe, resources.list_changed) = (Some(true), Some(false));
+            capabilities.resources = Some(resources);
+        }
+        if !self.prompts.is_empty() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(false);
+            capabilities.prompts = Some(prompts);
+        }
+        if !self.prompts.is_empty() || self.resources.has_templates() {
+            capabilities.completions = Some(rmcp::model::JsonObject::new());
+        }
         let mut config = ServerConfig::new(capabilities);
         config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
         config
@@ -212,10 +394,142 @@ impl rmcp::ServerHandler for Handler {
             request_id: context.id.clone(),
             reply,
         };
-        self.jobs.send(job).map_err(|_| ErrorData::internal_error("the service has stopped", None))?;
+        self.work.send(Work::Call(Box::new(job))).map_err(|_| stopped())?;
         let result = answer.await.map_err(|_| ErrorData::internal_error("the call was dropped", None))?;
         Ok(CallToolResponse::Complete(result))
     }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(self.resources.listed()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(self.resources.listed_templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let Some((read, found, media_type)) = self.resources.find(&uri) else {
+            return Err(not_found(&uri));
+        };
+        let what = format!("resource `{uri}`");
+        let parts = self.on_loop(move || read(found)).await?.map_err(|e| failure(&e, &what))?;
+        let contents = parts
+            .into_iter()
+            .map(|part| super::content::to_contents(part, &uri, media_type.as_deref()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| ErrorData::internal_error(format!("{what}: {e}"), None))?;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(contents)))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), ErrorData> {
+        if self.resources.find(&request.uri).is_none() {
+            return Err(not_found(&request.uri));
+        }
+        self.subscriptions.subscribe(request.uri, self.session, context.peer);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&request.uri, self.session);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(self.prompts.listed()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetPromptResponse, ErrorData> {
+        let name = request.name;
+        let Some(prompt) = self.prompts.get(&name) else {
+            return Err(ErrorData::invalid_params(format!("no prompt named `{name}`"), None));
+        };
+        let what = format!("prompt `{name}`");
+        let arguments = string_arguments(request.arguments, &what)?;
+        let fill = prompt.get(arguments).map_err(|message| ErrorData::invalid_params(message, None))?;
+        let description = prompt.about().map(str::to_owned);
+        let messages = self.on_loop(fill).await?.map_err(|e| failure(&e, &what))?;
+        let mut result = GetPromptResult::new(messages.into_iter().map(prompt::wire_message).collect());
+        result.description = description;
+        Ok(GetPromptResponse::Complete(result))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> std::result::Result<CompleteResult, ErrorData> {
+        let (completers, what) = match &request.r#ref {
+            Reference::Prompt(reference) => match self.prompts.get(&reference.name) {
+                Some(prompt) => (Some(&prompt.completers), format!("prompt `{}`", reference.name)),
+                None => return Err(ErrorData::invalid_params(format!("no prompt named `{}`", reference.name), None)),
+            },
+            Reference::Resource(reference) => match self.resources.completers(&reference.uri) {
+                Some(completers) => (Some(completers), format!("resource template `{}`", reference.uri)),
+                // A static resource has no variables: nothing to complete, but nothing wrong.
+                None if self.resources.is_fixed(&reference.uri) => (None, String::new()),
+                None => {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "no resource template `{}` (completions are for a template's variables)",
+                            reference.uri
+                        ),
+                        None,
+                    ));
+                }
+            },
+            // rmcp's enum is non-exhaustive: a later MCP revision may add kinds.
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "a completion reference of a kind this version cannot read",
+                    None,
+                ));
+            }
+        };
+        let argument = request.argument.name;
+        let Some(complete) = completers.and_then(|c| c.get(&argument)) else {
+            return Ok(CompleteResult::new(completion::info(Vec::new())));
+        };
+        let arguments = request.context.and_then(|c| c.arguments).unwrap_or_default();
+        let asked = CompletionRequest { argument, value: request.argument.value, arguments };
+        let what = format!("completing `{}` of {what}", asked.argument);
+        let values = self.on_loop(move || complete(asked)).await?.map_err(|e| failure(&e, &what))?;
+        Ok(CompleteResult::new(completion::info(values)))
+    }
+}
+
+/// MCP's "resource not found" (-32002) for `uri`, with the URI as its data, as the
+/// specification shows it.
+fn not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(format!("no resource has the URI `{uri}`"), Some(serde_json::json!({"uri": uri})))
 }
 
 /// The answer a client gives, by elicitation, to "may this call run?".
@@ -243,7 +557,7 @@ impl McpService {
     ///
     /// # Errors
     /// The MCP handshake failed.
-    pub async fn serve_io<R, W>(self, reader: R, writer: W) -> std::result::Result<(), String>
+    pub async fn serve_io<R, W>(mut self, reader: R, writer: W) -> std::result::Result<(), String>
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -275,7 +589,7 @@ impl McpService {
     ///
     /// # Errors
     /// The listener failed.
-    pub async fn serve_http(self, listener: tokio::net::TcpListener) -> std::result::Result<(), String> {
+    pub async fn serve_http(mut self, listener: tokio::net::TcpListener) -> std::result::Result<(), String> {
         use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
         use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -300,26 +614,47 @@ impl McpService {
         }
     }
 
-    /// A handler for rmcp, and the queue its calls arrive on.
-    fn handler(&self) -> (Handler, mpsc::UnboundedReceiver<Job>) {
-        let (jobs, queue) = mpsc::unbounded_channel();
-        let tools = self.registry.definitions().iter().map(describe).collect();
-        (Handler { name: self.name.clone(), tools, jobs, level: Arc::default() }, queue)
+    /// A handler for rmcp (its first session's), and the queue its work arrives on. The
+    /// resource updates arrive there too: a service serves once.
+    fn handler(&mut self) -> (Handler, Queue) {
+        let (work, queue) = mpsc::unbounded_channel();
+        // Serving takes the service, so it serves once: its receiver moves to the queue.
+        let (_, none) = mpsc::unbounded_channel();
+        let updated = std::mem::replace(&mut self.updated, none);
+        let handler = Handler {
+            name: self.name.clone(),
+            tools: self.registry.definitions().iter().map(describe).collect(),
+            resources: self.resources.clone(),
+            prompts: self.prompts.clone(),
+            subscriptions: self.subscriptions.clone(),
+            work,
+            level: Arc::default(),
+            session: 0,
+            sessions: Arc::default(),
+        };
+        (handler, Queue { work: queue, updated })
     }
 
-    /// Runs calls as they come, side by side, under the agent's rules: a `sequential`
-    /// tool runs alone; calls to one tool run one at a time, in arrival order.
-    async fn run_calls(&self, mut queue: mpsc::UnboundedReceiver<Job>) {
+    /// Runs work as it comes, side by side: tool calls under the agent's rules (a
+    /// `sequential` tool runs alone; calls to one tool run one at a time, in arrival
+    /// order), the application's reads, prompts and completions, and the notifications
+    /// of resources that changed.
+    async fn run_calls(&self, mut queue: Queue) {
         let barrier = RwLock::new(());
         let by_name: HashMap<String, Mutex<()>> =
             self.registry.definitions().iter().map(|d| (d.name.clone(), Mutex::new(()))).collect();
-        let mut running = FuturesUnordered::new();
+        let mut running: FuturesUnordered<BoxFuture<'_, ()>> = FuturesUnordered::new();
         loop {
             tokio::select! {
-                job = queue.recv() => match job {
-                    Some(job) => running.push(self.run_call(job, &barrier, &by_name)),
+                work = queue.work.recv() => match work {
+                    Some(Work::Call(job)) => running.push(self.run_call(*job, &barrier, &by_name).boxed()),
+                    Some(Work::Run(run)) => running.push(run),
                     None => break,
                 },
+                Some(uri) = queue.updated.recv() => {
+                    let subscriptions = self.subscriptions.clone();
+                    running.push(async move { subscriptions.notify(&uri).await }.boxed());
+                }
                 Some(()) = running.next(), if !running.is_empty() => {}
             }
         }

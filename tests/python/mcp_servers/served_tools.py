@@ -10,7 +10,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from starweaver import ToolContext, ToolResult, Toolset, UserError, tool
+from starweaver.content import Image, Resource
 from starweaver.elicitation import Accepted, Elicited
+from starweaver.mcp import PromptMessage, prompt, resource, resource_template, resource_updated
 
 
 @tool(metadata={"readOnlyHint": True})
@@ -146,3 +148,66 @@ ROWS = {"type": "object", "properties": {"rows": {"type": "array", "items": {"ty
 def rows() -> dict[str, list[object]]:
     """Returns a value its own return schema does not allow."""
     return {"rows": [1, "two"]}
+
+
+# Resources, a template and prompts (DESIGN.md §21), and a tool that says a resource changed.
+
+PNG = b"\x89PNG\r\n"
+
+
+@resource("notes://today", mime_type="text/markdown")
+def today() -> str:
+    """Today's notes."""
+    return "# Today"
+
+
+@resource("notes://logo", name="logo", mime_type="image/png")
+async def logo_bytes() -> bytes:
+    """The logo."""
+    return PNG
+
+
+@resource("notes://broken")
+def broken() -> str:
+    """Always fails."""
+    raise RuntimeError("the disk is on fire")
+
+
+@resource_template("notes://{day}/lines/{n}", complete={"day": ["today", "tomorrow", "yesterday"]})
+async def line(day: str, n: int) -> list[Resource]:
+    """One line of a day's notes."""
+    return [Resource(f"notes://{day}/lines/{n}", text=f"line {n + 1} of {day}", media_type="text/plain")]
+
+
+def _languages(typed: str) -> list[str]:
+    return [language for language in ("python", "rust", "go") if language.startswith(typed)]
+
+
+@prompt(complete={"language": _languages})
+def review(code: str, language: str = "python") -> list[PromptMessage]:
+    """Asks for a code review.
+
+    Args:
+        code: The code to review.
+        language: Its language.
+    """
+    return [PromptMessage("user", f"Review this {language} code:\n{code}"), PromptMessage("assistant", "On it.")]
+
+
+@prompt(name="chart", title="A chart")
+async def chart_prompt(points: int) -> list[Image | Resource | str]:
+    """Shows a chart of `points` points."""
+    return [Image(data=PNG, media_type="image/png"), Resource("notes://data", text="1,2,3"), f"{points} points"]
+
+
+@prompt
+def failing() -> str:
+    """Always fails."""
+    raise RuntimeError("no prompt today")
+
+
+@tool
+def touch(uri: str) -> str:
+    """Says that the resource at `uri` changed."""
+    resource_updated(uri)
+    return "touched"
