@@ -137,6 +137,17 @@ impl PyToolset {
     }
 }
 
+/// What both transports take alike.
+fn configured(mut server: McpServer, timeout_ms: Option<u64>, elicitation_handler: Option<Py<PyAny>>) -> McpServer {
+    if let Some(ms) = timeout_ms {
+        server = server.timeout_ms(ms);
+    }
+    if let Some(handler) = elicitation_handler {
+        server = server.elicitation_handler(crate::tool::PyElicitationHandler(handler));
+    }
+    server
+}
+
 /// An MCP server started as a child process, speaking MCP over stdio. Use
 /// `starweaver.mcp.MCPServerStdio`.
 #[gen_stub_pyclass]
@@ -147,9 +158,11 @@ pub struct PyMcpServer(McpServer);
 #[pymethods]
 impl PyMcpServer {
     /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-    /// `timeout_ms` bounds each request to it (calls, the handshake, listings).
+    /// `timeout_ms` bounds each request to it (calls, the handshake, listings);
+    /// `elicitation_handler` (the runtime's form: a coroutine function `(ctx, message,
+    /// schema) -> {"action", "content"}`) answers the server's elicitation first.
     #[new]
-    #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None))]
+    #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None, elicitation_handler=None))]
     fn new(
         name: String,
         command: String,
@@ -159,11 +172,10 @@ impl PyMcpServer {
             std::path::PathBuf,
         >,
         timeout_ms: Option<u64>,
+        elicitation_handler: Option<Py<PyAny>>,
     ) -> Self {
-        let mut server = McpServer::stdio(name, command).args(args.unwrap_or_default());
-        if let Some(ms) = timeout_ms {
-            server = server.timeout_ms(ms);
-        }
+        let mut server =
+            configured(McpServer::stdio(name, command), timeout_ms, elicitation_handler).args(args.unwrap_or_default());
         for (key, value) in env.unwrap_or_default() {
             server = server.env(key, value);
         }
@@ -175,19 +187,17 @@ impl PyMcpServer {
 
     /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
     #[staticmethod]
-    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None))]
+    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, elicitation_handler=None))]
     fn http(
         name: String,
         url: String,
         headers: Option<std::collections::HashMap<String, String>>,
         timeout_ms: Option<u64>,
+        elicitation_handler: Option<Py<PyAny>>,
     ) -> Self {
-        let mut server = McpServer::http(name, url);
+        let mut server = configured(McpServer::http(name, url), timeout_ms, elicitation_handler);
         for (key, value) in headers.unwrap_or_default() {
             server = server.header(key, value);
-        }
-        if let Some(ms) = timeout_ms {
-            server = server.timeout_ms(ms);
         }
         Self(server)
     }

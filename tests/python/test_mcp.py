@@ -7,12 +7,14 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import call, returns
 
 from starweaver import ToolContext, ToolDefinition, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
+from starweaver.elicitation import Declined
 from starweaver.mcp import MCPServerStdio
 from starweaver.providers import PROVIDERS, render
 from starweaver.testing import TestModel
@@ -45,7 +47,7 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         assert [r["content"] for r in got[:2]] == [{"result": 5}, {"result": "HI"}]
         assert got[2]["is_error"] is True and "the vault is locked" in str(got[2]["content"])
         tools = {t["name"]: t for t in model.requests[0]["tools"]}
-        assert set(tools) == {"add", "shout", "refuse", "grow", "slow", "copy"}
+        assert set(tools) == {"add", "shout", "refuse", "grow", "slow", "copy", "greet"}
         assert tools["add"]["description"] == "Add two integers."
         add_schema = tools["add"]["parameters"]
         assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
@@ -92,6 +94,55 @@ def test_an_mcp_servers_progress_and_logs_are_events_of_the_call() -> None:
         # Over stdio the server's notifications keep their place: all before the return.
         assert kinds.index("tool_return") > max(i for i, k in enumerate(kinds) if k in ("tool_log", "tool_progress"))
         assert kinds.count("tool_progress") == 1, "the kept log holds the call's last progress"
+
+    asyncio.run(scenario())
+
+
+def greeting_model() -> TestModel:
+    """Calls the server's `greet`, answers its sampling request, then ends."""
+    return TestModel.responses(
+        [TestModel.tool_call_response([call("c1", "greet")]), {"text": "Nice to meet you."}, {"text": "done"}]
+    )
+
+
+def test_a_servers_questions_go_to_the_agents_handler_and_model_with_defaults_filled() -> None:
+    asked: list[tuple[str, str, list[str]]] = []
+
+    def handler(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        asked.append((ctx.tool_call_id, message, sorted(schema["properties"])))
+        return {"name": "Ada"}  # the greeting left to its default
+
+    async def scenario() -> None:
+        async with echo() as server:
+            agent = create_agent(model=greeting_model(), toolsets=[server], elicitation_handler=handler)
+            result = await agent.run("greet someone")
+        assert returns(result.messages)[0]["content"] == {"result": "Hello, Ada! Nice to meet you."}
+
+    asyncio.run(scenario())
+    assert asked == [("c1", "Whom shall I greet?", ["greeting", "name"])]
+
+
+def test_without_a_handler_a_servers_question_waits_and_the_tool_is_called_again_with_the_answer() -> None:
+    async def scenario() -> None:
+        async with echo() as server:
+            session = create_agent(model=greeting_model(), toolsets=[server]).session()
+            waiting = await session.run("greet someone")
+            (question,) = waiting.hitl.elicitations
+            assert (question.tool_name, question.message) == ("greet", "Whom shall I greet?")
+            done = await session.hitl.resume(elicitations=[question.accept({"name": "Grace", "greeting": "Hi"})])
+        assert done.status == "completed"
+        assert [r["content"] for r in returns(done.messages)] == [{"result": "Hi, Grace! Nice to meet you."}]
+
+    asyncio.run(scenario())
+
+
+def test_a_servers_own_handler_answers_direct_calls() -> None:
+    async def scenario() -> None:
+        declining = MCPServerStdio(
+            "echo", sys.executable, args=[SERVER], elicitation_handler=lambda ctx, message, schema: Declined()
+        )
+        async with declining:
+            assert await declining.call_tool("greet") == {"result": "nobody greeted: decline"}
 
     asyncio.run(scenario())
 

@@ -4,10 +4,14 @@ both. The runtime calls these; `starweaver.elicitation` holds what users see."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from .elicitation import Accepted, Cancelled, Declined, Elicited, Sampled
+
+if TYPE_CHECKING:
+    from ._native import ToolContext
+    from .agent import ElicitationHandler
 
 
 def schema_of(kind: Any) -> dict[str, Any]:
@@ -104,3 +108,18 @@ def answer_of(answer: object) -> dict[str, Any]:
     raise TypeError(
         f"an elicitation handler must return Accepted(data), Declined(), Cancelled() or a dict, got {type(answer).__name__}"
     )
+
+
+def runtime_handler(
+    handler: ElicitationHandler,
+) -> Callable[[ToolContext, str, dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """An application's elicitation handler as the runtime calls it: a coroutine function
+    whose answer is in the runtime's form, whether the handler is sync or async."""
+
+    async def ask(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        answer = handler(ctx, message, schema)
+        if isinstance(answer, Awaitable):
+            answer = await answer
+        return answer_of(answer)
+
+    return ask

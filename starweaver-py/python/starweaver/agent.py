@@ -238,6 +238,11 @@ def create_agent(
         model = infer_model(model)
     if isinstance(session_store, (str, os.PathLike)):
         session_store = SqliteSessionStore(session_store)
+    asking = None
+    if elicitation_handler is not None:
+        from ._asking import runtime_handler  # only then: importing starweaver stays cheap
+
+        asking = runtime_handler(elicitation_handler)
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
         getattr(model, "native", model),
@@ -250,7 +255,7 @@ def create_agent(
         dependencies=dependencies,
         session_store=session_store,
         require_parameter_descriptions=require_parameter_descriptions,
-        elicitation_handler=_asking(elicitation_handler) if elicitation_handler is not None else None,
+        elicitation_handler=asking,
     )
     return Agent(native)
 
@@ -259,21 +264,6 @@ def create_agent(
 # A string, so `import starweaver` does not load `starweaver.elicitation` (and dataclasses).
 _Answer: TypeAlias = "Elicited[Any] | Mapping[str, Any]"
 ElicitationHandler: TypeAlias = "Callable[[ToolContext, str, dict[str, Any]], _Answer | Awaitable[_Answer]]"
-
-
-def _asking(handler: ElicitationHandler) -> Callable[[ToolContext, str, dict[str, Any]], Awaitable[dict[str, Any]]]:
-    """The handler as the runtime calls it: a coroutine function whose answer is in the
-    runtime's form, whether the handler is sync or async."""
-
-    from ._asking import answer_of
-
-    async def ask(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
-        answer = handler(ctx, message, schema)
-        if isinstance(answer, Awaitable):
-            answer = await answer
-        return answer_of(answer)
-
-    return ask
 
 
 create_agent_runtime = create_agent

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ._asking import runtime_handler
 from ._native import NativeMcpServer
 from ._served import (
     Completer,
@@ -37,6 +38,8 @@ from .toolsets import Toolset
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from .agent import ElicitationHandler
 
 __all__ = [
     "Completer",
@@ -81,7 +84,11 @@ class MCPServerStdio(_MCPServer):
     """An MCP server started as ``command args...`` speaking MCP over stdio; ``name``
     names it in errors (which end with the tail of its stderr) and approval rules;
     ``timeout_ms`` bounds each request to it: a call of its tools (the server is told to
-    cancel), starting it and its handshake, a listing of its tools (30 s when unset)."""
+    cancel), starting it and its handshake, a listing of its tools (30 s when unset).
+    ``elicitation_handler`` (as ``create_agent``'s) answers the server's elicitation
+    requests first; without one, a call in a run asks as the run's tools ask (the agent's
+    handler, else a pending elicitation of the run, after which the tool is called again).
+    The server's sampling requests go to the run's model."""
 
     def __init__(
         self,
@@ -92,19 +99,39 @@ class MCPServerStdio(_MCPServer):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         timeout_ms: int | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
     ) -> None:
         self.server = NativeMcpServer(
-            name, command, args=list(args), env=dict(env) if env else None, cwd=cwd, timeout_ms=timeout_ms
+            name,
+            command,
+            args=list(args),
+            env=dict(env) if env else None,
+            cwd=cwd,
+            timeout_ms=timeout_ms,
+            elicitation_handler=runtime_handler(elicitation_handler) if elicitation_handler is not None else None,
         )
         self.native = self.server.toolset()
 
 
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
-    request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings)."""
+    request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
+    ``elicitation_handler`` as ``MCPServerStdio``'s."""
 
     def __init__(
-        self, name: str, url: str, *, headers: Mapping[str, str] | None = None, timeout_ms: int | None = None
+        self,
+        name: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
     ) -> None:
-        self.server = NativeMcpServer.http(name, url, headers=dict(headers) if headers else None, timeout_ms=timeout_ms)
+        self.server = NativeMcpServer.http(
+            name,
+            url,
+            headers=dict(headers) if headers else None,
+            timeout_ms=timeout_ms,
+            elicitation_handler=runtime_handler(elicitation_handler) if elicitation_handler is not None else None,
+        )
         self.native = self.server.toolset()

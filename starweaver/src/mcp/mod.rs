@@ -27,6 +27,7 @@
 //! let agent = Agent::builder(model()).toolset(files.prefixed("fs_")).build().unwrap();
 //! ```
 
+mod asked;
 mod client;
 mod completion;
 mod content;

@@ -20,6 +20,7 @@ use rmcp::transport::Transport;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+use super::asked::{Answering, Asked};
 use crate::tool::{
     CallChannel, ElicitAnswer, Elicitation, LogLevel, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError,
 };
@@ -357,6 +358,7 @@ const LISTENER_KEY: &str = "io.starweaver/listener";
 pub(super) enum Heard {
     Progress(Progress),
     Log(LogMessage),
+    Asked(Asked),
 }
 
 /// The calls in flight to one server that listen for its notifications, oldest first.
@@ -439,24 +441,43 @@ impl InFlight {
         }
     }
 
+    /// A server's question (elicitation, sampling). MCP's requests name no call of ours
+    /// either: it goes to the one call in flight, and with several, asking one user for
+    /// another's answer is worse than not answering.
+    ///
+    /// # Errors
+    /// Why no call can take the question.
+    pub(super) fn ask(&self, asked: Asked) -> Result<(), String> {
+        let calls = self.lock();
+        match calls.as_slice() {
+            [only] => only.heard.send(Heard::Asked(asked)).map_err(|_| "the call it belongs to has ended".to_owned()),
+            [] => Err("no call of this client is running to answer it".to_owned()),
+            several => {
+                Err(format!("{} calls of this client are running, and a request names none of them", several.len()))
+            }
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
         self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-/// Runs `call` while `ctx` reports what the server says of it, on this task, then
-/// reports what is left, so every report comes before the call's return.
+/// Runs `call` while what the server says of it is reported by the call's context (when
+/// it has one) and what it asks is answered, on this task; then what is left, so every
+/// report comes before the call's return.
 pub(super) async fn reporting<T>(
     call: impl Future<Output = T>,
-    reports: mpsc::UnboundedReceiver<Heard>,
-    ctx: &ToolContext,
+    heard: mpsc::UnboundedReceiver<Heard>,
+    answering: &Answering<'_>,
 ) -> T {
-    let report = |heard: Heard| {
-        match heard {
-            Heard::Progress(progress) => ctx.send_progress(&progress),
-            Heard::Log(log) => ctx.send_log(&log),
+    let handle = |heard: Heard| async move {
+        match (heard, answering.ctx) {
+            (Heard::Progress(progress), Some(ctx)) => ctx.send_progress(&progress),
+            (Heard::Log(log), Some(ctx)) => ctx.send_log(&log),
+            (Heard::Progress(_) | Heard::Log(_), None) => {}
+            (Heard::Asked(asked), _) => answering.answer(asked).await,
         }
-        std::future::ready(())
     };
-    alongside(call, reports, report).await
+    alongside(call, heard, handle).await
 }
