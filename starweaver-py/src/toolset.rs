@@ -137,13 +137,18 @@ impl PyToolset {
     }
 }
 
-/// What both transports take alike.
-fn configured(mut server: McpServer, timeout_ms: Option<u64>, elicitation_handler: Option<Py<PyAny>>) -> McpServer {
+/// What both transports take alike: a timeout and handlers (the layer's coroutine
+/// functions).
+fn configured(mut server: McpServer, timeout_ms: Option<u64>, handlers: [Option<Py<PyAny>>; 2]) -> McpServer {
+    let [elicitation, sampling] = handlers;
     if let Some(ms) = timeout_ms {
         server = server.timeout_ms(ms);
     }
-    if let Some(handler) = elicitation_handler {
+    if let Some(handler) = elicitation {
         server = server.elicitation_handler(crate::tool::PyElicitationHandler(handler));
+    }
+    if let Some(handler) = sampling {
+        server = server.sampling_handler(crate::tool::PySamplingHandler(handler));
     }
     server
 }
@@ -159,10 +164,14 @@ pub struct PyMcpServer(McpServer);
 impl PyMcpServer {
     /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
     /// `timeout_ms` bounds each request to it (calls, the handshake, listings);
-    /// `elicitation_handler` (the runtime's form: a coroutine function `(ctx, message,
-    /// schema) -> {"action", "content"}`) answers the server's elicitation first.
+    /// `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
+    /// functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
+    /// {"text", "model", "stop_reason"}`) answer the server's requests first.
     #[new]
-    #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None, elicitation_handler=None))]
+    #[pyo3(signature = (
+        name, command, *, args=None, env=None, cwd=None, timeout_ms=None, elicitation_handler=None, sampling_handler=None
+    ))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
         name: String,
         command: String,
@@ -173,9 +182,11 @@ impl PyMcpServer {
         >,
         timeout_ms: Option<u64>,
         elicitation_handler: Option<Py<PyAny>>,
+        sampling_handler: Option<Py<PyAny>>,
     ) -> Self {
+        let handlers = [elicitation_handler, sampling_handler];
         let mut server =
-            configured(McpServer::stdio(name, command), timeout_ms, elicitation_handler).args(args.unwrap_or_default());
+            configured(McpServer::stdio(name, command), timeout_ms, handlers).args(args.unwrap_or_default());
         for (key, value) in env.unwrap_or_default() {
             server = server.env(key, value);
         }
@@ -187,15 +198,17 @@ impl PyMcpServer {
 
     /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
     #[staticmethod]
-    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, elicitation_handler=None))]
+    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, elicitation_handler=None, sampling_handler=None))]
     fn http(
         name: String,
         url: String,
         headers: Option<std::collections::HashMap<String, String>>,
         timeout_ms: Option<u64>,
         elicitation_handler: Option<Py<PyAny>>,
+        sampling_handler: Option<Py<PyAny>>,
     ) -> Self {
-        let mut server = configured(McpServer::http(name, url), timeout_ms, elicitation_handler);
+        let handlers = [elicitation_handler, sampling_handler];
+        let mut server = configured(McpServer::http(name, url), timeout_ms, handlers);
         for (key, value) in headers.unwrap_or_default() {
             server = server.header(key, value);
         }

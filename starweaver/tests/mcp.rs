@@ -694,13 +694,22 @@ async fn without_a_handler_a_servers_question_waits_in_the_run_and_the_tool_is_c
 }
 
 #[tokio::test]
-async fn a_servers_own_elicitation_handler_answers_first_and_a_direct_call_without_one_is_told_nobody_can() {
+async fn a_servers_own_handlers_answer_first_and_a_direct_call_without_them_is_told_nobody_can() {
     let url = serve(asker()).await;
     let declining = McpServer::http("asker", url.clone()).elicitation_handler(|ctx: &ToolContext, _: &Elicitation| {
         assert_eq!(ctx.tool_name(), "ask");
         std::future::ready(Ok::<_, ToolError>(ElicitAnswer::Decline))
     });
     assert_eq!(declining.call_tool("ask", json!({})).await.unwrap(), json!("no haiku: Decline"));
+    let answering = McpServer::http("asker", url.clone()).elicitation_handler(accept_as_is).sampling_handler(
+        |_: &ToolContext, request: &starweaver::tool::Sampling| {
+            let text = format!("{} ({} tokens)", request.messages[0].text, request.max_tokens);
+            let sampled = starweaver::tool::Sampled { text, model: Some("canned".into()), stop_reason: None };
+            std::future::ready(Ok::<_, ToolError>(sampled))
+        },
+    );
+    let answered = answering.call_tool("ask", json!({})).await.unwrap();
+    assert_eq!(answered, json!("Ada: A haiku about Ada (60 tokens) (canned)"));
     let err = McpServer::http("asker", url).call_tool("ask", json!({})).await.unwrap_err();
     assert!(err.message().contains("outside any run, and the server has no handler to answer"), "{err}");
 }

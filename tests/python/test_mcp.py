@@ -14,10 +14,11 @@ from conftest import call, returns
 
 from starweaver import ToolContext, ToolDefinition, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
-from starweaver.elicitation import Declined
+from starweaver.elicitation import Declined, Sampled
 from starweaver.mcp import MCPServerStdio
 from starweaver.providers import PROVIDERS, render
 from starweaver.testing import TestModel
+from starweaver.types import SamplingMessageDict
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
 
@@ -136,15 +137,42 @@ def test_without_a_handler_a_servers_question_waits_and_the_tool_is_called_again
     asyncio.run(scenario())
 
 
-def test_a_servers_own_handler_answers_direct_calls() -> None:
+def test_a_servers_own_handlers_answer_first_even_for_direct_calls() -> None:
+    sampled: list[tuple[str, list[SamplingMessageDict], int]] = []
+
+    async def sample(
+        ctx: ToolContext,
+        messages: list[SamplingMessageDict],
+        /,
+        *,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+    ) -> Sampled:
+        sampled.append((ctx.tool_name, messages, max_tokens))
+        return Sampled("Hi there.", "canned", None)
+
     async def scenario() -> None:
         declining = MCPServerStdio(
             "echo", sys.executable, args=[SERVER], elicitation_handler=lambda ctx, message, schema: Declined()
         )
         async with declining:
             assert await declining.call_tool("greet") == {"result": "nobody greeted: decline"}
+        answering = MCPServerStdio(
+            "echo",
+            sys.executable,
+            args=[SERVER],
+            elicitation_handler=lambda ctx, message, schema: {"name": "Ada"},
+            sampling_handler=sample,
+        )
+        async with answering:
+            assert await answering.call_tool("greet") == {"result": "Hello, Ada! Hi there."}
+        with pytest.raises(ToolsetError, match="outside any run, and the server has no handler to answer"):
+            async with echo() as alone:
+                await alone.call_tool("greet")
 
     asyncio.run(scenario())
+    assert sampled == [("greet", [{"role": "user", "content": "A line for Ada"}], 30)]
 
 
 def test_a_chatty_server_beside_a_chatty_sync_tool_never_deadlocks_the_run() -> None:

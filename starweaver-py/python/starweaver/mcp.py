@@ -17,11 +17,11 @@ tells subscribed clients that a resource changed.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._asking import runtime_handler
+from ._asking import runtime_handler, runtime_sampler
 from ._native import NativeMcpServer
 from ._served import (
     Completer,
@@ -39,7 +39,10 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ._native import ToolContext
     from .agent import ElicitationHandler
+    from .elicitation import Sampled
+    from .types import SamplingMessageDict
 
 __all__ = [
     "Completer",
@@ -49,11 +52,37 @@ __all__ = [
     "MCPServerHTTP",
     "MCPServerStdio",
     "PromptMessage",
+    "SamplingHandler",
     "prompt",
     "resource",
     "resource_template",
     "resource_updated",
 ]
+
+
+class SamplingHandler(Protocol):
+    """Answers an MCP server's sampling request in place of the run's model: the
+    conversation as ``{"role", "content"}`` dicts and the request's settings, to the
+    completion's text or a ``Sampled``, sync or async."""
+
+    def __call__(
+        self,
+        ctx: ToolContext,
+        messages: list[SamplingMessageDict],
+        /,
+        *,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+    ) -> str | Sampled | Awaitable[str | Sampled]: ...
+
+
+def _handlers(elicitation: ElicitationHandler | None, sampling: SamplingHandler | None) -> dict[str, Any]:
+    """The handlers in the runtime's form, as the native server takes them."""
+    return {
+        "elicitation_handler": runtime_handler(elicitation) if elicitation is not None else None,
+        "sampling_handler": runtime_sampler(sampling) if sampling is not None else None,
+    }
 
 
 class _MCPServer(Toolset):
@@ -88,7 +117,8 @@ class MCPServerStdio(_MCPServer):
     ``elicitation_handler`` (as ``create_agent``'s) answers the server's elicitation
     requests first; without one, a call in a run asks as the run's tools ask (the agent's
     handler, else a pending elicitation of the run, after which the tool is called again).
-    The server's sampling requests go to the run's model."""
+    ``sampling_handler`` answers the server's sampling requests first; without one, the
+    run's model does (a direct ``call_tool`` has nobody to answer either)."""
 
     def __init__(
         self,
@@ -100,6 +130,7 @@ class MCPServerStdio(_MCPServer):
         cwd: str | os.PathLike[str] | None = None,
         timeout_ms: int | None = None,
         elicitation_handler: ElicitationHandler | None = None,
+        sampling_handler: SamplingHandler | None = None,
     ) -> None:
         self.server = NativeMcpServer(
             name,
@@ -108,7 +139,7 @@ class MCPServerStdio(_MCPServer):
             env=dict(env) if env else None,
             cwd=cwd,
             timeout_ms=timeout_ms,
-            elicitation_handler=runtime_handler(elicitation_handler) if elicitation_handler is not None else None,
+            **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = self.server.toolset()
 
@@ -116,7 +147,7 @@ class MCPServerStdio(_MCPServer):
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
     request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
-    ``elicitation_handler`` as ``MCPServerStdio``'s."""
+    ``elicitation_handler`` and ``sampling_handler`` as ``MCPServerStdio``'s."""
 
     def __init__(
         self,
@@ -126,12 +157,13 @@ class MCPServerHTTP(_MCPServer):
         headers: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
         elicitation_handler: ElicitationHandler | None = None,
+        sampling_handler: SamplingHandler | None = None,
     ) -> None:
         self.server = NativeMcpServer.http(
             name,
             url,
             headers=dict(headers) if headers else None,
             timeout_ms=timeout_ms,
-            elicitation_handler=runtime_handler(elicitation_handler) if elicitation_handler is not None else None,
+            **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = self.server.toolset()

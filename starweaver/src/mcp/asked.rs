@@ -17,19 +17,13 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleClient};
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
-use super::notify::InFlight;
+use super::notify::{Asked, Heard, InFlight, alongside};
 use crate::tool::{
-    ElicitAnswer, Elicitation, ElicitationHandler, Sampled, Sampling, SamplingMessage as Said, SamplingRole,
+    ElicitAnswer, Elicitation, ElicitationHandler, Sampling, SamplingHandler, SamplingMessage as Said, SamplingRole,
     ToolContext, ToolError, ToolErrorKind,
 };
-
-/// A server's question, on its way to the call it belongs to, with where the answer goes.
-pub(super) enum Asked {
-    Elicit(Elicitation, oneshot::Sender<Result<ElicitAnswer, ToolError>>),
-    Sample(Sampling, oneshot::Sender<Result<Sampled, ToolError>>),
-}
 
 /// Our client as rmcp runs it: it says who it is and what it can answer, and hands each
 /// question to its call.
@@ -145,12 +139,13 @@ fn sampling_of(params: CreateMessageRequestParams) -> Result<Sampling, String> {
     })
 }
 
-/// Who answers for one call: the server's elicitation handler, the call's context (its
-/// run), and where a question that must wait for the run's resume is kept.
+/// Who answers for one call: the server's handlers, the call's context (its run), and
+/// where a question that must wait for the run's resume is kept.
 pub(super) struct Answering<'a> {
     pub tool: &'a str,
     pub ctx: Option<&'a ToolContext>,
-    pub handler: Option<&'a dyn ElicitationHandler>,
+    pub elicitation: Option<&'a dyn ElicitationHandler>,
+    pub sampling: Option<&'a dyn SamplingHandler>,
     /// The first `elicitation_required` of the call: the call ends with it, whatever the
     /// server answers once told that the answer will come later.
     pub waiting: Mutex<Option<ToolError>>,
@@ -162,19 +157,24 @@ impl Answering<'_> {
         match asked {
             Asked::Elicit(question, reply) => drop(reply.send(self.elicit(&question).await)),
             Asked::Sample(request, reply) => {
-                let sampled = match self.ctx {
-                    Some(ctx) => ctx.sample(request).await,
-                    None => Err(self.nobody("ask a model for a completion")),
+                let sampled = match (self.sampling, self.ctx) {
+                    (Some(handler), ctx) => handler.sample(&self.context(ctx), &request).await,
+                    (None, Some(ctx)) => ctx.sample(request).await,
+                    (None, None) => Err(self.nobody("ask a model for a completion")),
                 };
                 drop(reply.send(sampled));
             }
         }
     }
 
+    /// The call's context for a handler: the run's, or one of its own for a direct call.
+    fn context(&self, ctx: Option<&ToolContext>) -> ToolContext {
+        ctx.cloned().unwrap_or_else(|| ToolContext::detached(self.tool))
+    }
+
     async fn elicit(&self, question: &Elicitation) -> Result<ElicitAnswer, ToolError> {
-        let answer = match (self.handler, self.ctx) {
-            (Some(handler), Some(ctx)) => handler.elicit(ctx, question).await,
-            (Some(handler), None) => handler.elicit(&ToolContext::detached(self.tool), question).await,
+        let answer = match (self.elicitation, self.ctx) {
+            (Some(handler), ctx) => handler.elicit(&self.context(ctx), question).await,
             (None, Some(ctx)) => ctx.elicit(question.message.clone(), question.schema.clone()).await,
             (None, None) => Err(self.nobody("ask the user for input")),
         };
@@ -194,4 +194,23 @@ impl Answering<'_> {
             self.tool
         ))
     }
+}
+
+/// Runs `call` while what the server says of it is reported by the call's context (when
+/// it has one) and what it asks is answered, on this task; then what is left, so every
+/// report comes before the call's return.
+pub(super) async fn reporting<T>(
+    call: impl Future<Output = T>,
+    heard: mpsc::UnboundedReceiver<Heard>,
+    answering: &Answering<'_>,
+) -> T {
+    let handle = |heard: Heard| async move {
+        match (heard, answering.ctx) {
+            (Heard::Progress(progress), Some(ctx)) => ctx.send_progress(&progress),
+            (Heard::Log(log), Some(ctx)) => ctx.send_log(&log),
+            (Heard::Progress(_) | Heard::Log(_), None) => {}
+            (Heard::Asked(asked), _) => answering.answer(asked).await,
+        }
+    };
+    alongside(call, heard, handle).await
 }

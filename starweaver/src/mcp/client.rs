@@ -12,10 +12,10 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
-use super::asked::{Answering, Client};
-use super::notify::{InFlight, Tap, reporting};
+use super::asked::{Answering, Client, reporting};
+use super::notify::{InFlight, Tap};
 use super::wire::{ClientTransport, Fault};
-use crate::tool::{ElicitationHandler, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool::{ElicitationHandler, SamplingHandler, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::toolset::{Toolset, ToolsetContext, ToolsetError};
 
 /// How many stderr lines of a server are kept to explain its failures, and how much of
@@ -65,6 +65,8 @@ struct Inner {
     calls: Arc<InFlight>,
     /// Answers the server's elicitation before anyone else would.
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// Answers the server's sampling before the run's model would.
+    sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
 /// A session with a server, as rmcp runs it.
@@ -124,6 +126,7 @@ impl McpServer {
             fault: Arc::default(),
             calls: Arc::default(),
             elicitation: None,
+            sampling: None,
         }))
     }
 
@@ -137,6 +140,7 @@ impl McpServer {
             fault: Arc::default(),
             calls: Arc::default(),
             elicitation: shared.elicitation.clone(),
+            sampling: shared.sampling.clone(),
         });
         change(&mut inner);
         Self(Arc::new(inner))
@@ -186,8 +190,7 @@ impl McpServer {
     /// one, a call in an agent run asks as the run's tools ask (the agent's elicitation
     /// handler, else a pending elicitation of the run, after which the tool is called
     /// again and its question answered), and a call made directly cannot be answered. An
-    /// accepted answer gets the schema's defaults for what it leaves out. The server's
-    /// sampling requests go to the run's model.
+    /// accepted answer gets the schema's defaults for what it leaves out.
     ///
     /// ```
     /// use starweaver::mcp::McpServer;
@@ -200,6 +203,14 @@ impl McpServer {
     #[must_use]
     pub fn elicitation_handler(self, handler: impl ElicitationHandler + 'static) -> Self {
         self.edit(|inner| inner.elicitation = Some(Arc::new(handler)))
+    }
+
+    /// Answers the server's sampling requests (text messages) before anyone else: without
+    /// one, a call in an agent run has the agent's model answer (without tools), and a
+    /// call made directly cannot be answered.
+    #[must_use]
+    pub fn sampling_handler(self, handler: impl SamplingHandler + 'static) -> Self {
+        self.edit(|inner| inner.sampling = Some(Arc::new(handler)))
     }
 
     /// A timeout for each request to the server: each call of its tools (cancelled on the
@@ -429,7 +440,8 @@ impl Inner {
         let answering = Answering {
             tool: name,
             ctx: ctx.filter(|ctx| ctx.listens()),
-            handler: self.elicitation.as_deref(),
+            elicitation: self.elicitation.as_deref(),
+            sampling: self.sampling.as_deref(),
             waiting: std::sync::Mutex::default(),
         };
         // Boxed: rmcp's request future is large, and wrapped in the reporting loop it

@@ -14,7 +14,9 @@
 //! [`McpResourceTemplate`]), prompts ([`McpPrompt`]) and their completions, with resource
 //! subscriptions told of changes through an [`McpHandle`].
 //!
-//! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`).
+//! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`);
+//! what a server asks our client mid-call (elicitation, sampling) is answered through the
+//! call's run or the server's own handlers (`asked.rs`).
 //! A tool's return schema is served as `outputSchema`, its value as `structuredContent`
 //! checked against it (`structured.rs`).
 //!

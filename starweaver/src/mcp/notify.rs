@@ -18,9 +18,8 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, OriginatingRequestId, Peer, RoleClient, RoleServer};
 use rmcp::transport::Transport;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use super::asked::{Answering, Asked};
 use crate::tool::{
     CallChannel, ElicitAnswer, Elicitation, LogLevel, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError,
 };
@@ -352,6 +351,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
 /// The `_meta` key that names a call's listener on its way out; taken off before it leaves.
 const LISTENER_KEY: &str = "io.starweaver/listener";
 
+/// A server's question, on its way to the call it belongs to, with where the answer goes.
+pub(super) enum Asked {
+    Elicit(Elicitation, oneshot::Sender<Result<ElicitAnswer, ToolError>>),
+    Sample(Sampling, oneshot::Sender<Result<Sampled, ToolError>>),
+}
+
 /// What a server sent about one of our calls, queued for the call to report on its own
 /// task: never from rmcp's, which must not wait on a run (a Python run's log takes the
 /// interpreter lock to wake its reader).
@@ -461,23 +466,4 @@ impl InFlight {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
         self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// Runs `call` while what the server says of it is reported by the call's context (when
-/// it has one) and what it asks is answered, on this task; then what is left, so every
-/// report comes before the call's return.
-pub(super) async fn reporting<T>(
-    call: impl Future<Output = T>,
-    heard: mpsc::UnboundedReceiver<Heard>,
-    answering: &Answering<'_>,
-) -> T {
-    let handle = |heard: Heard| async move {
-        match (heard, answering.ctx) {
-            (Heard::Progress(progress), Some(ctx)) => ctx.send_progress(&progress),
-            (Heard::Log(log), Some(ctx)) => ctx.send_log(&log),
-            (Heard::Progress(_) | Heard::Log(_), None) => {}
-            (Heard::Asked(asked), _) => answering.answer(asked).await,
-        }
-    };
-    alongside(call, heard, handle).await
 }
