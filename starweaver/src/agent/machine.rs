@@ -492,7 +492,8 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     }
 
     /// The calls that will run one after another after `head` (just released): the rest of
-    /// a run of calls to its tool, which the driver may let the tool run ahead.
+    /// a run of calls to its tool, which the driver may let the tool run ahead; never more
+    /// than the tool-calls limit lets start.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     pub fn chain_after(&self, head: &ReadyCall) -> impl Iterator<Item = ReadyCall> + '_ {
         let batch = match &self.phase {
@@ -501,10 +502,15 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         };
         let run = batch.and_then(|b| b.runs.binary_search_by_key(&head.index, |run| run.run.index).ok());
         let retry = head.retry;
+        let room =
+            self.bounds.usage.tool_calls.map_or(usize::MAX, |max| {
+                usize::try_from(max.saturating_sub(self.calls_started)).unwrap_or(usize::MAX)
+            });
         batch
             .zip(run)
             .into_iter()
             .flat_map(move |(batch, run)| batch.plan.chain_after(run).map(move |i| batch.runs[i].ready(retry)))
+            .take(room)
     }
 
     /// The calls that may start now that one ended (possibly none), or `None` once every
