@@ -10,6 +10,7 @@ mod errors;
 mod hitl;
 mod mcp;
 mod model;
+mod oauth;
 mod provider;
 mod render;
 mod result;
@@ -40,6 +41,8 @@ mod _native {
     use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
+    #[pymodule_export]
+    use crate::oauth::PyOAuth;
     #[pymodule_export]
     use crate::provider::PyProviderModel;
     #[pymodule_export]

@@ -12,6 +12,7 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
+use super::auth::{AuthorizedHttp, Authorizer, OAuth};
 use super::notify::{InFlight, Tap, reporting};
 use super::wire::{ClientTransport, Fault};
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
@@ -49,7 +50,7 @@ pub struct McpServer(Arc<Inner>);
 #[derive(Clone)]
 enum Launch {
     Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf> },
-    Http { url: String, headers: Vec<(String, String)> },
+    Http { url: String, headers: Vec<(String, String)>, auth: Option<Arc<Authorizer>> },
 }
 
 struct Inner {
@@ -108,7 +109,7 @@ impl McpServer {
 
     /// A server reached over MCP's streamable HTTP at `url`.
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(name.into(), Launch::Http { url: url.into(), headers: Vec::new() })
+        Self::new(name.into(), Launch::Http { url: url.into(), headers: Vec::new(), auth: None })
     }
 
     fn new(name: String, launch: Launch) -> Self {
@@ -173,6 +174,17 @@ impl McpServer {
         self.edit(|inner| {
             if let Launch::Http { headers, .. } = &mut inner.launch {
                 headers.push((name.into(), value.into()));
+            }
+        })
+    }
+
+    /// OAuth 2.1 for this server (HTTP servers): it is authorized when it asks, and each
+    /// request carries its token. See [`OAuth`].
+    #[must_use]
+    pub fn auth(self, oauth: OAuth) -> Self {
+        self.edit(|inner| {
+            if let Launch::Http { url, auth, .. } = &mut inner.launch {
+                *auth = Some(Arc::new(Authorizer::new(inner.name.clone(), url.clone(), oauth)));
             }
         })
     }
@@ -281,7 +293,7 @@ impl Inner {
                     Some(child),
                 ))
             }
-            Launch::Http { url, headers } => {
+            Launch::Http { url, headers, auth } => {
                 let mut custom = std::collections::HashMap::new();
                 for (name, value) in headers {
                     let name = reqwest::header::HeaderName::try_from(name.as_str())
@@ -293,6 +305,14 @@ impl Inner {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
+                if let Some(authorizer) = auth {
+                    let http = AuthorizedHttp::new(authorizer.clone()).map_err(|e| self.failure(&e))?;
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
+                    return Ok((
+                        self.handshake(Box::pin(client_info().serve(Tap::new(transport, self.calls.clone())))).await?,
+                        None,
+                    ));
+                }
                 Ok((
                     self.handshake(Box::pin(
                         client_info()

@@ -14,6 +14,10 @@
 //! [`McpResourceTemplate`]), prompts ([`McpPrompt`]) and their completions, with resource
 //! subscriptions told of changes through an [`McpHandle`].
 //!
+//! A server reached over HTTP that requires OAuth gets it from [`McpServer::auth`] with an
+//! [`OAuth`] (`auth/`): discovery, registration, the authorization code grant through an
+//! application callback or client credentials, refresh and step-up.
+//!
 //! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`).
 //! A tool's return schema is served as `outputSchema`, its value as `structuredContent`
 //! checked against it (`structured.rs`).
@@ -27,6 +31,7 @@
 //! let agent = Agent::builder(model()).toolset(files.prefixed("fs_")).build().unwrap();
 //! ```
 
+mod auth;
 mod client;
 mod completion;
 mod content;
@@ -39,6 +44,7 @@ mod subscription;
 mod uri_template;
 mod wire;
 
+pub use auth::{AuthorizationResponse, Authorize, MAX_AUTHORIZATIONS, OAuth};
 pub use client::McpServer;
 pub use completion::CompletionRequest;
 pub use prompt::{McpPrompt, PromptArgument, PromptMessage, PromptRequest, Role};
