@@ -64,7 +64,7 @@ class _MCPServer(Toolset):
 
     async def __aenter__(self) -> Self:
         if self.auth is not None:
-            self.auth._loop = asyncio.get_running_loop()
+            self.auth.loop = asyncio.get_running_loop()
         await self.server.connect()
         return self
 
@@ -137,7 +137,9 @@ class OAuth:
         store: SqliteSessionStore | str | os.PathLike[str] | None = None,
     ) -> None:
         self.on_authorize = on_authorize
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # The event loop `on_authorize` runs on: the one that entered `async with` the
+        # server, or that built it.
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.native = NativeOAuth(
             redirect_uri=redirect_uri,
             authorize=self._authorize_blocking,
@@ -161,7 +163,7 @@ class OAuth:
         """The client credentials grant: the client authenticates as itself."""
         oauth = cls.__new__(cls)
         oauth.on_authorize = _no_user
-        oauth._loop = None
+        oauth.loop = None
         oauth.native = NativeOAuth(
             client_credentials=True,
             client_id=client_id,
@@ -174,7 +176,7 @@ class OAuth:
     def _authorize_blocking(self, url: str) -> str:
         """Called by the client on a worker thread: runs ``on_authorize(url)`` on the
         application's loop when there is one, else on a loop of its own."""
-        loop = self._loop
+        loop = self.loop
         if loop is not None and loop.is_running():
             return asyncio.run_coroutine_threadsafe(_awaited(self.on_authorize(url)), loop).result()
         return asyncio.run(_awaited(self.on_authorize(url)))
@@ -217,7 +219,7 @@ class MCPServerHTTP(_MCPServer):
         if auth is not None:
             # Built in async code: the callback runs on this loop even without `async with`.
             try:
-                auth._loop = asyncio.get_running_loop()
+                auth.loop = asyncio.get_running_loop()
             except RuntimeError:
                 pass
         self.server = NativeMcpServer.http(

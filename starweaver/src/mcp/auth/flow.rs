@@ -7,8 +7,10 @@ use rmcp::transport::auth::{
     WWWAuthenticateParams,
 };
 
+use tracing::instrument::WithSubscriber;
+
+use super::oauth::{Grant, OAuth};
 use super::store::Credentials;
-use super::{Grant, OAuth};
 
 /// One server's authorizations: at most one runs at a time, and requests wait for it.
 pub(crate) struct Authorizer {
@@ -196,10 +198,13 @@ impl Authorizer {
                 let response = authorize.authorize(url).await.map_err(|why| {
                     self.refusal(&format!("was not authorized: the authorization callback failed: {why}"))
                 })?;
-                if let Err(error) = manager
-                    .exchange_code_for_token_with_issuer(&response.code, &response.state, response.issuer.as_deref())
-                    .await
-                {
+                // rmcp logs the code at DEBUG while it exchanges it: nothing it logs then is kept.
+                let exchange = manager.exchange_code_for_token_with_issuer(
+                    &response.code,
+                    &response.state,
+                    response.issuer.as_deref(),
+                );
+                if let Err(error) = exchange.with_subscriber(tracing::subscriber::NoSubscriber::default()).await {
                     return Err(self.failure("did not exchange the authorization code for a token", &error));
                 }
                 Ok(())

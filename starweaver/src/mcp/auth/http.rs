@@ -16,7 +16,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::{Authorizer, MAX_AUTHORIZATIONS};
+use super::flow::Authorizer;
+use super::oauth::MAX_AUTHORIZATIONS;
 
 type Failure = StreamableHttpError<reqwest::Error>;
 
@@ -80,6 +81,32 @@ impl AuthorizedHttp {
                 other => return other,
             }
         }
+    }
+}
+
+impl AuthorizedHttp {
+    /// Opens the event stream, with reqwest's cap on an event's size when rmcp gives one.
+    async fn stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: Option<usize>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failure> {
+        self.authorized(|http, token| {
+            let (uri, session_id, last, headers) =
+                (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
+            async move {
+                match max_sse_event_size {
+                    Some(max) => {
+                        http.get_stream_with_max_sse_event_size(uri, session_id, last, token, headers, max).await
+                    }
+                    None => http.get_stream(uri, session_id, last, token, headers).await,
+                }
+            }
+        })
+        .await
     }
 }
 
@@ -163,12 +190,7 @@ impl StreamableHttpClient for AuthorizedHttp {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failure> {
-        self.authorized(|http, token| {
-            let (uri, session_id, last, headers) =
-                (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
-            async move { http.get_stream(uri, session_id, last, token, headers).await }
-        })
-        .await
+        self.stream(uri, session_id, last_event_id, custom_headers, None).await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -180,13 +202,6 @@ impl StreamableHttpClient for AuthorizedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failure> {
-        self.authorized(|http, token| {
-            let (uri, session_id, last, headers) =
-                (uri.clone(), session_id.clone(), last_event_id.clone(), custom_headers.clone());
-            async move {
-                http.get_stream_with_max_sse_event_size(uri, session_id, last, token, headers, max_sse_event_size).await
-            }
-        })
-        .await
+        self.stream(uri, session_id, last_event_id, custom_headers, Some(max_sse_event_size)).await
     }
 }
