@@ -12,6 +12,7 @@ use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
+use crate::limits::PyUsageLimits;
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::provider::PyProviderModel;
 use crate::result::result_to_py;
@@ -67,7 +68,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -86,6 +87,7 @@ impl PyAgent {
             imports = ("typing",)
         ))]
         elicitation_handler: Option<Py<PyAny>>,
+        usage_limits: Option<PyRef<'_, PyUsageLimits>>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -120,6 +122,9 @@ impl PyAgent {
         if let Some(steps) = max_steps {
             builder = builder.max_steps(steps);
         }
+        if let Some(limits) = usage_limits {
+            builder = builder.usage_limits(limits.0);
+        }
         if let Some(deps) = dependencies {
             builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
         }
@@ -136,30 +141,32 @@ impl PyAgent {
 
     /// Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
     /// added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(
         &self,
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+        usage_limits: Option<PyRef<'_, PyUsageLimits>>,
     ) -> RustFuture {
         let agent = self.agent.clone();
-        let (options, cancellation) = run_options(tools, toolsets);
+        let (options, cancellation) = run_options(tools, toolsets, usage_limits);
         let run = async move { result_to_py(agent.run_with(prompt, options).await) };
         RustFuture::new(run.boxed(), Some(cancellation))
     }
 
     /// Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
     /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
     fn run_stream(
         &self,
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+        usage_limits: Option<PyRef<'_, PyUsageLimits>>,
     ) -> PyRunStream {
-        let (options, _) = run_options(tools, toolsets);
+        let (options, _) = run_options(tools, toolsets, usage_limits);
         PyRunStream::new(self.agent.run_stream_with(prompt, options))
     }
 
@@ -209,12 +216,14 @@ pub struct PySession(Arc<tokio::sync::Mutex<Session>>);
 fn run_options(
     tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
     toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+    usage_limits: Option<PyRef<'_, PyUsageLimits>>,
 ) -> (RunOptions, CancellationToken) {
     let cancellation = CancellationToken::new();
     let options = RunOptions {
         cancellation: Some(cancellation.clone()),
         tools: tools.unwrap_or_default().iter().map(|t| t.tool.clone() as Arc<dyn starweaver::Tool>).collect(),
         toolsets: toolsets.unwrap_or_default().iter().map(|t| t.0.clone()).collect(),
+        usage_limits: usage_limits.map(|limits| limits.0),
         ..RunOptions::default()
     };
     (options, cancellation)
@@ -248,7 +257,7 @@ impl PySession {
 impl PySession {
     /// Runs `prompt`, continuing the conversation; await the result. `tools` and
     /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(
         &self,
@@ -256,22 +265,24 @@ impl PySession {
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+        usage_limits: Option<PyRef<'_, PyUsageLimits>>,
     ) -> PyResult<RustFuture> {
-        self.start(py, Action::Run(prompt), run_options(tools, toolsets))
+        self.start(py, Action::Run(prompt), run_options(tools, toolsets, usage_limits))
     }
 
     /// Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
     /// for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
     fn run_stream(
         &self,
         py: Python<'_>,
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+        usage_limits: Option<PyRef<'_, PyUsageLimits>>,
     ) -> PyResult<PyRunStream> {
         let session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let (options, _) = run_options(tools, toolsets);
+        let (options, _) = run_options(tools, toolsets, usage_limits);
         Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options)))
     }
 
@@ -286,7 +297,7 @@ impl PySession {
         elicitations: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
-        self.start(py, Action::Resume(decisions), run_options(None, None))
+        self.start(py, Action::Resume(decisions), run_options(None, None, None))
     }
 
     /// What the waiting run needs, or `None` when no run waits.

@@ -50,6 +50,7 @@ classes! {
     render_error => "RenderError",
     toolset_error => "ToolsetError",
     run_failed_error => "RunFailedError",
+    usage_limit_exceeded => "UsageLimitExceeded",
     model_error => "ModelError",
     missing_api_key_error => "MissingApiKeyError",
     model_connection_error => "ModelConnectionError",
@@ -85,6 +86,13 @@ impl From<ConvertError> for PyErr {
 /// A failed run's error as an exception instance named for it (not raised).
 pub(crate) fn run_error(py: Python<'_>, error: &starweaver::RunError) -> PyResult<Py<PyAny>> {
     use starweaver::{ModelErrorKind, RunError};
+    if let RunError::UsageLimitExceeded { limit, max, count } = error {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("limit", limit)?;
+        kwargs.set_item("max", max)?;
+        kwargs.set_item("count", count)?;
+        return Ok(usage_limit_exceeded(py)?.call((error.to_string(),), Some(&kwargs))?.unbind());
+    }
     let Some(details) = (match error {
         RunError::Model { error, .. } => error.as_deref(),
         _ => None,

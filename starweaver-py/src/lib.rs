@@ -8,6 +8,7 @@ mod convert;
 mod durable;
 mod errors;
 mod hitl;
+mod limits;
 mod mcp;
 mod model;
 mod oauth;
@@ -37,6 +38,8 @@ mod _native {
         PyApprovalDecision, PyDeferredResult, PyElicitationResponse, PyHitl, PyPendingApproval, PyPendingDeferred,
         PyPendingElicitation,
     };
+    #[pymodule_export]
+    use crate::limits::PyUsageLimits;
     #[pymodule_export]
     use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]

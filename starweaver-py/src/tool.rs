@@ -11,7 +11,9 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::hitl::ApprovalDecision;
 use starweaver::run_ahead::{ChainLane, RunsAhead};
-use starweaver::tool::{ElicitAnswer, Elicitation, ElicitationHandler, LogLevel, Sampling, SamplingMessage};
+use starweaver::tool::{
+    ElicitAnswer, Elicitation, ElicitationHandler, LogLevel, Sampled, Sampling, SamplingHandler, SamplingMessage,
+};
 use starweaver::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolResult};
 
 use crate::bridge::{Lane, PyAwait, RustFuture};
@@ -551,9 +553,9 @@ fn answered<T: serde::Serialize>(
     RustFuture::new(answered.boxed(), None)
 }
 
-/// An agent's elicitation handler written in Python: the layer's coroutine function
-/// `(ctx, message, schema) -> {"action", "content"}`, which calls the application's
-/// handler, sync or async, and puts its answer in that form.
+/// An elicitation handler written in Python (an agent's, or an MCP server toolset's): the
+/// layer's coroutine function `(ctx, message, schema) -> {"action", "content"}`, which
+/// calls the application's handler, sync or async, and puts its answer in that form.
 pub(crate) struct PyElicitationHandler(pub(crate) Py<PyAny>);
 
 impl ElicitationHandler for PyElicitationHandler {
@@ -562,29 +564,51 @@ impl ElicitationHandler for PyElicitationHandler {
         call: &'a ToolContext,
         request: &'a Elicitation,
     ) -> BoxFuture<'a, Result<ElicitAnswer, ToolError>> {
-        let started = Python::attach(|py| {
-            let schema = convert::to_py(py, &request.schema)?;
-            let asked = self.0.bind(py).call1((PyToolContext(call.clone()), request.message.as_str(), schema))?;
-            PyAwait::new(asked)
-        });
-        let handler_failed = |py: Python<'_>, err: &PyErr| {
-            let error = errors::tool_error(py, err);
-            ToolError::new(error.kind(), format!("the elicitation handler failed: {}", error.message()))
-        };
-        Box::pin(async move {
-            let answer = match started {
-                Ok(asked) => asked.await,
-                Err(err) => Err(err),
-            };
-            Python::attach(|py| {
-                let answer = answer.map_err(|err| handler_failed(py, &err))?;
-                let answer = convert::to_json(answer.bind(py))
-                    .map_err(|e| ToolError::execution(format!("the elicitation handler's answer is not JSON: {e}")))?;
-                serde_json::from_value(answer)
-                    .map_err(|e| ToolError::execution(format!("the elicitation handler's answer cannot be read: {e}")))
-            })
+        handled(&self.0, "elicitation", |py| {
+            (PyToolContext(call.clone()), request.message.as_str(), convert::to_py(py, &request.schema)?)
+                .into_pyobject(py)
         })
     }
+}
+
+/// An MCP server toolset's sampling handler written in Python: the layer's coroutine
+/// function `(ctx, request) -> {"text", "model", "stop_reason"}`, the request as `Sampling`
+/// serialises.
+pub(crate) struct PySamplingHandler(pub(crate) Py<PyAny>);
+
+impl SamplingHandler for PySamplingHandler {
+    fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>> {
+        handled(&self.0, "sampling", |py| {
+            (PyToolContext(call.clone()), convert::serialize_to_py(py, request)?).into_pyobject(py)
+        })
+    }
+}
+
+/// Calls a handler the Python layer made a coroutine function answering in the runtime's
+/// JSON form, with the arguments `args` makes, and reads its answer; what fails is an
+/// error naming the `what` handler.
+fn handled<'a, T: serde::de::DeserializeOwned + 'a>(
+    handler: &Py<PyAny>,
+    what: &'static str,
+    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+) -> BoxFuture<'a, Result<T, ToolError>> {
+    let started = Python::attach(|py| PyAwait::new(handler.bind(py).call1(args(py)?)?));
+    Box::pin(async move {
+        let answer = match started {
+            Ok(asked) => asked.await,
+            Err(err) => Err(err),
+        };
+        Python::attach(|py| {
+            let answer = answer.map_err(|err| {
+                let error = errors::tool_error(py, &err);
+                ToolError::new(error.kind(), format!("the {what} handler failed: {}", error.message()))
+            })?;
+            let answer = convert::to_json(answer.bind(py))
+                .map_err(|e| ToolError::execution(format!("the {what} handler's answer is not JSON: {e}")))?;
+            serde_json::from_value(answer)
+                .map_err(|e| ToolError::execution(format!("the {what} handler's answer cannot be read: {e}")))
+        })
+    })
 }
 
 /// The context of a call run ahead, as its function is given it.

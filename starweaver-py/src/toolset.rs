@@ -137,6 +137,22 @@ impl PyToolset {
     }
 }
 
+/// What both transports take alike: a timeout and handlers (the layer's coroutine
+/// functions).
+fn configured(mut server: McpServer, timeout_ms: Option<u64>, handlers: [Option<Py<PyAny>>; 2]) -> McpServer {
+    let [elicitation, sampling] = handlers;
+    if let Some(ms) = timeout_ms {
+        server = server.timeout_ms(ms);
+    }
+    if let Some(handler) = elicitation {
+        server = server.elicitation_handler(crate::tool::PyElicitationHandler(handler));
+    }
+    if let Some(handler) = sampling {
+        server = server.sampling_handler(crate::tool::PySamplingHandler(handler));
+    }
+    server
+}
+
 /// An MCP server started as a child process, speaking MCP over stdio. Use
 /// `starweaver.mcp.MCPServerStdio`.
 #[gen_stub_pyclass]
@@ -147,9 +163,15 @@ pub struct PyMcpServer(McpServer);
 #[pymethods]
 impl PyMcpServer {
     /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-    /// `timeout_ms` bounds each request to it (calls, the handshake, listings).
+    /// `timeout_ms` bounds each request to it (calls, the handshake, listings);
+    /// `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
+    /// functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
+    /// {"text", "model", "stop_reason"}`) answer the server's requests first.
     #[new]
-    #[pyo3(signature = (name, command, *, args=None, env=None, cwd=None, timeout_ms=None))]
+    #[pyo3(signature = (
+        name, command, *, args=None, env=None, cwd=None, timeout_ms=None, elicitation_handler=None, sampling_handler=None
+    ))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
         name: String,
         command: String,
@@ -159,11 +181,12 @@ impl PyMcpServer {
             std::path::PathBuf,
         >,
         timeout_ms: Option<u64>,
+        elicitation_handler: Option<Py<PyAny>>,
+        sampling_handler: Option<Py<PyAny>>,
     ) -> Self {
-        let mut server = McpServer::stdio(name, command).args(args.unwrap_or_default());
-        if let Some(ms) = timeout_ms {
-            server = server.timeout_ms(ms);
-        }
+        let handlers = [elicitation_handler, sampling_handler];
+        let mut server =
+            configured(McpServer::stdio(name, command), timeout_ms, handlers).args(args.unwrap_or_default());
         for (key, value) in env.unwrap_or_default() {
             server = server.env(key, value);
         }
@@ -176,23 +199,23 @@ impl PyMcpServer {
     /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
     /// and OAuth when `auth` is given.
     #[staticmethod]
-    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, auth=None))]
+    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, auth=None, elicitation_handler=None, sampling_handler=None))]
     fn http(
         name: String,
         url: String,
         headers: Option<std::collections::HashMap<String, String>>,
         timeout_ms: Option<u64>,
         auth: Option<PyRef<'_, crate::oauth::PyOAuth>>,
+        elicitation_handler: Option<Py<PyAny>>,
+        sampling_handler: Option<Py<PyAny>>,
     ) -> Self {
-        let mut server = McpServer::http(name, url);
+        let handlers = [elicitation_handler, sampling_handler];
+        let mut server = configured(McpServer::http(name, url), timeout_ms, handlers);
         if let Some(auth) = auth {
             server = server.auth(auth.oauth.clone());
         }
         for (key, value) in headers.unwrap_or_default() {
             server = server.header(key, value);
-        }
-        if let Some(ms) = timeout_ms {
-            server = server.timeout_ms(ms);
         }
         Self(server)
     }

@@ -51,8 +51,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
 pub use crate::agent::{CallResult, CallTask, ModelTask};
-use crate::agent::{Machine, Next, SessionState, Suspended, resolve_decisions};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventLog};
 use crate::hitl::{Hitl, HitlDecisions};
@@ -137,7 +137,8 @@ impl DurableRun {
         let events = EventLog::new(run_id.clone(), 0, None);
         let inner = &agent.inner;
         let instructions = inner.instructions.as_deref();
-        let machine = Machine::start(state, run_id.clone(), inner.max_steps, instructions, prompt, Vec::new(), &events);
+        let bounds = Bounds { max_steps: inner.max_steps, usage: inner.usage_limits };
+        let machine = Machine::start(state, run_id.clone(), bounds, instructions, prompt, Vec::new(), &events);
         Ok(Self { agent: agent.clone(), run_id, stage: Stage::Running { machine: Box::new(machine), events } })
     }
 
@@ -259,8 +260,9 @@ impl DurableRun {
         let waiting = state.waiting.take().expect("resolve_decisions found the run waiting");
         let events = EventLog::new(self.run_id.clone(), waiting.next_seq, None);
         let registry = self.agent.inner.registry.clone();
-        let max_steps = self.agent.inner.max_steps;
-        let machine = Machine::resume(state, waiting, max_steps, resolved, &registry, Vec::new(), &events);
+        let inner = &self.agent.inner;
+        let bounds = Bounds { max_steps: inner.max_steps, usage: inner.usage_limits };
+        let machine = Machine::resume(state, waiting, bounds, resolved, &registry, Vec::new(), &events);
         self.stage = Stage::Running { machine: Box::new(machine), events };
         Ok(())
     }

@@ -96,7 +96,7 @@ pub mod tool;
 pub mod toolset;
 pub mod trace;
 
-pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions};
+pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions, UsageLimits};
 pub use error::{DefinitionError, DefinitionErrorKind, Error, ErrorCategory, JsonInput, Result};
 pub use event::{Event, EventKind};
 pub use hitl::{

@@ -77,8 +77,9 @@ impl ToolCallDelta {
     }
 }
 
-/// Tokens one model request (or a whole run) used.
+/// Tokens one model request (or a whole run) used; a count left out of its JSON is 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Usage {
     /// Model requests counted.
     pub requests: u64,
@@ -177,7 +178,9 @@ impl ModelResponse {
 
     /// Reads one scripted response: `{"text": ...}`, `{"tool_calls": [{"id", "name",
     /// "arguments"}]}`, or canonical `{"parts": [...]}` (with an optional `"kind": "response"`),
-    /// each with an optional `"finish_reason"` (`"stop"`, `"tool_calls"` or `"length"`).
+    /// each with an optional `"finish_reason"` (`"stop"`, `"tool_calls"` or `"length"`) and
+    /// `"usage"` (`{"requests", "input_tokens", "output_tokens", "cached_tokens"}`, each
+    /// optional), as a provider would report them.
     ///
     /// # Errors
     /// `InvalidJson` saying what shape was expected and what came.
@@ -191,8 +194,13 @@ impl ModelResponse {
             .map(|reason| serde_json::from_value::<FinishReason>(reason.clone()))
             .transpose()
             .map_err(|e| invalid(format!("`finish_reason`: {e}")))?;
+        let usage = obj
+            .get("usage")
+            .map(|usage| serde_json::from_value::<Usage>(usage.clone()))
+            .transpose()
+            .map_err(|e| invalid(format!("`usage`: {e}")))?;
         let keys: Vec<&str> =
-            obj.keys().map(String::as_str).filter(|k| !matches!(*k, "kind" | "finish_reason")).collect();
+            obj.keys().map(String::as_str).filter(|k| !matches!(*k, "kind" | "finish_reason" | "usage")).collect();
         let response = match keys.as_slice() {
             ["text"] => match &obj["text"] {
                 Value::String(text) => Ok(Self::text(text.clone())),
@@ -210,7 +218,7 @@ impl ModelResponse {
                 "expected {{\"text\": ...}}, {{\"tool_calls\": [...]}} or {{\"parts\": [...]}}, got {json}"
             ))),
         };
-        response.map(|response| Self { finish_reason, ..response })
+        response.map(|response| Self { usage, finish_reason, ..response })
     }
 }
 

@@ -101,6 +101,18 @@ pub enum RunError {
     /// The model answered with neither text nor tool calls.
     #[error("the model returned an empty response (no text and no tool calls)")]
     EmptyResponse,
+    /// Going on would pass one of the run's usage limits ([`UsageLimits`](crate::UsageLimits)):
+    /// nothing past it started.
+    #[error("the run reached its usage limit of {max} {limit} ({count} used); nothing past it started")]
+    UsageLimitExceeded {
+        /// Which limit: `requests`, `tool_calls`, `input_tokens`, `output_tokens` or
+        /// `total_tokens`.
+        limit: String,
+        /// The limit.
+        max: u64,
+        /// What the run had used when it stopped.
+        count: u64,
+    },
 }
 
 impl RunError {

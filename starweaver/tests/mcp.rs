@@ -21,6 +21,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use starweaver::mcp::{McpServer, McpService};
 use starweaver::testing::TestModel;
+use starweaver::tool::{ElicitAnswer, Elicitation};
 use starweaver::{Agent, EventKind, ModelResponse, RunStatus, StaticToolset, ToolBuilder, ToolContext, ToolError};
 
 /// Our service on a loopback port, serving until the test ends; its URL.
@@ -641,6 +642,76 @@ async fn a_client_that_offers_no_elicitation_gets_an_error_result_naming_what_wa
         text.contains("tool `ask` asked the MCP client for input (elicitation), which the client does not offer"),
         "{text}"
     );
+}
+
+/// An agent whose model calls the asker's tool, answers its sampling, then ends.
+fn asking_agent(url: &str, handler: Option<fn(&ToolContext, &Elicitation) -> Answered>) -> (Agent, Arc<TestModel>) {
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([starweaver::ToolCallPart::new("c1", "ask", json!({}))]),
+        ModelResponse::text("code that sails"),
+        ModelResponse::text("done"),
+    ]));
+    let mut builder = Agent::builder(model.clone()).toolset(McpServer::http("asker", url));
+    if let Some(handler) = handler {
+        builder = builder.elicitation_handler(handler);
+    }
+    (builder.build().unwrap(), model)
+}
+
+type Answered = std::future::Ready<Result<ElicitAnswer, ToolError>>;
+
+fn accept_as_is(_: &ToolContext, _: &Elicitation) -> Answered {
+    std::future::ready(Ok(ElicitAnswer::Accept { content: serde_json::Map::new() }))
+}
+
+#[tokio::test]
+async fn a_servers_questions_in_a_run_go_to_the_agents_handler_with_defaults_filled_and_to_its_model() {
+    let url = serve(asker()).await;
+    let (agent, model) = asking_agent(&url, Some(accept_as_is));
+    let result = agent.run("a haiku").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    let returned = &result.messages.messages()[2].tool_returns().next().unwrap().content;
+    assert_eq!(returned, &json!("Ada: code that sails ()"), "the default name, and the agent's model's text");
+    assert!(model.requests()[1].tools.is_empty(), "the model is asked for the completion without tools");
+}
+
+#[tokio::test]
+async fn without_a_handler_a_servers_question_waits_in_the_run_and_the_tool_is_called_again_with_the_answer() {
+    let url = serve(asker()).await;
+    let (agent, _) = asking_agent(&url, None);
+    let mut session = agent.session();
+    let waiting = session.run("a haiku").await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    let asked = &waiting.hitl.elicitations[0];
+    assert_eq!((asked.tool_name.as_str(), asked.message.as_str()), ("ask", "Whose haiku?"));
+    assert_eq!(asked.schema["properties"]["name"]["default"], "Ada");
+    let Value::Object(grace) = json!({"name": "Grace"}) else { unreachable!() };
+    let done = session.resume(vec![asked.accept(grace)]).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    let returns: Vec<Value> =
+        done.messages.messages().iter().flat_map(|m| m.tool_returns()).map(|r| r.content.clone()).collect();
+    assert_eq!(returns, [json!("Grace: code that sails ()")], "one return: the call made again with the answer");
+}
+
+#[tokio::test]
+async fn a_servers_own_handlers_answer_first_and_a_direct_call_without_them_is_told_nobody_can() {
+    let url = serve(asker()).await;
+    let declining = McpServer::http("asker", url.clone()).elicitation_handler(|ctx: &ToolContext, _: &Elicitation| {
+        assert_eq!(ctx.tool_name(), "ask");
+        std::future::ready(Ok::<_, ToolError>(ElicitAnswer::Decline))
+    });
+    assert_eq!(declining.call_tool("ask", json!({})).await.unwrap(), json!("no haiku: Decline"));
+    let answering = McpServer::http("asker", url.clone()).elicitation_handler(accept_as_is).sampling_handler(
+        |_: &ToolContext, request: &starweaver::tool::Sampling| {
+            let text = format!("{} ({} tokens)", request.messages[0].text, request.max_tokens);
+            let sampled = starweaver::tool::Sampled { text, model: Some("canned".into()), stop_reason: None };
+            std::future::ready(Ok::<_, ToolError>(sampled))
+        },
+    );
+    let answered = answering.call_tool("ask", json!({})).await.unwrap();
+    assert_eq!(answered, json!("Ada: A haiku about Ada (60 tokens) (canned)"));
+    let err = McpServer::http("asker", url).call_tool("ask", json!({})).await.unwrap_err();
+    assert!(err.message().contains("outside any run, and the server has no handler to answer"), "{err}");
 }
 
 /// Resources, a template and prompts, written with the builders: what the resource, prompt

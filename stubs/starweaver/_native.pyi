@@ -27,7 +27,6 @@ __all__ = [
     "NativeMcpResourceTemplate",
     "NativeMcpServer",
     "NativeMcpService",
-    "NativeOAuth",
     "NativeProviderModel",
     "NativeSession",
     "NativeTestModel",
@@ -375,16 +374,18 @@ class NativeMcpServer:
     An MCP server started as a child process, speaking MCP over stdio. Use
     `starweaver.mcp.MCPServerStdio`.
     """
-    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, timeout_ms: typing.Optional[builtins.int] = None) -> NativeMcpServer:
+    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
         r"""
         `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
-        `timeout_ms` bounds each request to it (calls, the handshake, listings).
+        `timeout_ms` bounds each request to it (calls, the handshake, listings);
+        `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
+        functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
+        {"text", "model", "stop_reason"}`) answer the server's requests first.
         """
     @staticmethod
-    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None, auth: typing.Optional[NativeOAuth] = None) -> NativeMcpServer:
+    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
         r"""
-        A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
-        and OAuth when `auth` is given.
+        A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
         """
     def toolset(self) -> NativeToolset:
         r"""
@@ -434,23 +435,6 @@ class NativeMcpService:
         Serves MCP's streamable HTTP at `http://ADDRESS/mcp` until cancelled. The address
         (`HOST:PORT`; port 0 picks a free one) is bound at once, raising `OSError` if it
         cannot be, and `ready` is called with the URL clients should use.
-        """
-
-@typing.final
-class NativeOAuth:
-    r"""
-    How the client of an OAuth-protected MCP server gets its tokens. Use
-    `starweaver.mcp.OAuth`.
-    """
-    def __new__(cls, *, redirect_uri: typing.Optional[builtins.str] = None, authorize: typing.Callable[[str], str] | None = None, client_credentials: builtins.bool = False, client_id: typing.Optional[builtins.str] = None, client_secret: typing.Optional[builtins.str] = None, client_metadata_url: typing.Optional[builtins.str] = None, client_name: typing.Optional[builtins.str] = None, scopes: typing.Optional[typing.Sequence[builtins.str]] = None, store: str | os.PathLike[str] | None = None) -> NativeOAuth:
-        r"""
-        The authorization code grant (`redirect_uri` and a blocking `authorize(url) ->
-        redirect URL`) or, with `client_credentials=True`, the client credentials grant;
-        `store` is the path of a `SqliteSessionStore` database to keep the tokens in.
-        """
-    def __repr__(self) -> builtins.str:
-        r"""
-        The grant and the client, never a secret.
         """
 
 @typing.final

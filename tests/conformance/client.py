@@ -59,9 +59,15 @@ async def tools_call(server: MCPServerHTTP) -> None:
 
 
 async def elicitation_defaults(server: MCPServerHTTP) -> None:
-    """A tool that asks the client by elicitation with defaults for every field: the
-    client accepts, filling in the defaults."""
-    print(await server.call_tool("test_client_elicitation_defaults", {}))
+    """A tool that asks the client by elicitation with defaults for every field, called in
+    a run: the agent's elicitation handler accepts without changing anything, and the
+    client fills in the defaults."""
+    call = {"id": "c1", "name": "test_client_elicitation_defaults", "arguments": {}}
+    model = TestModel.responses([TestModel.tool_call_response([call]), {"text": "done"}])
+    agent = create_agent(model=model, toolsets=[server], elicitation_handler=lambda ctx, message, schema: {})
+    result = await agent.run("answer the form")
+    returned = result.messages[2]["parts"][0]
+    assert "Elicitation completed" in str(returned["content"]), returned
 
 
 async def sse_retry(server: MCPServerHTTP) -> None:

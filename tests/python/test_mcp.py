@@ -7,15 +7,18 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import call, returns
 
 from starweaver import ToolContext, ToolDefinition, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
+from starweaver.elicitation import Declined, Sampled
 from starweaver.mcp import MCPServerStdio
 from starweaver.providers import PROVIDERS, render
 from starweaver.testing import TestModel
+from starweaver.types import SamplingMessageDict
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
 
@@ -45,7 +48,7 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         assert [r["content"] for r in got[:2]] == [{"result": 5}, {"result": "HI"}]
         assert got[2]["is_error"] is True and "the vault is locked" in str(got[2]["content"])
         tools = {t["name"]: t for t in model.requests[0]["tools"]}
-        assert set(tools) == {"add", "shout", "refuse", "grow", "slow", "copy"}
+        assert set(tools) == {"add", "shout", "refuse", "grow", "slow", "copy", "greet"}
         assert tools["add"]["description"] == "Add two integers."
         add_schema = tools["add"]["parameters"]
         assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
@@ -94,6 +97,82 @@ def test_an_mcp_servers_progress_and_logs_are_events_of_the_call() -> None:
         assert kinds.count("tool_progress") == 1, "the kept log holds the call's last progress"
 
     asyncio.run(scenario())
+
+
+def greeting_model() -> TestModel:
+    """Calls the server's `greet`, answers its sampling request, then ends."""
+    return TestModel.responses(
+        [TestModel.tool_call_response([call("c1", "greet")]), {"text": "Nice to meet you."}, {"text": "done"}]
+    )
+
+
+def test_a_servers_questions_go_to_the_agents_handler_and_model_with_defaults_filled() -> None:
+    asked: list[tuple[str, str, list[str]]] = []
+
+    def handler(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        asked.append((ctx.tool_call_id, message, sorted(schema["properties"])))
+        return {"name": "Ada"}  # the greeting left to its default
+
+    async def scenario() -> None:
+        async with echo() as server:
+            agent = create_agent(model=greeting_model(), toolsets=[server], elicitation_handler=handler)
+            result = await agent.run("greet someone")
+        assert returns(result.messages)[0]["content"] == {"result": "Hello, Ada! Nice to meet you."}
+
+    asyncio.run(scenario())
+    assert asked == [("c1", "Whom shall I greet?", ["greeting", "name"])]
+
+
+def test_without_a_handler_a_servers_question_waits_and_the_tool_is_called_again_with_the_answer() -> None:
+    async def scenario() -> None:
+        async with echo() as server:
+            session = create_agent(model=greeting_model(), toolsets=[server]).session()
+            waiting = await session.run("greet someone")
+            (question,) = waiting.hitl.elicitations
+            assert (question.tool_name, question.message) == ("greet", "Whom shall I greet?")
+            done = await session.hitl.resume(elicitations=[question.accept({"name": "Grace", "greeting": "Hi"})])
+        assert done.status == "completed"
+        assert [r["content"] for r in returns(done.messages)] == [{"result": "Hi, Grace! Nice to meet you."}]
+
+    asyncio.run(scenario())
+
+
+def test_a_servers_own_handlers_answer_first_even_for_direct_calls() -> None:
+    sampled: list[tuple[str, list[SamplingMessageDict], int]] = []
+
+    async def sample(
+        ctx: ToolContext,
+        messages: list[SamplingMessageDict],
+        /,
+        *,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+    ) -> Sampled:
+        sampled.append((ctx.tool_name, messages, max_tokens))
+        return Sampled("Hi there.", "canned", None)
+
+    async def scenario() -> None:
+        declining = MCPServerStdio(
+            "echo", sys.executable, args=[SERVER], elicitation_handler=lambda ctx, message, schema: Declined()
+        )
+        async with declining:
+            assert await declining.call_tool("greet") == {"result": "nobody greeted: decline"}
+        answering = MCPServerStdio(
+            "echo",
+            sys.executable,
+            args=[SERVER],
+            elicitation_handler=lambda ctx, message, schema: {"name": "Ada"},
+            sampling_handler=sample,
+        )
+        async with answering:
+            assert await answering.call_tool("greet") == {"result": "Hello, Ada! Hi there."}
+        with pytest.raises(ToolsetError, match="outside any run, and the server has no handler to answer"):
+            async with echo() as alone:
+                await alone.call_tool("greet")
+
+    asyncio.run(scenario())
+    assert sampled == [("greet", [{"role": "user", "content": "A line for Ada"}], 30)]
 
 
 def test_a_chatty_server_beside_a_chatty_sync_tool_never_deadlocks_the_run() -> None:

@@ -24,6 +24,7 @@ from ._native import (
     Trace,
     TraceSpan,
     Usage,
+    UsageLimits,
     __version__,
 )
 from .agent import Agent, AgentSession, create_agent, create_agent_runtime
@@ -59,6 +60,7 @@ from .exceptions import (
     ToolError,
     ToolsetError,
     UnknownFinishReasonError,
+    UsageLimitExceeded,
     UserError,
 )
 from .tools import BaseTool, Tool, tool
@@ -120,6 +122,8 @@ __all__ = [
     "TraceSpan",
     "UnknownFinishReasonError",
     "Usage",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "UserError",
     "__version__",
     "create_agent",

@@ -4,10 +4,16 @@ both. The runtime calls these; `starweaver.elicitation` holds what users see."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from .elicitation import Accepted, Cancelled, Declined, Elicited, Sampled
+
+if TYPE_CHECKING:
+    from ._native import ToolContext
+    from .agent import ElicitationHandler
+    from .mcp import SamplingHandler
+    from .types import SamplingMessageDict
 
 
 def schema_of(kind: Any) -> dict[str, Any]:
@@ -104,3 +110,44 @@ def answer_of(answer: object) -> dict[str, Any]:
     raise TypeError(
         f"an elicitation handler must return Accepted(data), Declined(), Cancelled() or a dict, got {type(answer).__name__}"
     )
+
+
+def runtime_handler(
+    handler: ElicitationHandler,
+) -> Callable[[ToolContext, str, dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """An application's elicitation handler as the runtime calls it: a coroutine function
+    whose answer is in the runtime's form, whether the handler is sync or async."""
+
+    async def ask(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
+        answer = handler(ctx, message, schema)
+        if isinstance(answer, Awaitable):
+            answer = await answer
+        return answer_of(answer)
+
+    return ask
+
+
+def runtime_sampler(handler: SamplingHandler) -> Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """An application's sampling handler as the runtime calls it: a coroutine function
+    taking the request as the runtime gives it and answering in the runtime's form; a
+    `str` answer is the completion's text. Anything else is a `TypeError` naming it."""
+
+    async def sample(ctx: ToolContext, request: dict[str, Any]) -> dict[str, Any]:
+        messages: list[SamplingMessageDict] = [{"role": m["role"], "content": m["text"]} for m in request["messages"]]
+        # `object`: an application's handler may return anything, and is told what it did.
+        answer: object = handler(
+            ctx,
+            messages,
+            max_tokens=request["max_tokens"],
+            system_prompt=request.get("system_prompt"),
+            temperature=request.get("temperature"),
+        )
+        if isinstance(answer, Awaitable):
+            answer = await cast("Awaitable[object]", answer)
+        if isinstance(answer, str):
+            return {"text": answer}
+        if isinstance(answer, Sampled):
+            return {"text": answer.text, "model": answer.model, "stop_reason": answer.stop_reason}
+        raise TypeError(f"a sampling handler must return a str or a Sampled, got {type(answer).__name__}")
+
+    return sample

@@ -22,6 +22,7 @@ from ._native import (
     SqliteSessionStore,
     ToolContext,
     ToolDefinition,
+    UsageLimits,
 )
 from .exceptions import DecisionError, FormatError
 from .models import ProviderModel, infer_model
@@ -46,10 +47,15 @@ ElicitationAnswer = ElicitationResponse | Mapping[str, object]
 class _RunTools(TypedDict):
     tools: list[NativeTool]
     toolsets: list[NativeToolset]
+    usage_limits: UsageLimits | None
 
 
-def _run_tools(tools: Iterable[ToolLike], toolsets: Iterable[Toolset]) -> _RunTools:
-    return {"tools": [native_tool(item) for item in tools], "toolsets": [t.native for t in toolsets]}
+def _run_tools(tools: Iterable[ToolLike], toolsets: Iterable[Toolset], usage_limits: UsageLimits | None) -> _RunTools:
+    return {
+        "tools": [native_tool(item) for item in tools],
+        "toolsets": [t.native for t in toolsets],
+        "usage_limits": usage_limits,
+    }
 
 
 def _run_sync(run: Coroutine[object, object, RunResult]) -> RunResult:
@@ -83,21 +89,40 @@ class Agent(_AsyncContext):
     def __init__(self, native: NativeAgent) -> None:
         self._native = native
 
-    async def run(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
+    async def run(self,
+        prompt: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+    ) -> RunResult:
         """Runs ``prompt`` in a fresh session; ``tools`` and ``toolsets`` are added for this
         run only (the agent is unchanged). To resume a waiting run, use a session."""
-        return await self._native.run(prompt, **_run_tools(tools, toolsets))
+        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits))
 
-    def run_sync(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
+    def run_sync(self,
+        prompt: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+    ) -> RunResult:
         """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
         ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
-        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets))
+        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits))
 
-    def run_stream(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunStream:
+    def run_stream(self,
+        prompt: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+    ) -> RunStream:
         """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
         as they happen; ``await stream.result()`` then gives the ``RunResult``. ``tools``
-        and ``toolsets`` are added for this run only."""
-        return self._native.run_stream(prompt, **_run_tools(tools, toolsets))
+        and ``toolsets`` are added for this run only, and ``usage_limits`` replace the
+        agent's for this run."""
+        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits))
 
     def session(self, state: Mapping[str, object] | None = None, *, session_id: str | None = None) -> AgentSession:
         """A conversation that keeps its history across runs and can wait for humans.
@@ -161,19 +186,37 @@ class AgentSession(_AsyncContext):
         self._native = native
         self.hitl = HitlControls(native)
 
-    async def run(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
+    async def run(self,
+        prompt: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+    ) -> RunResult:
         """Runs ``prompt``, continuing the conversation; ``tools`` and ``toolsets`` are added
         for this run only."""
-        return await self._native.run(prompt, **_run_tools(tools, toolsets))
+        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits))
 
-    def run_sync(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunResult:
+    def run_sync(self,
+        prompt: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+    ) -> RunResult:
         """``run`` for code without an event loop, continuing the conversation."""
-        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets))
+        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits))
 
-    def run_stream(self, prompt: str, *, tools: Iterable[ToolLike] = (), toolsets: Iterable[Toolset] = ()) -> RunStream:
+    def run_stream(self,
+        prompt: str,
+        *,
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+    ) -> RunStream:
         """Runs ``prompt`` in this conversation, yielding events as they happen; ``tools``
         and ``toolsets`` are added for this run only."""
-        return self._native.run_stream(prompt, **_run_tools(tools, toolsets))
+        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits))
 
     async def resume_after_hitl(
         self,
@@ -220,6 +263,7 @@ def create_agent(
     session_store: SessionStore | str | os.PathLike[str] | None = None,
     require_parameter_descriptions: bool = False,
     elicitation_handler: ElicitationHandler | None = None,
+    usage_limits: UsageLimits | None = None,
 ) -> Agent:
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
@@ -231,13 +275,19 @@ def create_agent(
     makes a parameter without a description a registration error. ``elicitation_handler``
     answers a tool's ``await ctx.elicit(message, T)`` in a run: a function, sync or async,
     taking ``(ctx, message, schema)`` and returning ``Accepted(data)``, ``Declined()``,
-    ``Cancelled()`` (``starweaver.elicitation``) or a dict (accepted). Raises
+    ``Cancelled()`` (``starweaver.elicitation``) or a dict (accepted). ``usage_limits``
+    bound what each run may spend (a run's own replace them). Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
     be opened."""
     if isinstance(model, str):
         model = infer_model(model)
     if isinstance(session_store, (str, os.PathLike)):
         session_store = SqliteSessionStore(session_store)
+    asking = None
+    if elicitation_handler is not None:
+        from ._asking import runtime_handler  # only then: importing starweaver stays cheap
+
+        asking = runtime_handler(elicitation_handler)
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
         getattr(model, "native", model),
@@ -250,7 +300,8 @@ def create_agent(
         dependencies=dependencies,
         session_store=session_store,
         require_parameter_descriptions=require_parameter_descriptions,
-        elicitation_handler=_asking(elicitation_handler) if elicitation_handler is not None else None,
+        elicitation_handler=asking,
+        usage_limits=usage_limits,
     )
     return Agent(native)
 
@@ -259,21 +310,6 @@ def create_agent(
 # A string, so `import starweaver` does not load `starweaver.elicitation` (and dataclasses).
 _Answer: TypeAlias = "Elicited[Any] | Mapping[str, Any]"
 ElicitationHandler: TypeAlias = "Callable[[ToolContext, str, dict[str, Any]], _Answer | Awaitable[_Answer]]"
-
-
-def _asking(handler: ElicitationHandler) -> Callable[[ToolContext, str, dict[str, Any]], Awaitable[dict[str, Any]]]:
-    """The handler as the runtime calls it: a coroutine function whose answer is in the
-    runtime's form, whether the handler is sync or async."""
-
-    from ._asking import answer_of
-
-    async def ask(ctx: ToolContext, message: str, schema: dict[str, Any]) -> dict[str, Any]:
-        answer = handler(ctx, message, schema)
-        if isinstance(answer, Awaitable):
-            answer = await answer
-        return answer_of(answer)
-
-    return ask
 
 
 create_agent_runtime = create_agent

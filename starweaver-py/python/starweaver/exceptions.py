@@ -31,6 +31,7 @@ __all__ = [  # noqa: RUF022 (the hierarchy's order: tool control flow, then runt
     "RenderError",
     "ToolsetError",
     "RunFailedError",
+    "UsageLimitExceeded",
     "ModelError",
     "MissingApiKeyError",
     "ModelConnectionError",
@@ -149,6 +150,23 @@ class RunFailedError(StarweaverError):
     """A run ended ``failed``: ``result.error`` (or ``result.exception``, the same object)
     gives the failure as this class (or, for a model failure, the ``ModelError`` subclass
     named for it); ``raise_for_status()`` raises it."""
+
+
+class UsageLimitExceeded(RunFailedError):
+    """Going on would have passed one of the run's ``UsageLimits``, so nothing past it
+    started: ``limit`` names it (``"requests"``, ``"tool_calls"``, ``"input_tokens"``,
+    ``"output_tokens"``, ``"total_tokens"``), ``max`` is the limit and ``count`` what the run
+    had used."""
+
+    limit: str
+    max: int
+    count: int
+
+    def __init__(self, message: str, *, limit: str = "", max: int = 0, count: int = 0) -> None:  # noqa: A002
+        super().__init__(message)
+        self.limit = limit
+        self.max = max
+        self.count = count
 
 
 class ModelError(RunFailedError):

@@ -20,8 +20,9 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ._asking import runtime_handler, runtime_sampler
 from ._native import NativeMcpServer, NativeOAuth, SqliteSessionStore
 from ._served import (
     Completer,
@@ -39,6 +40,11 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ._native import ToolContext
+    from .agent import ElicitationHandler
+    from .elicitation import Sampled
+    from .types import SamplingMessageDict
+
 __all__ = [
     "Completer",
     "MCPPrompt",
@@ -48,11 +54,37 @@ __all__ = [
     "MCPServerStdio",
     "OAuth",
     "PromptMessage",
+    "SamplingHandler",
     "prompt",
     "resource",
     "resource_template",
     "resource_updated",
 ]
+
+
+class SamplingHandler(Protocol):
+    """Answers an MCP server's sampling request in place of the run's model: the
+    conversation as ``{"role", "content"}`` dicts and the request's settings, to the
+    completion's text or a ``Sampled``, sync or async."""
+
+    def __call__(
+        self,
+        ctx: ToolContext,
+        messages: list[SamplingMessageDict],
+        /,
+        *,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+    ) -> str | Sampled | Awaitable[str | Sampled]: ...
+
+
+def _handlers(elicitation: ElicitationHandler | None, sampling: SamplingHandler | None) -> dict[str, Any]:
+    """The handlers in the runtime's form, as the native server takes them."""
+    return {
+        "elicitation_handler": runtime_handler(elicitation) if elicitation is not None else None,
+        "sampling_handler": runtime_sampler(sampling) if sampling is not None else None,
+    }
 
 
 class _MCPServer(Toolset):
@@ -86,7 +118,12 @@ class MCPServerStdio(_MCPServer):
     """An MCP server started as ``command args...`` speaking MCP over stdio; ``name``
     names it in errors (which end with the tail of its stderr) and approval rules;
     ``timeout_ms`` bounds each request to it: a call of its tools (the server is told to
-    cancel), starting it and its handshake, a listing of its tools (30 s when unset)."""
+    cancel), starting it and its handshake, a listing of its tools (30 s when unset).
+    ``elicitation_handler`` (as ``create_agent``'s) answers the server's elicitation
+    requests first; without one, a call in a run asks as the run's tools ask (the agent's
+    handler, else a pending elicitation of the run, after which the tool is called again).
+    ``sampling_handler`` answers the server's sampling requests first; without one, the
+    run's model does (a direct ``call_tool`` has nobody to answer either)."""
 
     def __init__(
         self,
@@ -97,9 +134,17 @@ class MCPServerStdio(_MCPServer):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         timeout_ms: int | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        sampling_handler: SamplingHandler | None = None,
     ) -> None:
         self.server = NativeMcpServer(
-            name, command, args=list(args), env=dict(env) if env else None, cwd=cwd, timeout_ms=timeout_ms
+            name,
+            command,
+            args=list(args),
+            env=dict(env) if env else None,
+            cwd=cwd,
+            timeout_ms=timeout_ms,
+            **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = self.server.toolset()
 
@@ -204,7 +249,8 @@ def _store_path(store: SqliteSessionStore | str | os.PathLike[str] | None) -> st
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
     request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
-    ``auth`` gives it OAuth (see ``OAuth``)."""
+    ``auth`` gives it OAuth (see ``OAuth``); ``elicitation_handler`` and
+    ``sampling_handler`` as ``MCPServerStdio``'s."""
 
     def __init__(
         self,
@@ -214,6 +260,8 @@ class MCPServerHTTP(_MCPServer):
         headers: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
         auth: OAuth | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        sampling_handler: SamplingHandler | None = None,
     ) -> None:
         self.auth = auth
         if auth is not None:
@@ -228,5 +276,6 @@ class MCPServerHTTP(_MCPServer):
             headers=dict(headers) if headers else None,
             timeout_ms=timeout_ms,
             auth=auth.native if auth is not None else None,
+            **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = self.server.toolset()

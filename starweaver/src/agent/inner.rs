@@ -13,6 +13,8 @@ use crate::store::SessionStore;
 use crate::tool::{CallChannel, Dependencies};
 use crate::toolset::{RefusedTool, ToolsetContext};
 
+use super::limits::UsageLimits;
+
 /// A built agent: checked once at build, then only read.
 pub(crate) struct AgentInner {
     pub model: Arc<dyn Model>,
@@ -25,6 +27,7 @@ pub(crate) struct AgentInner {
     pub rules: RegistrationRules,
     pub instructions: Option<String>,
     pub max_steps: u32,
+    pub usage_limits: UsageLimits,
     pub max_concurrency: Option<usize>,
     pub dependencies: Dependencies,
     pub store: Arc<dyn SessionStore>,

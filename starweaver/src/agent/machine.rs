@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::limits::Bounds;
 use super::state::{Asking, SessionState, Slot, Suspended};
 use super::task::CallTask;
 use crate::error::{Error, Result};
@@ -217,11 +218,16 @@ pub(crate) struct Machine<S> {
     pub state: S,
     pub run_id: Arc<str>,
     pub step: u32,
-    max_steps: u32,
+    bounds: Bounds,
     /// Model retries spent per tool.
     retries: NameMap<Arc<str>, u32>,
     /// Tokens the run's model requests used.
     pub usage: Usage,
+    /// Calls started (since the run's start or resume), for the tool-calls limit.
+    calls_started: u64,
+    /// The usage limit a call would have passed: no further call starts, and the run
+    /// fails once the running ones end.
+    exceeded: Option<RunError>,
     /// Why the latest answer ended, when the model said.
     finish_reason: Option<FinishReason>,
     phase: Phase,
@@ -233,7 +239,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     pub fn start(
         mut state: S,
         run_id: Arc<str>,
-        max_steps: u32,
+        bounds: Bounds,
         instructions: Option<&str>,
         prompt: String,
         refused: Vec<EventKind>,
@@ -253,9 +259,11 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             state,
             run_id,
             step: 0,
-            max_steps,
+            bounds,
             retries: NameMap::default(),
             usage: Usage::default(),
+            calls_started: 0,
+            exceeded: None,
             finish_reason: None,
             phase: Phase::Model,
         }
@@ -270,7 +278,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     pub fn resume(
         state: S,
         waiting: Suspended,
-        max_steps: u32,
+        bounds: Bounds,
         resolved: Vec<(usize, Resolution)>,
         registry: &ToolRegistry,
         refused: Vec<EventKind>,
@@ -329,18 +337,31 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             slots[run.index] = None;
         }
         let batch = Batch::new(response, slots, runs, registry);
-        let usage = Usage::default();
-        Self { state, run_id, step, max_steps, retries, usage, finish_reason: None, phase: Phase::Calls(batch) }
+        Self {
+            state,
+            run_id,
+            step,
+            bounds,
+            retries,
+            usage: Usage::default(),
+            calls_started: 0,
+            exceeded: None,
+            finish_reason: None,
+            phase: Phase::Calls(batch),
+        }
     }
 
     /// What to do next.
     pub fn next(&mut self, events: &EventLog, registry: &ToolRegistry) -> Next {
         loop {
             match std::mem::replace(&mut self.phase, Phase::Spent) {
-                Phase::Model if self.step >= self.max_steps => {
-                    return Next::End(End::Failed(RunError::StepLimit { max_steps: self.max_steps }));
+                Phase::Model if self.step >= self.bounds.max_steps => {
+                    return Next::End(End::Failed(RunError::StepLimit { max_steps: self.bounds.max_steps }));
                 }
                 Phase::Model => {
+                    if let Some(exceeded) = self.bounds.usage.before_request(&self.usage) {
+                        return Next::End(End::Failed(exceeded));
+                    }
                     self.step += 1;
                     self.phase = Phase::Listing;
                     return Next::ListTools { step: self.step };
@@ -354,7 +375,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     return Next::RequestModel { step: self.step };
                 }
                 Phase::Calls(mut batch) => {
-                    let start = batch.release(&self.retries);
+                    let start = self.release(&mut batch, events);
                     let done = batch.plan.is_done();
                     if !done {
                         self.phase = Phase::Calls(batch);
@@ -488,12 +509,45 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
 
     /// The calls that may start now that one ended (possibly none), or `None` once every
     /// call of the batch has ended.
-    pub fn next_calls(&mut self) -> Option<Vec<ReadyCall>> {
-        let Phase::Calls(batch) = &mut self.phase else { return None };
-        if batch.plan.is_done() {
-            return None;
+    pub fn next_calls(&mut self, events: &EventLog) -> Option<Vec<ReadyCall>> {
+        let Phase::Calls(mut batch) = std::mem::replace(&mut self.phase, Phase::Spent) else { return None };
+        let start = (!batch.plan.is_done()).then(|| self.release(&mut batch, events));
+        self.phase = Phase::Calls(batch);
+        start
+    }
+
+    /// The calls the plan releases now, as far as the tool-calls limit lets them start;
+    /// the rest end at once with a `limit_reached` return (which may release more, ending
+    /// the same way), and the run will fail.
+    #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
+    fn release(&mut self, batch: &mut Batch, events: &EventLog) -> Vec<ReadyCall> {
+        let mut starting = Vec::new();
+        loop {
+            let ready = batch.release(&self.retries);
+            if ready.is_empty() {
+                return starting;
+            }
+            for call in ready {
+                if self.exceeded.is_none() {
+                    self.exceeded = self.bounds.usage.before_call(self.calls_started);
+                }
+                if self.exceeded.is_none() {
+                    self.calls_started += 1;
+                    starting.push(call);
+                    continue;
+                }
+                let Some(part) = batch.response.tool_calls().nth(call.index) else { continue };
+                let message = "the run reached a usage limit before this call started";
+                let ret = ToolReturn::failure(part, ToolError::new(ToolErrorKind::LimitReached, message), Map::new());
+                events.emit(ret.event());
+                let Ok(run) = batch.runs.binary_search_by_key(&call.index, |run| run.run.index) else { continue };
+                batch.outcomes[run] = Some(ret.into());
+                batch.plan.finish(run);
+            }
+            if self.exceeded.is_none() {
+                return starting;
+            }
         }
-        Some(batch.release(&self.retries))
     }
 
     /// Call `index` (of the response) ended with `outcome`; an error the model is to
@@ -555,7 +609,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             self.push_returns(slots);
             return Some(End::Cancelled);
         }
-        let exhausted = self.exhausted_budget(&slots, registry);
+        let exhausted = self.exceeded.take().or_else(|| self.exhausted_budget(&slots, registry));
         if exhausted.is_none() && slots.iter().any(|s| !matches!(s, Slot::Done(_))) {
             drop(calls);
             return Some(End::Waiting(response, slots));

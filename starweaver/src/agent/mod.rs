@@ -2,6 +2,7 @@
 
 mod answer;
 mod inner;
+mod limits;
 mod machine;
 mod options;
 mod run;
@@ -15,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use answer::Answerer;
 pub(crate) use inner::AgentInner;
+pub(crate) use limits::Bounds;
+pub use limits::UsageLimits;
 pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
@@ -75,6 +78,7 @@ impl Agent {
             instructions: None,
             approval_rules: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
+            usage_limits: UsageLimits::default(),
             max_concurrency: None,
             dependencies: Dependencies::new(),
             store: None,
@@ -234,6 +238,7 @@ pub struct AgentBuilder {
     instructions: Option<String>,
     approval_rules: Vec<ApprovalRule>,
     max_steps: u32,
+    usage_limits: UsageLimits,
     max_concurrency: Option<usize>,
     dependencies: Dependencies,
     store: Option<Arc<dyn SessionStore>>,
@@ -281,6 +286,13 @@ impl AgentBuilder {
     /// The most model requests one run may make ([`DEFAULT_MAX_STEPS`] by default).
     pub fn max_steps(mut self, max_steps: u32) -> Self {
         self.max_steps = max_steps;
+        self
+    }
+
+    /// What each run may spend (model requests, tool calls, tokens; unbounded by default);
+    /// a run's [`RunOptions::usage_limits`] replace them for that run.
+    pub fn usage_limits(mut self, limits: UsageLimits) -> Self {
+        self.usage_limits = limits;
         self
     }
 
@@ -342,6 +354,7 @@ impl AgentBuilder {
                 rules: self.rules,
                 instructions: self.instructions,
                 max_steps: self.max_steps,
+                usage_limits: self.usage_limits,
                 max_concurrency: self.max_concurrency,
                 dependencies: self.dependencies,
                 store: self.store.unwrap_or_else(|| Arc::new(MemorySessionStore::new())),

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::limits::UsageLimits;
 use crate::tool::{Dependencies, Tool};
 use crate::toolset::Toolset;
 
@@ -19,6 +20,8 @@ pub struct RunOptions {
     pub tools: Vec<Arc<dyn Tool>>,
     /// Toolsets for this run only, beside the agent's.
     pub toolsets: Vec<Arc<dyn Toolset>>,
+    /// Usage limits for this run instead of the agent's.
+    pub usage_limits: Option<UsageLimits>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -28,6 +31,7 @@ impl std::fmt::Debug for RunOptions {
             .field("dependencies", &self.dependencies)
             .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
             .field("toolsets", &self.toolsets.iter().map(Toolset::name).collect::<Vec<_>>())
+            .field("usage_limits", &self.usage_limits)
             .finish()
     }
 }

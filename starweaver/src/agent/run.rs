@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::inner::AgentInner;
+use super::limits::Bounds;
 use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
 use super::options::RunOptions;
 use super::state::{SessionState, Suspended};
@@ -101,6 +102,7 @@ pub(crate) async fn drive(
         extra,
         listed_step,
         limit: agent.max_concurrency.map(Semaphore::new),
+        bounds: Bounds { max_steps: agent.max_steps, usage: options.usage_limits.unwrap_or(agent.usage_limits) },
     };
     run.go(state, first).instrument(span).await
 }
@@ -129,24 +131,25 @@ struct Run<'a> {
     /// The step `registry` was listed for.
     listed_step: u32,
     limit: Option<Semaphore>,
+    bounds: Bounds,
 }
 
 impl Run<'_> {
     async fn go(mut self, state: &mut SessionState, first: First) -> Result<RunResult> {
-        let max_steps = self.agent.max_steps;
+        let bounds = self.bounds;
         let refused = std::mem::take(&mut self.refused);
         let mut machine = match first {
             First::Prompt(prompt) => Machine::start(
                 state,
                 self.run_id.clone(),
-                max_steps,
+                bounds,
                 self.agent.instructions.as_deref(),
                 prompt,
                 refused,
                 &self.channel.events,
             ),
             First::Resume(waiting, resolved) => {
-                Machine::resume(state, waiting, max_steps, resolved, &self.registry, refused, &self.channel.events)
+                Machine::resume(state, waiting, bounds, resolved, &self.registry, refused, &self.channel.events)
             }
         };
         // A resume's approved calls run under the run's span, before any step of its own.
@@ -275,7 +278,7 @@ impl Run<'_> {
             };
             let Some((i, outcome)) = finished else { break false };
             machine.call_finished(i, outcome);
-            match machine.next_calls() {
+            match machine.next_calls(&self.channel.events) {
                 Some(more) => start = more,
                 None => break false,
             }

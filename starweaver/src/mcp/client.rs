@@ -12,10 +12,11 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
+use super::asked::{Answering, Client, reporting};
 use super::auth::{AuthorizedHttp, Authorizer, OAuth};
-use super::notify::{InFlight, Tap, reporting};
+use super::notify::{InFlight, Tap};
 use super::wire::{ClientTransport, Fault};
-use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+use crate::tool::{ElicitationHandler, SamplingHandler, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::toolset::{Toolset, ToolsetContext, ToolsetError};
 
 /// How many stderr lines of a server are kept to explain its failures, and how much of
@@ -61,12 +62,16 @@ struct Inner {
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// What the server did wrong that ended its session, if it did.
     fault: Fault,
-    /// The calls in flight, to hand them the server's notifications.
+    /// The calls in flight, to hand them the server's notifications and questions.
     calls: Arc<InFlight>,
+    /// Answers the server's elicitation before anyone else would.
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// Answers the server's sampling before the run's model would.
+    sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
 /// A session with a server, as rmcp runs it.
-type Session = RunningService<RoleClient, rmcp::model::ClientConfig>;
+type Session = RunningService<RoleClient, Client>;
 
 /// What the client says of itself in `initialize`: its own name and version, and the
 /// newest protocol revision that has that handshake (rmcp's default names rmcp, and a
@@ -121,6 +126,8 @@ impl McpServer {
             stderr: Arc::default(),
             fault: Arc::default(),
             calls: Arc::default(),
+            elicitation: None,
+            sampling: None,
         }))
     }
 
@@ -133,6 +140,8 @@ impl McpServer {
             stderr: Arc::default(),
             fault: Arc::default(),
             calls: Arc::default(),
+            elicitation: shared.elicitation.clone(),
+            sampling: shared.sampling.clone(),
         });
         change(&mut inner);
         Self(Arc::new(inner))
@@ -176,6 +185,33 @@ impl McpServer {
                 headers.push((name.into(), value.into()));
             }
         })
+    }
+
+    /// Answers the server's elicitation requests (form mode) before anyone else: without
+    /// one, a call in an agent run asks as the run's tools ask (the agent's elicitation
+    /// handler, else a pending elicitation of the run, after which the tool is called
+    /// again and its question answered), and a call made directly cannot be answered. An
+    /// accepted answer gets the schema's defaults for what it leaves out.
+    ///
+    /// ```
+    /// use starweaver::mcp::McpServer;
+    /// use starweaver::tool::{ElicitAnswer, Elicitation};
+    /// use starweaver::ToolContext;
+    ///
+    /// let server = McpServer::http("forms", "http://127.0.0.1:8000/mcp")
+    ///     .elicitation_handler(|_: &ToolContext, _: &Elicitation| async { Ok(ElicitAnswer::Decline) });
+    /// ```
+    #[must_use]
+    pub fn elicitation_handler(self, handler: impl ElicitationHandler + 'static) -> Self {
+        self.edit(|inner| inner.elicitation = Some(Arc::new(handler)))
+    }
+
+    /// Answers the server's sampling requests (text messages) before anyone else: without
+    /// one, a call in an agent run has the agent's model answer (without tools), and a
+    /// call made directly cannot be answered.
+    #[must_use]
+    pub fn sampling_handler(self, handler: impl SamplingHandler + 'static) -> Self {
+        self.edit(|inner| inner.sampling = Some(Arc::new(handler)))
     }
 
     /// OAuth 2.1 for this server (HTTP servers): it is authorized when it asks, and each
@@ -226,8 +262,7 @@ impl McpServer {
                 .map_err(|_| ToolError::timeout(self.0.failure(&format!("did not answer `{name}` within {ms} ms"))))?,
             None => call.await,
         };
-        let result = result.map_err(|message| ToolError::execution(message).not_retryable())?;
-        outcome(result).map(|result| result.value)
+        outcome(result?).map(|result| result.value)
     }
 
     /// Stops the server, waiting for it to go (a stdio server that does not exit within a
@@ -244,6 +279,11 @@ impl Inner {
     /// The time the handshake and each listing may take.
     fn request_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_REQUEST_MS))
+    }
+
+    /// What answers the server's requests in a session with it.
+    fn handler(&self) -> Client {
+        Client::new(client_info(), self.calls.clone())
     }
 
     /// The running session (its peer and generation), started if needed.
@@ -289,7 +329,7 @@ impl Inner {
                 let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
                 // On failure the child is dropped here, which kills it.
                 Ok((
-                    self.handshake(Box::pin(client_info().serve(Tap::new(transport, self.calls.clone())))).await?,
+                    self.handshake(Box::pin(self.handler().serve(Tap::new(transport, self.calls.clone())))).await?,
                     Some(child),
                 ))
             }
@@ -309,13 +349,13 @@ impl Inner {
                     let http = AuthorizedHttp::new(authorizer.clone()).map_err(|e| self.failure(&e))?;
                     let transport = StreamableHttpClientTransport::with_client(http, config);
                     return Ok((
-                        self.handshake(Box::pin(client_info().serve(Tap::new(transport, self.calls.clone())))).await?,
+                        self.handshake(Box::pin(self.handler().serve(Tap::new(transport, self.calls.clone())))).await?,
                         None,
                     ));
                 }
                 Ok((
                     self.handshake(Box::pin(
-                        client_info()
+                        self.handler()
                             .serve(Tap::new(StreamableHttpClientTransport::from_config(config), self.calls.clone())),
                     ))
                     .await?,
@@ -398,22 +438,40 @@ impl Inner {
     }
 
     /// Calls tool `name`; the server's progress and log notifications meanwhile are
-    /// reported by `ctx`'s call, when it listens.
-    async fn call(&self, name: &str, arguments: &Value, ctx: Option<&ToolContext>) -> Result<CallToolResult, String> {
+    /// reported by `ctx`'s call, when it listens, and its questions answered (see
+    /// [`Answering`]).
+    ///
+    /// # Errors
+    /// The server failed (named, with its stderr's tail), or a question must wait for the
+    /// run's resume (`elicitation_required`: the call's outcome, whatever the server did
+    /// once told so).
+    async fn call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        ctx: Option<&ToolContext>,
+    ) -> Result<CallToolResult, ToolError> {
         let mut params = CallToolRequestParams::new(name.to_owned());
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments.clone());
         }
-        match ctx.filter(|ctx| ctx.listens()) {
-            Some(ctx) => {
-                let (listening, reports) = self.calls.listen(name);
-                listening.mark(params.meta.get_or_insert_with(Default::default));
-                // Boxed: rmcp's request future is large, and wrapped in the reporting loop it
-                // makes every call of this server's tools carry it inline.
-                reporting(Box::pin(self.send_call(name, params)), reports, ctx).await
-            }
-            None => self.send_call(name, params).await,
+        let (listening, heard) = self.calls.listen(name);
+        listening.mark(params.meta.get_or_insert_with(Default::default));
+        let answering = Answering {
+            tool: name,
+            ctx: ctx.filter(|ctx| ctx.listens()),
+            elicitation: self.elicitation.as_deref(),
+            sampling: self.sampling.as_deref(),
+            waiting: std::sync::Mutex::default(),
+        };
+        // Boxed: rmcp's request future is large, and wrapped in the reporting loop it
+        // makes every call of this server's tools carry it inline.
+        let result = reporting(Box::pin(self.send_call(name, params)), heard, &answering).await;
+        drop(listening);
+        if let Some(waiting) = answering.waiting.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            return Err(waiting);
         }
+        result.map_err(|message| ToolError::execution(message).not_retryable())
     }
 
     /// Sends a call, once more if the transport failed.
@@ -537,8 +595,7 @@ impl Tool for McpTool {
                 () = ctx.cancelled() => return Err(ToolError::cancelled("the call was cancelled")),
                 result = self.server.call(&self.definition.name, args, Some(&ctx)) => result,
             };
-            let result = result.map_err(|message| ToolError::execution(message).not_retryable())?;
-            outcome(result)
+            outcome(result?)
         })
     }
 }

@@ -18,7 +18,9 @@
 //! [`OAuth`] (`auth/`): discovery, registration, the authorization code grant through an
 //! application callback or client credentials, refresh and step-up.
 //!
-//! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`).
+//! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`);
+//! what a server asks our client mid-call (elicitation, sampling) is answered through the
+//! call's run or the server's own handlers (`asked.rs`).
 //! A tool's return schema is served as `outputSchema`, its value as `structuredContent`
 //! checked against it (`structured.rs`).
 //!
@@ -31,6 +33,7 @@
 //! let agent = Agent::builder(model()).toolset(files.prefixed("fs_")).build().unwrap();
 //! ```
 
+mod asked;
 mod auth;
 mod client;
 mod completion;

@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, OriginatingRequestId, Peer, RoleClient, RoleServer};
 use rmcp::transport::Transport;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::tool::{
     CallChannel, ElicitAnswer, Elicitation, LogLevel, LogMessage, Progress, Sampled, Sampling, ToolContext, ToolError,
@@ -351,12 +351,19 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
 /// The `_meta` key that names a call's listener on its way out; taken off before it leaves.
 const LISTENER_KEY: &str = "io.starweaver/listener";
 
+/// A server's question, on its way to the call it belongs to, with where the answer goes.
+pub(super) enum Asked {
+    Elicit(Elicitation, oneshot::Sender<Result<ElicitAnswer, ToolError>>),
+    Sample(Sampling, oneshot::Sender<Result<Sampled, ToolError>>),
+}
+
 /// What a server sent about one of our calls, queued for the call to report on its own
 /// task: never from rmcp's, which must not wait on a run (a Python run's log takes the
 /// interpreter lock to wake its reader).
 pub(super) enum Heard {
     Progress(Progress),
     Log(LogMessage),
+    Asked(Asked),
 }
 
 /// The calls in flight to one server that listen for its notifications, oldest first.
@@ -439,24 +446,24 @@ impl InFlight {
         }
     }
 
+    /// A server's question (elicitation, sampling). MCP's requests name no call of ours
+    /// either: it goes to the one call in flight, and with several, asking one user for
+    /// another's answer is worse than not answering.
+    ///
+    /// # Errors
+    /// Why no call can take the question.
+    pub(super) fn ask(&self, asked: Asked) -> Result<(), String> {
+        let calls = self.lock();
+        match calls.as_slice() {
+            [only] => only.heard.send(Heard::Asked(asked)).map_err(|_| "the call it belongs to has ended".to_owned()),
+            [] => Err("no call of this client is running to answer it".to_owned()),
+            several => {
+                Err(format!("{} calls of this client are running, and a request names none of them", several.len()))
+            }
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listener>> {
         self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// Runs `call` while `ctx` reports what the server says of it, on this task, then
-/// reports what is left, so every report comes before the call's return.
-pub(super) async fn reporting<T>(
-    call: impl Future<Output = T>,
-    reports: mpsc::UnboundedReceiver<Heard>,
-    ctx: &ToolContext,
-) -> T {
-    let report = |heard: Heard| {
-        match heard {
-            Heard::Progress(progress) => ctx.send_progress(&progress),
-            Heard::Log(log) => ctx.send_log(&log),
-        }
-        std::future::ready(())
-    };
-    alongside(call, reports, report).await
 }

@@ -182,6 +182,40 @@ where
     }
 }
 
+/// Answers a model completion a tool asks for, in place of the model that would (an MCP
+/// server's sampling requests, answered by the application's own model client or a
+/// policy). Closures taking the context and the request implement it.
+///
+/// ```
+/// use starweaver::mcp::McpServer;
+/// use starweaver::tool::{Sampled, Sampling};
+/// use starweaver::ToolContext;
+///
+/// let server = McpServer::http("writer", "http://127.0.0.1:8000/mcp").sampling_handler(|_: &ToolContext, request: &Sampling| {
+///     let text = format!("{} messages read", request.messages.len());
+///     async move { Ok(Sampled { text, model: Some("canned".into()), stop_reason: None }) }
+/// });
+/// ```
+pub trait SamplingHandler: Send + Sync {
+    /// The completion of `request`, asked for by the call `call` runs.
+    ///
+    /// # Errors
+    /// The completion failed; the asker sees the error.
+    fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>>;
+}
+
+/// A closure taking the context and the request, and giving a future of the completion
+/// that owns what it needs.
+impl<F, Fut> SamplingHandler for F
+where
+    F: Fn(&ToolContext, &Sampling) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Sampled, ToolError>> + Send + 'static,
+{
+    fn sample<'a>(&'a self, call: &'a ToolContext, request: &'a Sampling) -> BoxFuture<'a, Result<Sampled, ToolError>> {
+        Box::pin(self(call, request))
+    }
+}
+
 /// The error of a call that asks where nobody can answer: the tool cannot do its work
 /// here, and trying again would not change that.
 fn nobody_to(call: &ToolContext, what: &str) -> ToolError {

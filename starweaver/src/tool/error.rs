@@ -14,7 +14,7 @@ const QUESTION_INDEX: &str = "question";
 /// How a tool call failed, and so what the runtime does next.
 ///
 /// The first nine kinds are raised by tools; `NotFound`, `ApprovalDenied` and
-/// `DeferredFailed` are produced by the runtime, and `ElicitationRequired` by
+/// `DeferredFailed` and `LimitReached` are produced by the runtime, and `ElicitationRequired` by
 /// [`ToolContext::elicit`](super::ToolContext::elicit). `as_str` is the `kind` the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,6 +47,9 @@ pub enum ToolErrorKind {
     /// The call asked the user for input in a run with nobody to ask: the run waits with a
     /// pending elicitation, and the call is invoked again with the answer.
     ElicitationRequired,
+    /// The call did not run: a limit (the run's usage limits) was reached before it
+    /// started. Not a retry.
+    LimitReached,
 }
 
 impl ToolErrorKind {
@@ -66,6 +69,7 @@ impl ToolErrorKind {
             Self::ApprovalDenied => "approval_denied",
             Self::DeferredFailed => "deferred_failed",
             Self::ElicitationRequired => "elicitation_required",
+            Self::LimitReached => "limit_reached",
         }
     }
 

@@ -17,7 +17,7 @@ pub(crate) use ask::Replies;
 pub use ask::{Answered, ElicitAnswer, Elicitation, Sampled, Sampling, SamplingMessage, SamplingRole};
 pub use builder::{FnTool, ToolBuilder};
 pub(crate) use context::Channel;
-pub use context::{CallChannel, Dependencies, ElicitationHandler, ToolContext};
+pub use context::{CallChannel, Dependencies, ElicitationHandler, SamplingHandler, ToolContext};
 pub use contract::Tool;
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
 pub use error::{ToolError, ToolErrorKind};

@@ -1,5 +1,6 @@
 """An MCP server on the official Python SDK, for the client tests: plain tools, a tool
-error, a slow tool (for cancellation), and a tool that changes the tool list.
+error, a slow tool (for cancellation), a tool that changes the tool list, one that
+reports, and one that asks the client (elicitation, then sampling).
 
     python echo_server.py [--crash-on-call] [--garbage] [--http PORT]
 """
@@ -10,8 +11,10 @@ import asyncio
 import os
 import sys
 
+from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 if "--garbage" in sys.argv:
     print("this is not JSON-RPC", flush=True)
@@ -69,6 +72,29 @@ async def copy(files: int, ctx: Context) -> str:
         await ctx.report_progress(done, files, f"{done} of {files}")
     await ctx.warning("one file was empty")
     return f"copied {files}"
+
+
+class Recipient(BaseModel):
+    name: str
+    greeting: str = "Hello"
+
+
+@server.tool()
+async def greet(ctx: Context) -> str:
+    """Asks the user whom to greet (by elicitation), then the client's model for a line."""
+    answer = await ctx.elicit("Whom shall I greet?", Recipient)
+    if answer.action != "accept":
+        return f"nobody greeted: {answer.action}"
+    line = await ctx.session.create_message(
+        [
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text=f"A line for {answer.data.name}")
+            )
+        ],
+        max_tokens=30,
+    )
+    text = line.content.text if isinstance(line.content, types.TextContent) else "?"
+    return f"{answer.data.greeting}, {answer.data.name}! {text}"
 
 
 if __name__ == "__main__":

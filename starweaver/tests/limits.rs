@@ -1,0 +1,106 @@
+//! DESIGN.md §18, usage limits: checked before each model request and before each call
+//! starts, so nothing past a limit starts, and the run fails naming the limit and the count.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::json;
+use starweaver::durable::DurableRun;
+use starweaver::testing::TestModel;
+use starweaver::{Agent, ModelResponse, RunError, RunOptions, RunStatus, ToolBuilder, ToolContext, Usage, UsageLimits};
+
+fn counted(runs: &Counter) -> impl starweaver::Tool {
+    let runs = runs.clone();
+    raw_tool(ToolBuilder::new("work"), move |_: ToolContext, _: Args| {
+        runs.bump();
+        async { Ok(json!("done")) }
+    })
+}
+
+/// Calls to `work` in one response, then a final answer.
+fn calls(n: usize) -> Arc<TestModel> {
+    let calls = (0..n).map(|i| call(&format!("c{i}"), "work", json!({}))).collect();
+    calls_then_text(calls, "finished")
+}
+
+fn exceeded(limit: &str, max: u64, count: u64) -> RunError {
+    RunError::UsageLimitExceeded { limit: limit.into(), max, count }
+}
+
+#[tokio::test]
+async fn calls_past_the_tool_calls_limit_never_start_and_the_run_fails_naming_it() {
+    for limit in [3, 1, 0] {
+        let runs = Counter::default();
+        let agent = Agent::builder(calls(5))
+            .tool(counted(&runs))
+            .usage_limits(UsageLimits::new().tool_calls(limit))
+            .build()
+            .unwrap();
+        let result = agent.run("work").await.unwrap();
+        assert_eq!(result.status, RunStatus::Failed);
+        assert_eq!(result.error, Some(exceeded("tool_calls", limit, limit)));
+        assert_eq!(runs.get(), usize::try_from(limit).unwrap(), "no call past the limit started");
+        let limited = tool_returns(result.messages.messages())
+            .iter()
+            .filter(|r| r.content.get("kind") == Some(&json!("limit_reached")))
+            .count();
+        assert_eq!(limited, 5 - usize::try_from(limit).unwrap(), "every call has a return");
+    }
+    let message = exceeded("tool_calls", 3, 3).to_string();
+    assert_eq!(message, "the run reached its usage limit of 3 tool_calls (3 used); nothing past it started");
+}
+
+#[tokio::test]
+async fn the_requests_limit_stops_before_the_request_that_would_pass_it() {
+    let runs = Counter::default();
+    let agent =
+        Agent::builder(calls(1)).tool(counted(&runs)).usage_limits(UsageLimits::new().requests(1)).build().unwrap();
+    let result = agent.run("work").await.unwrap();
+    assert_eq!(result.error, Some(exceeded("requests", 1, 1)));
+    assert_eq!((result.usage.requests, runs.get()), (1, 1), "the calls of the one request ran; no second request");
+}
+
+#[tokio::test]
+async fn token_limits_stop_the_next_request_once_the_answers_passed_them() {
+    let spend = |input, output| ModelResponse {
+        usage: Some(Usage { requests: 1, input_tokens: input, output_tokens: output, cached_tokens: 0 }),
+        ..TestModel::tool_call_response([call("c1", "work", json!({}))])
+    };
+    let model = || TestModel::new([spend(60, 10), spend(60, 10), ModelResponse::text("finished")]);
+    for (limits, expected) in [
+        (UsageLimits::new().input_tokens(100), Some(exceeded("input_tokens", 100, 120))),
+        (UsageLimits::new().output_tokens(15), Some(exceeded("output_tokens", 15, 20))),
+        (UsageLimits::new().total_tokens(70), Some(exceeded("total_tokens", 70, 140))),
+        (UsageLimits::new().total_tokens(1_000), None),
+    ] {
+        let agent = Agent::builder(model()).tool(counted(&Counter::default())).usage_limits(limits).build().unwrap();
+        let result = agent.run("work").await.unwrap();
+        assert_eq!(result.error, expected, "{limits:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_runs_own_limits_replace_the_agents_and_a_durable_run_keeps_them_too() {
+    let runs = Counter::default();
+    let agent =
+        Agent::builder(calls(2)).tool(counted(&runs)).usage_limits(UsageLimits::new().tool_calls(1)).build().unwrap();
+    let options = RunOptions { usage_limits: Some(UsageLimits::new().tool_calls(5)), ..RunOptions::default() };
+    let result = agent.session().run_with("work", options).await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(runs.get(), 2);
+
+    let durable_agent = Agent::builder(calls(2))
+        .tool(counted(&Counter::default()))
+        .usage_limits(UsageLimits::new().tool_calls(1))
+        .build()
+        .unwrap();
+    let mut run = DurableRun::start(&durable_agent, "work", "run_d").unwrap();
+    let starweaver::durable::Step::RequestModel(task) = run.next_step() else { panic!("a model request first") };
+    run.model_responded(durable_agent.request_model(&task).await.unwrap());
+    let starweaver::durable::Step::StartCalls(tasks) = run.next_step() else { panic!("the calls") };
+    assert_eq!(tasks.len(), 1, "only the call within the limit is handed to the engine");
+}

@@ -1,0 +1,64 @@
+"""DESIGN.md §18 from Python: usage limits. Checked before each model request and before
+each call starts; nothing past a limit starts, and the run fails with a
+`UsageLimitExceeded` naming the limit and the count."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import call, calls_then_text, returns
+
+from starweaver import RunFailedError, UsageLimitExceeded, UsageLimits, create_agent, tool
+from starweaver.testing import TestModel
+
+ran: list[int] = []
+
+
+@tool
+def work(n: int) -> int:
+    """Does one piece of work."""
+    ran.append(n)
+    return n
+
+
+def five_calls() -> TestModel:
+    return calls_then_text([call(f"c{n}", "work", {"n": n}) for n in range(5)], "finished")
+
+
+def test_calls_past_the_tool_calls_limit_never_start_and_the_run_fails_naming_it() -> None:
+    ran.clear()
+    agent = create_agent(model=five_calls(), tools=[work], usage_limits=UsageLimits(tool_calls=2))
+    result = agent.run_sync("work")
+    assert result.status == "failed"
+    assert ran == [0, 1], "the third call and after never started"
+    error = result.exception
+    assert isinstance(error, UsageLimitExceeded) and isinstance(error, RunFailedError)
+    assert (error.limit, error.max, error.count) == ("tool_calls", 2, 2)
+    assert str(error) == "the run reached its usage limit of 2 tool_calls (2 used); nothing past it started"
+    kinds = [r["content"]["kind"] if isinstance(r["content"], dict) else None for r in returns(result.messages)]
+    assert kinds == [None, None, "limit_reached", "limit_reached", "limit_reached"]
+    with pytest.raises(UsageLimitExceeded):
+        result.raise_for_status()
+
+
+def test_a_runs_limits_replace_the_agents_for_that_run_and_requests_and_tokens_are_bounded() -> None:
+    ran.clear()
+    agent = create_agent(model=five_calls(), tools=[work], usage_limits=UsageLimits(tool_calls=2))
+    assert agent.run_sync("work", usage_limits=UsageLimits(tool_calls=5)).status == "completed"
+    assert ran == [0, 1, 2, 3, 4]
+
+    spent = TestModel.tool_call_response([call("c1", "work", {"n": 1})])
+    spent["usage"] = {"requests": 1, "input_tokens": 80, "output_tokens": 30, "cached_tokens": 0}
+    model = TestModel.responses([spent, spent, {"text": "finished"}])
+    session = create_agent(model=model, tools=[work]).session()
+    result = asyncio.run(session.run("work", usage_limits=UsageLimits(requests=5, total_tokens=100)))
+    assert isinstance(result.exception, UsageLimitExceeded)
+    assert (result.exception.limit, result.exception.count, result.usage.requests) == ("total_tokens", 110, 1)
+
+
+def test_limits_are_checked_when_made() -> None:
+    with pytest.raises(ValueError, match="`tool_calls` must be 0 or more, got -1"):
+        UsageLimits(tool_calls=-1)
+    assert repr(UsageLimits(requests=3, total_tokens=1000)) == "UsageLimits(requests=3, total_tokens=1000)"
+    assert UsageLimits().requests is None
