@@ -11,6 +11,7 @@ mod hitl;
 mod limits;
 mod mcp;
 mod model;
+mod oauth;
 mod provider;
 mod render;
 mod result;
@@ -43,6 +44,8 @@ mod _native {
     use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]
     use crate::model::{Messages, PyFunctionModel, PyTestModel};
+    #[pymodule_export]
+    use crate::oauth::PyOAuth;
     #[pymodule_export]
     use crate::provider::PyProviderModel;
     #[pymodule_export]

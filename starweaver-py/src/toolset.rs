@@ -196,19 +196,24 @@ impl PyMcpServer {
         Self(server)
     }
 
-    /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
+    /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
+    /// and OAuth when `auth` is given.
     #[staticmethod]
-    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, elicitation_handler=None, sampling_handler=None))]
+    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, auth=None, elicitation_handler=None, sampling_handler=None))]
     fn http(
         name: String,
         url: String,
         headers: Option<std::collections::HashMap<String, String>>,
         timeout_ms: Option<u64>,
+        auth: Option<PyRef<'_, crate::oauth::PyOAuth>>,
         elicitation_handler: Option<Py<PyAny>>,
         sampling_handler: Option<Py<PyAny>>,
     ) -> Self {
         let handlers = [elicitation_handler, sampling_handler];
         let mut server = configured(McpServer::http(name, url), timeout_ms, handlers);
+        if let Some(auth) = auth {
+            server = server.auth(auth.oauth.clone());
+        }
         for (key, value) in headers.unwrap_or_default() {
             server = server.header(key, value);
         }

@@ -10,17 +10,24 @@ exits 0, or prints what failed and exits 1.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Awaitable, Callable
 
 from starweaver import create_agent
-from starweaver.mcp import MCPServerHTTP
+from starweaver.mcp import MCPServerHTTP, OAuth
 from starweaver.testing import TestModel
 
 # Each scenario ends well within the suite's own timeout (30 s by default).
 TIMEOUT_S = 20.0
 REQUEST_TIMEOUT_MS = 10_000
+# The suite's authorization servers approve at once and redirect here with the code; its
+# CIMD scenario expects this client id metadata URL.
+REDIRECT_URI = "http://localhost:3000/callback"
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
 
 
 async def list_through_a_run(server: MCPServerHTTP) -> list[str]:
@@ -76,6 +83,43 @@ async def authorized(server: MCPServerHTTP) -> None:
     print(await server.call_tool("test-tool", {}))
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _follow_authorization(url: str) -> str:
+    """What a browser would do: GET the authorization URL; the suite's server approves at
+    once and answers with a redirect to our redirect URI, carrying the code."""
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(url, timeout=10) as response:
+            raise RuntimeError(f"the authorization server answered {response.status}, not a redirect")
+    except urllib.error.HTTPError as redirect:
+        location = redirect.headers.get("Location")
+        if redirect.code not in (301, 302, 303, 307, 308) or not location:
+            raise RuntimeError(f"the authorization server answered {redirect.code} without a redirect") from None
+        return str(location)
+
+
+async def approve(url: str) -> str:
+    return await asyncio.to_thread(_follow_authorization, url)
+
+
+def oauth() -> OAuth:
+    """OAuth as the scenario's context says: pre-registered credentials when it gives
+    them, else a metadata document URL or dynamic registration, as the server supports."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    return OAuth(
+        redirect_uri=REDIRECT_URI,
+        on_authorize=approve,
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name="starweaver conformance client",
+    )
+
+
 SCENARIOS: dict[str, Callable[[MCPServerHTTP], Awaitable[None]]] = {
     "initialize": initialize,
     "tools_call": tools_call,
@@ -88,7 +132,8 @@ async def drive(scenario: str, url: str) -> None:
     step = SCENARIOS.get(scenario) or (authorized if scenario.startswith("auth/") else None)
     if step is None:
         raise SystemExit(f"client.py: no driver for scenario {scenario!r}")
-    async with MCPServerHTTP("conformance", url, timeout_ms=REQUEST_TIMEOUT_MS) as server:
+    auth = oauth() if scenario.startswith("auth/") else None
+    async with MCPServerHTTP("conformance", url, timeout_ms=REQUEST_TIMEOUT_MS, auth=auth) as server:
         await step(server)
 
 

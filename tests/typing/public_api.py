@@ -56,7 +56,7 @@ from starweaver import (
     tool,
 )
 from starweaver.content import Audio, Document, Image, Part, Resource, ResourceLink, Text, from_dict
-from starweaver.mcp import MCPServerStdio
+from starweaver.mcp import MCPServerHTTP, MCPServerStdio, OAuth
 from starweaver.models import (
     AnthropicModel,
     AzureOpenAIModel,
@@ -329,6 +329,17 @@ async def typed_usage() -> None:
     async with echo as connected:
         assert_type(connected, MCPServerStdio)
         assert_type(create_agent(model=model, toolsets=[connected]), Agent)
+
+    # OAuth for HTTP servers: a callback gets the authorization URL, returns the redirect.
+    async def approve(url: str) -> str:
+        return url
+
+    oauth = OAuth(
+        redirect_uri="http://localhost:3000/callback", on_authorize=approve, scopes=["read"], store="tokens.db"
+    )
+    remote = MCPServerHTTP("docs", "https://mcp.example.com/mcp", auth=oauth)
+    assert_type(remote.auth, OAuth | None)
+    assert_type(OAuth.client_credentials("id", "secret", store=sqlite_store), OAuth)
     assert_type(CallDeferred("later", metadata={"q": 1}).metadata, dict[str, object])
     assert_type(Tool(len).definition, ToolDefinition)
     del as_function, as_sync_function, original

@@ -16,13 +16,14 @@ tells subscribed clients that a resource changed.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._asking import runtime_handler, runtime_sampler
-from ._native import NativeMcpServer
+from ._native import NativeMcpServer, NativeOAuth, SqliteSessionStore
 from ._served import (
     Completer,
     MCPPrompt,
@@ -51,6 +52,7 @@ __all__ = [
     "MCPResourceTemplate",
     "MCPServerHTTP",
     "MCPServerStdio",
+    "OAuth",
     "PromptMessage",
     "SamplingHandler",
     "prompt",
@@ -90,8 +92,11 @@ class _MCPServer(Toolset):
     stops it at the end."""
 
     server: NativeMcpServer
+    auth: OAuth | None = None
 
     async def __aenter__(self) -> Self:
+        if self.auth is not None:
+            self.auth.loop = asyncio.get_running_loop()
         await self.server.connect()
         return self
 
@@ -144,10 +149,108 @@ class MCPServerStdio(_MCPServer):
         self.native = self.server.toolset()
 
 
+class OAuth:
+    """OAuth 2.1 for an MCP server reached over HTTP (``MCPServerHTTP(..., auth=OAuth(...))``).
+
+    The client authorizes when the server asks (a 401 and its ``WWW-Authenticate``):
+    it discovers the authorization server (protected-resource metadata, then RFC 8414 or
+    OpenID configuration), registers itself (pre-registered ``client_id``/``client_secret``,
+    else ``client_metadata_url`` where supported, else dynamic registration), and gets a
+    token by the authorization code grant with PKCE: ``await on_authorize(url)`` shows the
+    user ``url`` and returns the URL the authorization server redirected to (with ``code``
+    and ``state``). Scopes are ``scopes``, else the server's. Tokens are refreshed when they
+    expire or are rejected, a 403 ``insufficient_scope`` authorizes again for more scopes,
+    and one request authorizes at most three times. ``store``: a ``SqliteSessionStore`` (or
+    its path) keeps the tokens across restarts; in memory otherwise. No token or secret
+    appears in a log, an error, an event or a ``repr``.
+
+    ``on_authorize`` runs on the event loop that entered ``async with`` the server, else
+    on a loop of its own in a worker thread. ``OAuth.client_credentials(id, secret)`` is the
+    client credentials grant (no user).
+    """
+
+    def __init__(
+        self,
+        *,
+        redirect_uri: str,
+        on_authorize: Callable[[str], Awaitable[str]],
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str | None = None,
+        scopes: Sequence[str] | None = None,
+        store: SqliteSessionStore | str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.on_authorize = on_authorize
+        # The event loop `on_authorize` runs on: the one that entered `async with` the
+        # server, or that built it.
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.native = NativeOAuth(
+            redirect_uri=redirect_uri,
+            authorize=self._authorize_blocking,
+            client_id=client_id,
+            client_secret=client_secret,
+            client_metadata_url=client_metadata_url,
+            client_name=client_name,
+            scopes=list(scopes) if scopes is not None else None,
+            store=_store_path(store),
+        )
+
+    @classmethod
+    def client_credentials(
+        cls,
+        client_id: str,
+        client_secret: str,
+        *,
+        scopes: Sequence[str] | None = None,
+        store: SqliteSessionStore | str | os.PathLike[str] | None = None,
+    ) -> OAuth:
+        """The client credentials grant: the client authenticates as itself."""
+        oauth = cls.__new__(cls)
+        oauth.on_authorize = _no_user
+        oauth.loop = None
+        oauth.native = NativeOAuth(
+            client_credentials=True,
+            client_id=client_id,
+            client_secret=client_secret,
+            scopes=list(scopes) if scopes is not None else None,
+            store=_store_path(store),
+        )
+        return oauth
+
+    def _authorize_blocking(self, url: str) -> str:
+        """Called by the client on a worker thread: runs ``on_authorize(url)`` on the
+        application's loop when there is one, else on a loop of its own."""
+        loop = self.loop
+        if loop is not None and loop.is_running():
+            return asyncio.run_coroutine_threadsafe(_awaited(self.on_authorize(url)), loop).result()
+        return asyncio.run(_awaited(self.on_authorize(url)))
+
+    def __repr__(self) -> str:
+        return repr(self.native)
+
+
+async def _awaited(awaitable: Awaitable[str]) -> str:
+    return await awaitable
+
+
+async def _no_user(url: str) -> str:
+    raise RuntimeError("the client credentials grant has no user to authorize")
+
+
+def _store_path(store: SqliteSessionStore | str | os.PathLike[str] | None) -> str | None:
+    if store is None:
+        return None
+    if isinstance(store, SqliteSessionStore):
+        return os.fspath(store.path)
+    return os.fspath(store)
+
+
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
     request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
-    ``elicitation_handler`` and ``sampling_handler`` as ``MCPServerStdio``'s."""
+    ``auth`` gives it OAuth (see ``OAuth``); ``elicitation_handler`` and
+    ``sampling_handler`` as ``MCPServerStdio``'s."""
 
     def __init__(
         self,
@@ -156,14 +259,23 @@ class MCPServerHTTP(_MCPServer):
         *,
         headers: Mapping[str, str] | None = None,
         timeout_ms: int | None = None,
+        auth: OAuth | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         sampling_handler: SamplingHandler | None = None,
     ) -> None:
+        self.auth = auth
+        if auth is not None:
+            # Built in async code: the callback runs on this loop even without `async with`.
+            try:
+                auth.loop = asyncio.get_running_loop()
+            except RuntimeError:
+                pass
         self.server = NativeMcpServer.http(
             name,
             url,
             headers=dict(headers) if headers else None,
             timeout_ms=timeout_ms,
+            auth=auth.native if auth is not None else None,
             **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = self.server.toolset()

@@ -13,6 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Map, Value};
 
 use super::asked::{Answering, Client, reporting};
+use super::auth::{AuthorizedHttp, Authorizer, OAuth};
 use super::notify::{InFlight, Tap};
 use super::wire::{ClientTransport, Fault};
 use crate::tool::{ElicitationHandler, SamplingHandler, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
@@ -50,7 +51,7 @@ pub struct McpServer(Arc<Inner>);
 #[derive(Clone)]
 enum Launch {
     Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<PathBuf> },
-    Http { url: String, headers: Vec<(String, String)> },
+    Http { url: String, headers: Vec<(String, String)>, auth: Option<Arc<Authorizer>> },
 }
 
 struct Inner {
@@ -113,7 +114,7 @@ impl McpServer {
 
     /// A server reached over MCP's streamable HTTP at `url`.
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::new(name.into(), Launch::Http { url: url.into(), headers: Vec::new() })
+        Self::new(name.into(), Launch::Http { url: url.into(), headers: Vec::new(), auth: None })
     }
 
     fn new(name: String, launch: Launch) -> Self {
@@ -211,6 +212,17 @@ impl McpServer {
     #[must_use]
     pub fn sampling_handler(self, handler: impl SamplingHandler + 'static) -> Self {
         self.edit(|inner| inner.sampling = Some(Arc::new(handler)))
+    }
+
+    /// OAuth 2.1 for this server (HTTP servers): it is authorized when it asks, and each
+    /// request carries its token. See [`OAuth`].
+    #[must_use]
+    pub fn auth(self, oauth: OAuth) -> Self {
+        self.edit(|inner| {
+            if let Launch::Http { url, auth, .. } = &mut inner.launch {
+                *auth = Some(Arc::new(Authorizer::new(inner.name.clone(), url.clone(), oauth)));
+            }
+        })
     }
 
     /// A timeout for each request to the server: each call of its tools (cancelled on the
@@ -321,7 +333,7 @@ impl Inner {
                     Some(child),
                 ))
             }
-            Launch::Http { url, headers } => {
+            Launch::Http { url, headers, auth } => {
                 let mut custom = std::collections::HashMap::new();
                 for (name, value) in headers {
                     let name = reqwest::header::HeaderName::try_from(name.as_str())
@@ -333,6 +345,14 @@ impl Inner {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 config.custom_headers = custom;
                 config.retry_config = Arc::new(reconnects());
+                if let Some(authorizer) = auth {
+                    let http = AuthorizedHttp::new(authorizer.clone()).map_err(|e| self.failure(&e))?;
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
+                    return Ok((
+                        self.handshake(Box::pin(self.handler().serve(Tap::new(transport, self.calls.clone())))).await?,
+                        None,
+                    ));
+                }
                 Ok((
                     self.handshake(Box::pin(
                         self.handler()

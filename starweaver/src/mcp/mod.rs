@@ -14,6 +14,10 @@
 //! [`McpResourceTemplate`]), prompts ([`McpPrompt`]) and their completions, with resource
 //! subscriptions told of changes through an [`McpHandle`].
 //!
+//! A server reached over HTTP that requires OAuth gets it from [`McpServer::auth`] with an
+//! [`OAuth`] (`auth/`): discovery, registration, the authorization code grant through an
+//! application callback or client credentials, refresh and step-up.
+//!
 //! What a tool reports while it runs crosses as MCP notifications both ways (`notify.rs`);
 //! what a server asks our client mid-call (elicitation, sampling) is answered through the
 //! call's run or the server's own handlers (`asked.rs`).
@@ -30,6 +34,7 @@
 //! ```
 
 mod asked;
+mod auth;
 mod client;
 mod completion;
 mod content;
@@ -42,6 +47,7 @@ mod subscription;
 mod uri_template;
 mod wire;
 
+pub use auth::{AuthorizationResponse, Authorize, MAX_AUTHORIZATIONS, OAuth};
 pub use client::McpServer;
 pub use completion::CompletionRequest;
 pub use prompt::{McpPrompt, PromptArgument, PromptMessage, PromptRequest, Role};

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::session_store::{SessionStore, StoredSession};
+use super::token_store::TokenStore;
 use crate::error::{Error, Result};
 
 /// How long a write waits for another process's transaction before giving up.
@@ -65,6 +66,11 @@ impl SqliteSessionStore {
                      revision INTEGER NOT NULL,
                      state TEXT NOT NULL,
                      updated_at_ms INTEGER NOT NULL
+                 ) STRICT;
+                 CREATE TABLE IF NOT EXISTS starweaver_oauth_tokens (
+                     key TEXT PRIMARY KEY NOT NULL,
+                     credentials TEXT NOT NULL,
+                     updated_at_ms INTEGER NOT NULL
                  ) STRICT;",
             )
             .map_err(fail)?;
@@ -84,6 +90,13 @@ impl SqliteSessionStore {
     fn fail(&self, operation: &'static str) -> impl Fn(rusqlite::Error) -> Error + '_ {
         move |e| store_error(&self.path, operation, &e)
     }
+}
+
+/// The time now, for the rows' `updated_at_ms`.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 fn store_error(path: &Path, operation: &'static str, error: &rusqlite::Error) -> Error {
@@ -123,14 +136,11 @@ impl SessionStore for SqliteSessionStore {
             return Err(Error::SessionConflict { id: id.to_owned(), expected, found });
         }
         let revision = found + 1;
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         tx.execute(
             "INSERT INTO starweaver_sessions (id, revision, state, updated_at_ms) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, state = excluded.state,
                  updated_at_ms = excluded.updated_at_ms",
-            params![id, i64::try_from(revision).unwrap_or(i64::MAX), state.to_string(), now_ms],
+            params![id, i64::try_from(revision).unwrap_or(i64::MAX), state.to_string(), now_ms()],
         )
         .map_err(&fail)?;
         tx.commit().map_err(&fail)?;
@@ -151,5 +161,44 @@ impl SessionStore for SqliteSessionStore {
         let mut statement = connection.prepare("SELECT id FROM starweaver_sessions ORDER BY id").map_err(&fail)?;
         let ids = statement.query_map([], |row| row.get(0)).map_err(&fail)?;
         ids.collect::<rusqlite::Result<Vec<String>>>().map_err(fail)
+    }
+}
+
+/// OAuth credentials of MCP servers, in their own table of the same file: the file then
+/// holds bearer tokens, so keep it as private as the accounts they open.
+impl TokenStore for SqliteSessionStore {
+    fn load_token(&self, key: &str) -> Result<Option<Value>> {
+        let row: Option<String> = self
+            .connection()
+            .query_row("SELECT credentials FROM starweaver_oauth_tokens WHERE key = ?1", [key], |row| row.get(0))
+            .optional()
+            .map_err(self.fail("load"))?;
+        let Some(credentials) = row else { return Ok(None) };
+        // The parser's message could quote the text: say only which entry is unreadable.
+        let credentials = crate::json::parse(&credentials).map_err(|_| Error::Store {
+            path: self.path.display().to_string(),
+            operation: "load",
+            message: format!("the OAuth credentials kept for `{key}` are not valid JSON"),
+        })?;
+        Ok(Some(credentials))
+    }
+
+    fn save_token(&self, key: &str, credentials: &Value) -> Result<()> {
+        self.connection()
+            .execute(
+                "INSERT INTO starweaver_oauth_tokens (key, credentials, updated_at_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET credentials = excluded.credentials,
+                     updated_at_ms = excluded.updated_at_ms",
+                params![key, credentials.to_string(), now_ms()],
+            )
+            .map_err(self.fail("save"))?;
+        Ok(())
+    }
+
+    fn delete_token(&self, key: &str) -> Result<()> {
+        self.connection()
+            .execute("DELETE FROM starweaver_oauth_tokens WHERE key = ?1", [key])
+            .map_err(self.fail("delete"))?;
+        Ok(())
     }
 }
