@@ -27,6 +27,7 @@ __all__ = [
     "NativeMcpResourceTemplate",
     "NativeMcpServer",
     "NativeMcpService",
+    "NativeOAuth",
     "NativeProviderModel",
     "NativeSession",
     "NativeTestModel",
@@ -49,6 +50,7 @@ __all__ = [
     "Trace",
     "TraceSpan",
     "Usage",
+    "UsageLimits",
     "check_rendered",
 ]
 
@@ -231,16 +233,16 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
-    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
         added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> RunStream:
         r"""
         Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
         `toolsets` are added for this run only.
@@ -383,9 +385,10 @@ class NativeMcpServer:
         {"text", "model", "stop_reason"}`) answer the server's requests first.
         """
     @staticmethod
-    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
+    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None, auth: typing.Optional[NativeOAuth] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
         r"""
-        A server reached over MCP's streamable HTTP at `url`, with `headers` on every request.
+        A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
+        and OAuth when `auth` is given.
         """
     def toolset(self) -> NativeToolset:
         r"""
@@ -438,6 +441,23 @@ class NativeMcpService:
         """
 
 @typing.final
+class NativeOAuth:
+    r"""
+    How the client of an OAuth-protected MCP server gets its tokens. Use
+    `starweaver.mcp.OAuth`.
+    """
+    def __new__(cls, *, redirect_uri: typing.Optional[builtins.str] = None, authorize: typing.Callable[[str], str] | None = None, client_credentials: builtins.bool = False, client_id: typing.Optional[builtins.str] = None, client_secret: typing.Optional[builtins.str] = None, client_metadata_url: typing.Optional[builtins.str] = None, client_name: typing.Optional[builtins.str] = None, scopes: typing.Optional[typing.Sequence[builtins.str]] = None, store: str | os.PathLike[str] | None = None) -> NativeOAuth:
+        r"""
+        The authorization code grant (`redirect_uri` and a blocking `authorize(url) ->
+        redirect URL`) or, with `client_credentials=True`, the client credentials grant;
+        `store` is the path of a `SqliteSessionStore` database to keep the tokens in.
+        """
+    def __repr__(self) -> builtins.str:
+        r"""
+        The grant and the client, never a secret.
+        """
+
+@typing.final
 class NativeProviderModel:
     r"""
     A model behind a provider's HTTP API. `protocol` is `"openai-chat"`,
@@ -482,12 +502,12 @@ class NativeSession:
         r"""
         The id the session is stored under, or `None` for a session not opened by id.
         """
-    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt`, continuing the conversation; await the result. `tools` and
         `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> RunStream:
         r"""
         Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
         for this run only.
@@ -1289,6 +1309,45 @@ class Usage:
         Input tokens served from the provider's cache.
         """
     def __eq__(self, other: builtins.object, /) -> builtins.bool: ...
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class UsageLimits:
+    r"""
+    What one run (from its start, or a resume) may spend: model `requests`, `tool_calls`
+    started, and `input_tokens`, `output_tokens` and `total_tokens`; `None` is no limit.
+    Checked before each model request and each call: nothing past a limit starts, and the
+    run ends `failed` with a `UsageLimitExceeded` naming the limit and the count.
+    """
+    @property
+    def requests(self) -> typing.Optional[builtins.int]:
+        r"""
+        Model requests, or `None`.
+        """
+    @property
+    def tool_calls(self) -> typing.Optional[builtins.int]:
+        r"""
+        Tool calls started, or `None`.
+        """
+    @property
+    def input_tokens(self) -> typing.Optional[builtins.int]:
+        r"""
+        Tokens sent, or `None`.
+        """
+    @property
+    def output_tokens(self) -> typing.Optional[builtins.int]:
+        r"""
+        Tokens generated, or `None`.
+        """
+    @property
+    def total_tokens(self) -> typing.Optional[builtins.int]:
+        r"""
+        Tokens sent and generated, or `None`.
+        """
+    def __new__(cls, *, requests: typing.Optional[builtins.int] = None, tool_calls: typing.Optional[builtins.int] = None, input_tokens: typing.Optional[builtins.int] = None, output_tokens: typing.Optional[builtins.int] = None, total_tokens: typing.Optional[builtins.int] = None) -> UsageLimits:
+        r"""
+        Raises `ValueError` for a negative limit.
+        """
     def __repr__(self) -> builtins.str: ...
 
 def check_rendered(provider_name: builtins.str, rendered: typing.Any) -> builtins.list[builtins.str]:

@@ -89,7 +89,8 @@ class Agent(_AsyncContext):
     def __init__(self, native: NativeAgent) -> None:
         self._native = native
 
-    async def run(self,
+    async def run(
+        self,
         prompt: str,
         *,
         tools: Iterable[ToolLike] = (),
@@ -100,7 +101,8 @@ class Agent(_AsyncContext):
         run only (the agent is unchanged). To resume a waiting run, use a session."""
         return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits))
 
-    def run_sync(self,
+    def run_sync(
+        self,
         prompt: str,
         *,
         tools: Iterable[ToolLike] = (),
@@ -111,7 +113,8 @@ class Agent(_AsyncContext):
         ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
         return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits))
 
-    def run_stream(self,
+    def run_stream(
+        self,
         prompt: str,
         *,
         tools: Iterable[ToolLike] = (),
@@ -186,7 +189,8 @@ class AgentSession(_AsyncContext):
         self._native = native
         self.hitl = HitlControls(native)
 
-    async def run(self,
+    async def run(
+        self,
         prompt: str,
         *,
         tools: Iterable[ToolLike] = (),
@@ -197,7 +201,8 @@ class AgentSession(_AsyncContext):
         for this run only."""
         return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits))
 
-    def run_sync(self,
+    def run_sync(
+        self,
         prompt: str,
         *,
         tools: Iterable[ToolLike] = (),
@@ -207,7 +212,8 @@ class AgentSession(_AsyncContext):
         """``run`` for code without an event loop, continuing the conversation."""
         return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits))
 
-    def run_stream(self,
+    def run_stream(
+        self,
         prompt: str,
         *,
         tools: Iterable[ToolLike] = (),
