@@ -186,6 +186,11 @@ impl Batch {
         Self { response, slots, runs, outcomes, plan }
     }
 
+    /// The position in `runs` of the response's call `index`, if it runs.
+    fn run_of(&self, index: usize) -> Option<usize> {
+        self.runs.binary_search_by_key(&index, |run| run.run.index).ok()
+    }
+
     /// The calls the plan releases now.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     fn release(&mut self, retries: &NameMap<Arc<str>, u32>) -> Vec<ReadyCall> {
@@ -500,7 +505,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             Phase::Calls(batch) => Some(batch),
             _ => None,
         };
-        let run = batch.and_then(|b| b.runs.binary_search_by_key(&head.index, |run| run.run.index).ok());
+        let run = batch.and_then(|b| b.run_of(head.index));
         let retry = head.retry;
         let room =
             self.bounds.usage.tool_calls.map_or(usize::MAX, |max| {
@@ -546,7 +551,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 let message = "the run reached a usage limit before this call started";
                 let ret = ToolReturn::failure(part, ToolError::new(ToolErrorKind::LimitReached, message), Map::new());
                 events.emit(ret.event());
-                let Ok(run) = batch.runs.binary_search_by_key(&call.index, |run| run.run.index) else { continue };
+                let Some(run) = batch.run_of(call.index) else { continue };
                 batch.outcomes[run] = Some(ret.into());
                 batch.plan.finish(run);
             }
@@ -561,7 +566,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     #[allow(clippy::indexing_slicing)] // `run` was found in `runs`, and `outcomes` has one entry per run
     pub fn call_finished(&mut self, index: usize, outcome: CallOutcome) {
         let Phase::Calls(batch) = &mut self.phase else { return };
-        let Ok(run) = batch.runs.binary_search_by_key(&index, |run| run.run.index) else { return };
+        let Some(run) = batch.run_of(index) else { return };
         if batch.outcomes[run].is_some() {
             return;
         }
