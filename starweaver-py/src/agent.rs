@@ -40,6 +40,13 @@ impl PyAgent {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyAgent {
+    /// Lists a durable run's tools for a step (a `list_tools` step's task), to hand to
+    /// `NativeDurableRun.tools_listed`; raises `ToolsetError` when a toolset cannot list.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
+    fn list_tools(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
+        crate::task::list_tools(py, &self.agent, task)
+    }
+
     /// Makes a durable run's model request (a `request_model` step's task): `{"response":
     /// ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde::Serialize;
 use serde_json::Value;
-use starweaver::durable::{CallResult, DurableRun, Step};
+use starweaver::durable::{CallResult, DurableRun, Step, ToolListing};
 use starweaver::{ModelError, ModelErrorKind};
 
 use crate::agent::PyAgent;
@@ -19,9 +19,9 @@ use crate::result::PyRunResult;
 use crate::task::{format_error, from_py};
 
 /// A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
-/// says what to do (`RequestModel`, `StartCalls`, `AwaitCalls`, or `Done`), and the
-/// outcomes come back through `model_answered`, `model_lost`, `call_finished` and
-/// `call_lost`.
+/// says what to do (`ListTools`, `RequestModel`, `StartCalls`, `AwaitCalls`, or `Done`),
+/// and the outcomes come back through `tools_listed`, `tools_lost`, `model_answered`,
+/// `model_lost`, `call_finished` and `call_lost`.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeDurableRun", frozen)]
 pub struct PyDurableRun(Mutex<DurableRun>);
@@ -33,6 +33,36 @@ fn to_py<'py, T: Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, P
 impl PyDurableRun {
     fn run(&self) -> std::sync::MutexGuard<'_, DurableRun> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A step of a `NativeDurableRun`, for an agent with dynamic toolsets (an MCP server's):
+/// list the step's tools (`NativeAgent.list_tools`) and hand the listing to
+/// `tools_listed`.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ListTools", frozen)]
+pub struct PyListTools {
+    task: Py<PyAny>,
+}
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyListTools {
+    #[classattr]
+    #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['task']]", imports = ("typing",)))]
+    fn __match_args__() -> (&'static str,) {
+        ("task",)
+    }
+
+    /// The listing, as a JSON-ready dict (`run_id`, `step`).
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
+    fn task(&self, py: Python<'_>) -> Py<PyAny> {
+        self.task.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("ListTools(task={})", self.task.bind(py).repr()?))
     }
 }
 
@@ -146,8 +176,7 @@ impl PyDone {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyDurableRun {
-    /// A run of `prompt` in a new session under `run_id`; raises `ToolsetError` for an
-    /// agent with dynamic toolsets.
+    /// A run of `prompt` in a new session under `run_id`.
     #[staticmethod]
     #[allow(clippy::needless_pass_by_value)] // pyo3 extracts the borrowed `Agent` as a `PyRef`
     fn start(py: Python<'_>, agent: PyRef<'_, PyAgent>, prompt: String, run_id: String) -> PyResult<Self> {
@@ -162,12 +191,13 @@ impl PyDurableRun {
         Ok(Self(Mutex::new(DurableRun::restore(agent.agent(), &state, run_id).into_py_result(py)?)))
     }
 
-    /// What to do next: `RequestModel(task)`, `StartCalls(tasks)`, `AwaitCalls()` or
-    /// `Done(result)`, for `match`.
-    #[gen_stub(override_return_type(type_repr = "RequestModel | StartCalls | AwaitCalls | Done"))]
+    /// What to do next: `ListTools(task)`, `RequestModel(task)`, `StartCalls(tasks)`,
+    /// `AwaitCalls()` or `Done(result)`, for `match`.
+    #[gen_stub(override_return_type(type_repr = "ListTools | RequestModel | StartCalls | AwaitCalls | Done"))]
     fn next_step(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let step = self.run().next_step();
         Ok(match step {
+            Step::ListTools(task) => Py::new(py, PyListTools { task: to_py(py, &task)?.unbind() })?.into_any(),
             Step::RequestModel(task) => Py::new(py, PyRequestModel { task: to_py(py, &task)?.unbind() })?.into_any(),
             Step::StartCalls(tasks) => Py::new(py, PyStartCalls { tasks: to_py(py, &tasks)?.unbind() })?.into_any(),
             Step::AwaitCalls => Py::new(py, PyAwaitCalls)?.into_any(),
@@ -175,6 +205,19 @@ impl PyDurableRun {
                 Py::new(py, PyDone { result: Py::new(py, PyRunResult::new(py, result)?)? })?.into_any()
             }
         })
+    }
+
+    /// The tools of a `ListTools` step, as `NativeAgent.list_tools` listed them.
+    fn tools_listed(&self, py: Python<'_>, listing: &Bound<'_, PyAny>) -> PyResult<()> {
+        let listing: ToolListing = from_py(py, listing, "tool listing")?;
+        self.run().tools_listed(listing);
+        Ok(())
+    }
+
+    /// The tools of a `ListTools` step could not be listed (its activity failed for good):
+    /// the run fails, or a resume waiting for them is undone and the run waits again.
+    fn tools_lost(&self, message: &str) {
+        self.run().tools_lost(message);
     }
 
     /// The model answered (`{"response": ...}` from `NativeAgent.request_model`) or failed

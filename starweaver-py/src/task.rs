@@ -8,14 +8,14 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::Arc;
 
-use starweaver::durable::{CallTask, ModelTask};
+use starweaver::durable::{CallTask, ListTask, ModelTask};
 use starweaver::tool::{CallChannel, LogMessage, Progress};
 use starweaver::{Agent, EventKind, ToolContext};
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::RustFuture;
 use crate::convert;
-use crate::errors;
+use crate::errors::{self, IntoPyResult};
 
 /// A value sent over as JSON into a core type; a `FormatError` naming `what` otherwise.
 pub(crate) fn from_py<T: DeserializeOwned>(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
@@ -28,7 +28,18 @@ pub(crate) fn format_error(py: Python<'_>, what: &str, error: &dyn std::fmt::Dis
     errors::raise(errors::format_error(py), format!("{what}: {error}"))
 }
 
-/// The I/O a durable run asks for, with this agent's model and tools.
+/// Lists one step's tools; a toolset that cannot list raises (so an engine may retry).
+pub(crate) fn list_tools(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
+    let task: ListTask = from_py(py, task, "list task")?;
+    let agent = agent.clone();
+    let listing = async move {
+        let listing = agent.list_tools(&task).await;
+        Python::attach(|py| Ok(convert::serialize_to_py(py, &listing.into_py_result(py)?)?.unbind()))
+    };
+    Ok(RustFuture::new(listing.boxed(), None))
+}
+
+/// Makes one model request with this agent's model and the task's tools.
 pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
     let task: ModelTask = from_py(py, task, "model task")?;
     let agent = agent.clone();

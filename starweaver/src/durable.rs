@@ -29,6 +29,10 @@
 //! let mut run = DurableRun::start(&agent, "double 21", "run_1").unwrap();
 //! let result = loop {
 //!     match run.next_step() {
+//!         Step::ListTools(task) => match agent.list_tools(&task).await {
+//!             Ok(listing) => run.tools_listed(listing),
+//!             Err(error) => run.tools_lost(&error.to_string()),
+//!         },
 //!         Step::RequestModel(task) => match agent.request_model(&task).await {
 //!             Ok(response) => run.model_responded(response),
 //!             Err(error) => run.model_failed(error),
@@ -52,11 +56,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
-pub use crate::agent::{CallResult, CallTask, ModelTask};
+pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventLog};
-use crate::hitl::{Hitl, HitlDecisions};
+use crate::hitl::{Hitl, HitlDecisions, Resolution};
 use crate::model::{ModelError, ModelResponse};
+use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult};
 use crate::trace::Tracer;
 use crate::{Agent, Session};
@@ -67,6 +72,10 @@ use crate::{Agent, Session};
 // a `*` to save bytes nothing keeps.
 #[allow(clippy::large_enum_variant)]
 pub enum Step {
+    /// List the tools of the agent's dynamic toolsets for a step ([`Agent::list_tools`])
+    /// and report with [`DurableRun::tools_listed`] or [`DurableRun::tools_lost`]. Only an
+    /// agent with dynamic toolsets (an MCP server's, say) has this step.
+    ListTools(ListTask),
     /// Request the model ([`Agent::request_model`]) and report with
     /// [`DurableRun::model_responded`] or [`DurableRun::model_failed`].
     RequestModel(ModelTask),
@@ -84,6 +93,11 @@ pub enum Step {
 pub struct DurableRun {
     agent: Agent,
     run_id: Arc<str>,
+    /// The tools of the step listed last: the agent's as built until its dynamic toolsets
+    /// are listed.
+    tools: Arc<ToolRegistry>,
+    /// The step `tools` were listed for, if its dynamic toolsets were listed in this leg.
+    listed_step: Option<u32>,
     stage: Stage,
 }
 
@@ -92,6 +106,9 @@ enum Stage {
         machine: Box<Machine<SessionState>>,
         events: EventLog,
     },
+    /// A resume that waits for the tools of the step it takes up (its approved calls run
+    /// under their tools' policies).
+    Resuming(Box<Resuming>),
     /// Ended, or waiting (a resume's events go on from the waiting run's `next_seq`).
     Ended {
         state: SessionState,
@@ -101,13 +118,25 @@ enum Stage {
     Poisoned,
 }
 
+/// A resume accepted before its step's tools are listed, with what undoes it if they
+/// cannot be.
+struct Resuming {
+    state: SessionState,
+    waiting: Suspended,
+    resolved: Vec<(usize, Resolution)>,
+    claimed: Vec<String>,
+    /// The waiting run's result, for a resume that cannot go on.
+    result: Box<RunResult>,
+    events: EventLog,
+}
+
 impl DurableRun {
     /// A run of `prompt` in a new session, under `run_id` (the engine's, so that a replay
-    /// gets the same one).
+    /// gets the same one). The tools of an agent's dynamic toolsets are listed at each
+    /// step ([`Step::ListTools`]).
     ///
     /// # Errors
-    /// The agent has dynamic toolsets: their tools are listed at each step, which is I/O a
-    /// durable run does not do yet.
+    /// None today; kept fallible as [`start_in_session`](Self::start_in_session) is.
     pub fn start(agent: &Agent, prompt: impl Into<String>, run_id: impl Into<String>) -> Result<Self> {
         Self::start_in(agent, SessionState::default(), prompt.into(), run_id.into())
     }
@@ -115,7 +144,7 @@ impl DurableRun {
     /// A run of `prompt` continuing `session`'s history (it must not be waiting).
     ///
     /// # Errors
-    /// As [`start`](Self::start), and a waiting session.
+    /// A waiting session.
     pub fn start_in_session(
         agent: &Agent,
         session: Session,
@@ -126,44 +155,60 @@ impl DurableRun {
     }
 
     fn start_in(agent: &Agent, state: SessionState, prompt: String, run_id: String) -> Result<Self> {
-        if let Some(toolset) = agent.inner.tools.dynamic.first() {
-            return Err(Error::Toolset {
-                toolset: toolset.name().to_owned(),
-                message: "it is dynamic; a durable run needs its tools known up front".into(),
-            });
-        }
         state.ensure_idle()?;
         let run_id: Arc<str> = run_id.into();
         let events = EventLog::new(run_id.clone(), 0, None);
         let inner = &agent.inner;
         let instructions = inner.instructions.as_deref();
-        let bounds = Bounds { max_steps: inner.max_steps, usage: inner.usage_limits };
-        let machine = Machine::start(state, run_id.clone(), bounds, instructions, prompt, Vec::new(), &events);
-        Ok(Self { agent: agent.clone(), run_id, stage: Stage::Running { machine: Box::new(machine), events } })
+        let machine =
+            Machine::start(state, run_id.clone(), Self::bounds(agent), instructions, prompt, Vec::new(), &events);
+        let running = Stage::Running { machine: Box::new(machine), events };
+        Ok(Self { agent: agent.clone(), run_id, tools: inner.registry.clone(), listed_step: None, stage: running })
+    }
+
+    fn bounds(agent: &Agent) -> Bounds {
+        Bounds { max_steps: agent.inner.max_steps, usage: agent.inner.usage_limits }
+    }
+
+    /// Whether the tools of `step` are still to be listed.
+    fn unlisted(&self, step: u32) -> bool {
+        !self.agent.inner.tools.dynamic.is_empty() && self.listed_step != Some(step)
     }
 
     /// What to do next.
     pub fn next_step(&mut self) -> Step {
-        let registry = self.agent.inner.registry.clone();
-        let Stage::Running { machine, events } = &mut self.stage else {
-            return match &self.stage {
-                Stage::Ended { result, .. } => Step::Done((**result).clone()),
-                Stage::Running { .. } | Stage::Poisoned => unreachable!("a poisoned run is never observed"),
-            };
-        };
-        let next = match machine.next(events, &registry) {
-            // The agent's tools are known up front (no dynamic toolsets): nothing to list.
-            Next::ListTools { .. } => {
-                machine.tools_listed(Vec::new(), events);
-                machine.next(events, &registry)
+        if let Stage::Resuming(resuming) = &self.stage {
+            let step = resuming.waiting.step;
+            if self.unlisted(step) {
+                return Step::ListTools(ListTask { run_id: self.run_id.to_string(), step });
             }
-            next => next,
+            self.take_up(Vec::new());
+        }
+        let (dynamic, listed_step) = (!self.agent.inner.tools.dynamic.is_empty(), self.listed_step);
+        let next = match &mut self.stage {
+            Stage::Running { machine, events } => match machine.next(events, &self.tools) {
+                Next::ListTools { step } if dynamic && listed_step != Some(step) => {
+                    return Step::ListTools(ListTask { run_id: self.run_id.to_string(), step });
+                }
+                // Listed already, or nothing to list (no dynamic toolsets).
+                Next::ListTools { .. } => {
+                    machine.tools_listed(Vec::new(), events);
+                    machine.next(events, &self.tools)
+                }
+                next => next,
+            },
+            Stage::Ended { result, .. } => return Step::Done((**result).clone()),
+            Stage::Resuming(_) | Stage::Poisoned => {
+                unreachable!("a resume was taken up above; poisoned is never observed")
+            }
         };
+        let Stage::Running { machine, .. } = &mut self.stage else { unreachable!("matched above") };
         match next {
             Next::ListTools { .. } => unreachable!("the tools were just listed"),
             Next::RequestModel { step } => {
                 let messages = machine.state.history.to_json();
-                Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages })
+                let tools = dynamic.then(|| self.tools.definitions().to_vec());
+                Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages, tools })
             }
             Next::StartCalls(ready) => Step::StartCalls(machine.call_tasks(ready)),
             Next::AwaitCalls => Step::AwaitCalls,
@@ -178,14 +223,71 @@ impl DurableRun {
         }
     }
 
-    /// The model answered the request of [`Step::RequestModel`].
-    pub fn model_responded(&mut self, response: ModelResponse) {
-        let registry = self.agent.inner.registry.clone();
-        if let Stage::Running { machine, events } = &mut self.stage {
-            machine.model_responded(response, events, &registry);
+    /// A resume's machine, under the tools listed last, emitting `refused` (the listing's
+    /// `tool_refused` events) after `run_resumed`.
+    fn take_up(&mut self, refused: Vec<crate::event::EventKind>) {
+        let Stage::Resuming(resuming) = std::mem::replace(&mut self.stage, Stage::Poisoned) else { return };
+        let Resuming { state, waiting, resolved, events, .. } = *resuming;
+        let bounds = Self::bounds(&self.agent);
+        let machine = Machine::resume(state, waiting, bounds, resolved, &self.tools, refused, &events);
+        self.stage = Stage::Running { machine: Box::new(machine), events };
+    }
+
+    /// The tools of a [`Step::ListTools`] step, from [`Agent::list_tools`]. A listing that
+    /// does not fit the agent's tools (a name two sources give) fails the run, as in
+    /// process; one for another step than the one asked for is ignored.
+    pub fn tools_listed(&mut self, listing: ToolListing) {
+        let step = listing.step;
+        let asked = match &self.stage {
+            Stage::Running { machine, .. } => machine.step,
+            Stage::Resuming(resuming) => resuming.waiting.step,
+            Stage::Ended { .. } | Stage::Poisoned => return,
+        };
+        if step != asked || !self.unlisted(step) {
+            return;
+        }
+        let (listed, refused) = listing.registrations();
+        match self.agent.inner.step_registry(&ToolList::new(Source::Run), listed) {
+            Ok(tools) => {
+                self.tools = tools;
+                self.listed_step = Some(step);
+                match &mut self.stage {
+                    Stage::Running { machine, events } => machine.tools_listed(refused, events),
+                    _ => self.take_up(refused),
+                }
+            }
+            Err(error) => self.tools_lost(&error.to_string()),
         }
     }
 
+    /// The tools of a [`Step::ListTools`] step could not be listed (the engine gave up):
+    /// the run fails as in process; a resume that waited for them is undone, and the run
+    /// waits again for the same decisions.
+    pub fn tools_lost(&mut self, message: &str) {
+        match std::mem::replace(&mut self.stage, Stage::Poisoned) {
+            Stage::Running { mut machine, events } => {
+                machine.failed(RunError::Tools { message: message.to_owned() });
+                self.stage = Stage::Running { machine, events };
+            }
+            Stage::Resuming(resuming) => {
+                let Resuming { mut state, waiting, claimed, result, .. } = *resuming;
+                tracing::warn!(run_id = %self.run_id, "a resume could not list its tools, so the run waits again: {message}");
+                for id in &claimed {
+                    state.decided.remove(id);
+                }
+                state.waiting = Some(waiting);
+                self.stage = Stage::Ended { state, result };
+            }
+            ended => self.stage = ended,
+        }
+    }
+
+    /// The model answered the request of [`Step::RequestModel`].
+    pub fn model_responded(&mut self, response: ModelResponse) {
+        if let Stage::Running { machine, events } = &mut self.stage {
+            machine.model_responded(response, events, &self.tools);
+        }
+    }
     /// The model request failed (after its own retries).
     pub fn model_failed(&mut self, error: ModelError) {
         if let Stage::Running { machine, .. } = &mut self.stage {
@@ -211,9 +313,9 @@ impl DurableRun {
 
     /// The run was cancelled: running calls end as `cancelled` returns, and the run ends.
     pub fn cancel(&mut self) {
-        let registry = self.agent.inner.registry.clone();
+        self.take_up(Vec::new());
         if let Stage::Running { machine, events } = &mut self.stage {
-            machine.cancel(events, &registry);
+            machine.cancel(events, &self.tools);
         }
     }
 
@@ -221,6 +323,7 @@ impl DurableRun {
     pub fn events(&self) -> Vec<Event> {
         match &self.stage {
             Stage::Running { events, .. } => events.snapshot(),
+            Stage::Resuming(resuming) => resuming.events.snapshot(),
             Stage::Ended { result, .. } => result.events.clone(),
             Stage::Poisoned => Vec::new(),
         }
@@ -253,17 +356,17 @@ impl DurableRun {
     pub fn resume(&mut self, decisions: HitlDecisions) -> Result<()> {
         let Stage::Ended { state, .. } = &self.stage else { return Err(Error::NotWaiting) };
         let (resolved, claimed) = resolve_decisions(state, decisions)?;
-        let Stage::Ended { mut state, .. } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
+        let Stage::Ended { mut state, result } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
             unreachable!("matched above")
         };
-        state.decided.extend(claimed);
+        state.decided.extend(claimed.iter().cloned());
         let waiting = state.waiting.take().expect("resolve_decisions found the run waiting");
         let events = EventLog::new(self.run_id.clone(), waiting.next_seq, None);
-        let registry = self.agent.inner.registry.clone();
-        let inner = &self.agent.inner;
-        let bounds = Bounds { max_steps: inner.max_steps, usage: inner.usage_limits };
-        let machine = Machine::resume(state, waiting, bounds, resolved, &registry, Vec::new(), &events);
-        self.stage = Stage::Running { machine: Box::new(machine), events };
+        // A resume is a leg of its own: its step's tools are listed again (a server's
+        // `listChanged` since takes effect).
+        self.listed_step = None;
+        self.tools = self.agent.inner.registry.clone();
+        self.stage = Stage::Resuming(Box::new(Resuming { state, waiting, resolved, claimed, result, events }));
         Ok(())
     }
 
@@ -298,6 +401,7 @@ impl DurableRun {
             usage: crate::Usage::default(),
             finish_reason: None,
         };
-        Ok(Self { agent: agent.clone(), run_id, stage: Stage::Ended { state, result: Box::new(result) } })
+        let ended = Stage::Ended { state, result: Box::new(result) };
+        Ok(Self { agent: agent.clone(), run_id, tools: agent.inner.registry.clone(), listed_step: None, stage: ended })
     }
 }

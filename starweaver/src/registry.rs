@@ -21,8 +21,10 @@ pub(crate) struct Registration {
     pub source: Source,
 }
 
-/// Where a registered tool came from: collisions and approval rules name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a registered tool came from: collisions and approval rules name it. It
+/// serialises with a durable run's tool listings.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Source {
     /// Given to the agent directly.
     Agent,

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use common::*;
 use serde_json::{Value, json};
-use starweaver::durable::{CallResult, CallTask, DurableRun, ModelTask, Step};
+use starweaver::durable::{CallResult, CallTask, DurableRun, ListTask, ModelTask, Step};
 use starweaver::testing::TestModel;
 use starweaver::{
-    Agent, CancellationToken, Error, HitlDecisions, ModelResponse, RunResult, RunStatus, Tool, ToolBuilder,
-    ToolContext, ToolError,
+    Agent, CancellationToken, DynamicToolset, Error, HitlDecisions, ModelResponse, RunError, RunResult, RunStatus,
+    Tool, ToolBuilder, ToolContext, ToolError,
 };
 
 /// Through JSON and back, as an engine records it.
@@ -31,6 +31,10 @@ async fn drive(agent: &Agent, run: &mut DurableRun) -> RunResult {
 async fn drive_finishing(agent: &Agent, run: &mut DurableRun, reverse: bool) -> RunResult {
     loop {
         match run.next_step() {
+            Step::ListTools(task) => match agent.list_tools(&recorded::<ListTask>(&task)).await {
+                Ok(listing) => run.tools_listed(recorded(&listing)),
+                Err(error) => run.tools_lost(&error.to_string()),
+            },
             Step::RequestModel(task) => match agent.request_model(&recorded::<ModelTask>(&task)).await {
                 Ok(response) => run.model_responded(recorded(&response)),
                 Err(error) => run.model_failed(error),
@@ -266,4 +270,94 @@ async fn a_question_without_a_handler_waits_in_a_durable_run_as_in_process_and_i
     assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&results[1]));
     run.resume(HitlDecisions::from(vec![sure])).unwrap();
     assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&results[2]));
+}
+
+/// An agent whose tools come from a dynamic toolset that offers `read` at step 1 (and
+/// refuses a broken tool) and the gated `deploy` after, listing through `listings` while
+/// `up` is set.
+fn listed_agent(log: &Log, listings: &Counter, up: &Arc<std::sync::atomic::AtomicBool>) -> Agent {
+    let read = tools(log).remove(0);
+    let deploy = gated();
+    let (listings, up) = (listings.clone(), up.clone());
+    let phases = DynamicToolset::new("phases", move |ctx| {
+        listings.bump();
+        let tools = if ctx.step == 1 {
+            ctx.refuse_tool("broken", "its schema is not an object");
+            vec![read.clone()]
+        } else {
+            vec![deploy.clone()]
+        };
+        let up = up.load(std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { if up { Ok(tools) } else { Err(starweaver::ToolsetError::new("the server is gone")) } })
+    });
+    let model = TestModel::new([
+        TestModel::tool_call_response([call("c1", "read", json!({"path": "a"}))]),
+        TestModel::tool_call_response([call("c2", "deploy", json!({"env": "prod"}))]),
+        ModelResponse::text("shipped"),
+    ]);
+    Agent::builder(model).toolset(phases).build().unwrap()
+}
+
+#[tokio::test]
+async fn a_durable_run_lists_dynamic_toolsets_at_each_step_and_ends_as_the_in_process_run() {
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let in_process = listed_agent(&Log::default(), &Counter::default(), &up);
+    let mut session = in_process.session();
+    let waiting = session.run("ship it").await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    let decisions = HitlDecisions::from(vec![waiting.hitl.approvals[0].approve()]);
+    let done = session.resume(decisions.clone()).await.unwrap();
+
+    let (log, listings) = (Log::default(), Counter::default());
+    let durable = listed_agent(&log, &listings, &up);
+    let mut run = DurableRun::start(&durable, "ship it", waiting.run_id.clone()).unwrap();
+    let Step::ListTools(task) = run.next_step() else { panic!("an agent with a dynamic toolset lists first") };
+    assert_eq!((task.step, listings.get()), (1, 0), "the run itself lists nothing");
+    run.tools_listed(recorded(&durable.list_tools(&task).await.unwrap()));
+    let Step::RequestModel(request) = run.next_step() else { panic!("then asks the model") };
+    let offered: Vec<&str> = request.tools.iter().flatten().map(|d| d.name.as_str()).collect();
+    assert_eq!(offered, ["read"], "the model task carries the step's tools");
+    run.model_responded(durable.request_model(&recorded(&request)).await.unwrap());
+
+    assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&waiting));
+    assert_eq!(log.entries(), ["read {\"path\":\"a\"}"], "the listed tool ran where it was listed");
+    run.resume(decisions).unwrap();
+    assert!(matches!(run.next_step(), Step::ListTools(ListTask { step: 2, .. })), "a resume lists its step again");
+    assert_eq!(outcome(&drive(&durable, &mut run).await), outcome(&done));
+    let deployed: Vec<Value> = tool_returns(run_messages(&done)).into_iter().map(|r| r.content).collect();
+    assert_eq!(deployed[1], json!({"deployed": "prod"}));
+}
+
+fn run_messages(result: &RunResult) -> &[Arc<starweaver::Message>] {
+    result.messages.messages()
+}
+
+#[tokio::test]
+async fn tools_that_cannot_be_listed_fail_a_step_and_leave_a_resume_waiting() {
+    let up = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let agent = listed_agent(&Log::default(), &Counter::default(), &up);
+    let mut run = DurableRun::start(&agent, "ship it", "run_l").unwrap();
+    let waiting = drive(&agent, &mut run).await;
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    let decisions = HitlDecisions::from(vec![waiting.hitl.approvals[0].approve()]);
+
+    up.store(false, std::sync::atomic::Ordering::SeqCst);
+    run.resume(decisions.clone()).unwrap();
+    let again = drive(&agent, &mut run).await;
+    assert_eq!(again.status, RunStatus::Waiting, "{:?}", again.error);
+    assert_eq!(run.pending().unwrap().approvals[0].id, waiting.hitl.approvals[0].id);
+
+    // The same decision is not a replay: the resume that could not list was undone.
+    up.store(true, std::sync::atomic::Ordering::SeqCst);
+    run.resume(decisions).unwrap();
+    assert_eq!(drive(&agent, &mut run).await.output.as_deref(), Some("shipped"));
+
+    up.store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut run = DurableRun::start(&agent, "ship it", "run_m").unwrap();
+    let failed = drive(&agent, &mut run).await;
+    assert_eq!(failed.status, RunStatus::Failed);
+    assert_eq!(
+        failed.error,
+        Some(RunError::Tools { message: "toolset `phases` could not list its tools: the server is gone".into() })
+    );
 }

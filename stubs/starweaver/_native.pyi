@@ -17,6 +17,7 @@ __all__ = [
     "Done",
     "ElicitationResponse",
     "Hitl",
+    "ListTools",
     "MemorySessionStore",
     "Messages",
     "NativeAgent",
@@ -188,6 +189,21 @@ class Hitl:
         """
 
 @typing.final
+class ListTools:
+    r"""
+    A step of a `NativeDurableRun`, for an agent with dynamic toolsets (an MCP server's):
+    list the step's tools (`NativeAgent.list_tools`) and hand the listing to
+    `tools_listed`.
+    """
+    __match_args__: tuple[typing.Literal['task']]
+    @property
+    def task(self) -> dict[str, typing.Any]:
+        r"""
+        The listing, as a JSON-ready dict (`run_id`, `step`).
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
 class MemorySessionStore(SessionStore):
     r"""
     Sessions kept in this process's memory (the default store).
@@ -221,6 +237,11 @@ class NativeAgent:
     def definitions(self) -> builtins.list[ToolDefinition]:
         r"""
         The tool definitions models are sent.
+        """
+    def list_tools(self, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
+        r"""
+        Lists a durable run's tools for a step (a `list_tools` step's task), to hand to
+        `NativeDurableRun.tools_listed`; raises `ToolsetError` when a toolset cannot list.
         """
     def request_model(self, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
         r"""
@@ -258,9 +279,9 @@ class NativeAgent:
 class NativeDurableRun:
     r"""
     A run of an agent driven one step at a time, doing no I/O of its own: `next_step()`
-    says what to do (`RequestModel`, `StartCalls`, `AwaitCalls`, or `Done`), and the
-    outcomes come back through `model_answered`, `model_lost`, `call_finished` and
-    `call_lost`.
+    says what to do (`ListTools`, `RequestModel`, `StartCalls`, `AwaitCalls`, or `Done`),
+    and the outcomes come back through `tools_listed`, `tools_lost`, `model_answered`,
+    `model_lost`, `call_finished` and `call_lost`.
     """
     @property
     def pending(self) -> typing.Optional[Hitl]:
@@ -270,18 +291,26 @@ class NativeDurableRun:
     @staticmethod
     def start(agent: NativeAgent, prompt: builtins.str, run_id: builtins.str) -> NativeDurableRun:
         r"""
-        A run of `prompt` in a new session under `run_id`; raises `ToolsetError` for an
-        agent with dynamic toolsets.
+        A run of `prompt` in a new session under `run_id`.
         """
     @staticmethod
     def restore(agent: NativeAgent, state: typing.Any, run_id: builtins.str) -> NativeDurableRun:
         r"""
         A run that ended or waits, from `export_state()`.
         """
-    def next_step(self) -> RequestModel | StartCalls | AwaitCalls | Done:
+    def next_step(self) -> ListTools | RequestModel | StartCalls | AwaitCalls | Done:
         r"""
-        What to do next: `RequestModel(task)`, `StartCalls(tasks)`, `AwaitCalls()` or
-        `Done(result)`, for `match`.
+        What to do next: `ListTools(task)`, `RequestModel(task)`, `StartCalls(tasks)`,
+        `AwaitCalls()` or `Done(result)`, for `match`.
+        """
+    def tools_listed(self, listing: typing.Any) -> None:
+        r"""
+        The tools of a `ListTools` step, as `NativeAgent.list_tools` listed them.
+        """
+    def tools_lost(self, message: builtins.str) -> None:
+        r"""
+        The tools of a `ListTools` step could not be listed (its activity failed for good):
+        the run fails, or a resume waiting for them is undone and the run waits again.
         """
     def model_answered(self, answer: typing.Any) -> None:
         r"""

@@ -22,7 +22,7 @@ from temporalio.worker import Replayer
 HERE = Path(__file__).parent / "temporal"
 sys.path.insert(0, str(HERE))
 
-from agents import TASK_QUEUE, TEMPORAL_AGENTS, agent, temporal_agent  # noqa: E402
+from agents import TASK_QUEUE, TEMPORAL_AGENTS, agent, mcp_agent, temporal_agent, temporal_mcp_agent  # noqa: E402
 
 from starweaver.temporal import TemporalAgent, decide  # noqa: E402
 
@@ -209,17 +209,22 @@ def test_timeouts_and_execution_failures_map_to_the_in_process_returns(server: s
     run(scenario())
 
 
+async def kill_the_first_worker_in(marker: Path) -> int:
+    """Kills the worker whose pid a call leaves first in `marker`, once it does."""
+    while not marker.exists():
+        await asyncio.sleep(0.05)
+    victim = int(marker.read_text().split()[0])
+    os.kill(victim, signal.SIGKILL)
+    return victim
+
+
 def test_a_worker_killed_mid_call_loses_nothing(server: str, workers: Workers, tmp_path: Path) -> None:
     first, _second = workers.start(), workers.start()
 
     async def scenario() -> dict[str, Any]:
         client = await Client.connect(server)
         handle = await temporal_agent.start(client, "hang", id=workflow_id("hang"), task_queue=TASK_QUEUE)
-        marker = tmp_path / "hang"
-        while not marker.exists():
-            await asyncio.sleep(0.05)
-        victim = int(marker.read_text().split()[0])
-        os.kill(victim, signal.SIGKILL)
+        victim = await kill_the_first_worker_in(tmp_path / "hang")
         result = await handle.result()
         result["victim"] = victim
         return result
@@ -233,6 +238,38 @@ def test_a_worker_killed_mid_call_loses_nothing(server: str, workers: Workers, t
     assert returns[0]["content"] == f"finished in {attempts[-1]}" and int(attempts[-1]) != result["victim"]
     assert (tmp_path / "model.log").read_text().splitlines() == ["hang 1", "hang 2"], "no model request repeated"
     assert first.poll() is not None
+
+
+def test_an_agent_with_an_mcp_server_runs_on_temporal_and_a_worker_killed_mid_call_loses_nothing(
+    server: str, workers: Workers, tmp_path: Path
+) -> None:
+    """DESIGN.md §15 with §14's MCP toolsets: the server's tools are listed by an activity
+    at each step and called as activities; the worker running the slow MCP call is killed
+    and the call runs again under another worker's server."""
+    workers.start(), workers.start()
+
+    async def scenario() -> tuple[dict[str, Any], int, list[Any]]:
+        client = await Client.connect(server)
+        handle = await temporal_mcp_agent.start(client, "desk", id=workflow_id("desk"), task_queue=TASK_QUEUE)
+        victim = await kill_the_first_worker_in(tmp_path / "hang")
+        result = await handle.result()
+        events = await handle.query("events")
+        # Replaying the history lists nothing and calls nothing: the workflow has no I/O.
+        await Replayer(workflows=[temporal_mcp_agent.workflow]).replay_workflow(await handle.fetch_history())
+        local = await mcp_agent.run("desk")
+        assert result["messages"][:4] == local.messages[:4], "the same history up to the killed call"
+        assert [e["type"] for e in events] == [e["type"] for e in local.events]
+        return result, victim, events
+
+    result, victim, events = run(scenario())
+    attempts = (tmp_path / "hang").read_text().split()
+    print(f"\nthe MCP call started under worker {attempts[0]}, which was killed; it ran again under {attempts[1:]}")
+    assert result["status"] == "completed" and result["output"] == "desk done"
+    returns = [p["content"] for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert returns == [{"result": "order 7: shipped"}, {"result": f"finished under {attempts[-1]}"}]
+    assert int(attempts[-1]) != victim
+    assert (tmp_path / "model.log").read_text().splitlines()[:3] == ["desk 1", "desk 2", "desk 3"], "none repeated"
+    assert [e["step"] for e in events if e["type"] == "model_request"] == [1, 2, 3]
 
 
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:

@@ -3,7 +3,10 @@
 A run is a workflow that drives the run's state machine (``NativeDurableRun``, no I/O of
 its own); each model request and each tool call is an activity (model requests local ones
 by default), so tool code runs on any worker sharing the task queue, and a worker killed mid-call loses nothing: the call is
-started again elsewhere, and no finished model request is repeated. Approvals and deferred
+started again elsewhere, and no finished model request is repeated. An agent with dynamic
+toolsets (an MCP server's) lists their tools at each step in an activity of its own (local
+like model requests), whose result the workflow records: a replay lists nothing, and a
+server's changed tool list takes effect at the next step. Approvals and deferred
 results arrive as the workflow update ``decide``, checked like any decision (a forged,
 replayed or stale one is rejected and the run keeps waiting); ``pending`` and ``events``
 are queries.
@@ -35,7 +38,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.worker import Worker
 from typing_extensions import assert_never
 
-from ._native import AwaitCalls, Done, NativeDurableRun, RequestModel, RunResult, StartCalls
+from ._native import AwaitCalls, Done, ListTools, NativeDurableRun, RequestModel, RunResult, StartCalls
 from .agent import Agent, decision_list
 from .types import Event
 
@@ -47,7 +50,7 @@ DEFAULT_HEARTBEAT = timedelta(seconds=10)
 
 class TemporalAgent:
     """``agent``'s runs as Temporal workflows named ``name`` (the workflow type; its
-    activities are ``{name}.request_model`` and ``{name}.run_call``).
+    activities are ``{name}.list_tools``, ``{name}.request_model`` and ``{name}.run_call``).
 
     ``model_timeout`` bounds one model request; ``call_timeout`` bounds a call of a tool
     without ``timeout_ms`` (a tool's own ``timeout_ms`` sets its activity's timeout);
@@ -57,8 +60,10 @@ class TemporalAgent:
     the worker running the workflow, and their results are recorded with the workflow's
     next task, which saves two server round trips per step; a worker lost mid-request has
     the request made again by the worker that takes the run over. ``"activity"`` makes them
-    ordinary activities, for requests that should run on any worker. Tool calls are always
-    ordinary activities."""
+    ordinary activities, for requests that should run on any worker. The listings of
+    dynamic toolsets' tools (MCP servers') go the same way as model requests. Tool calls
+    are always ordinary activities; a worker finds a dynamic toolset's tool among what the
+    toolset lists for the call's step."""
 
     def __init__(
         self,
@@ -74,6 +79,10 @@ class TemporalAgent:
         self.name = name
         native = agent._native  # pyright: ignore[reportPrivateUsage]
 
+        @activity.defn(name=f"{name}.list_tools")
+        async def list_tools(task: dict[str, Any]) -> dict[str, Any]:
+            return await native.list_tools(task)
+
         @activity.defn(name=f"{name}.request_model")
         async def request_model(task: dict[str, Any]) -> dict[str, Any]:
             return await native.request_model(task)
@@ -87,7 +96,7 @@ class TemporalAgent:
             finally:
                 beating.cancel()
 
-        self.activities: list[Callable[..., Any]] = [request_model, run_call]
+        self.activities: list[Callable[..., Any]] = [list_tools, request_model, run_call]
         if model_requests not in ("local", "activity"):
             raise ValueError(f"model_requests must be 'local' or 'activity', got {model_requests!r}")
         config = _Config(name, native, model_timeout, call_timeout, heartbeat, model_requests == "local")
@@ -239,20 +248,16 @@ class _AgentRun:
         while True:
             step = run.next_step()
             match step:
+                case ListTools(task=task):
+                    try:
+                        listing = await self._model_side("list_tools", task)
+                    except ActivityError as error:
+                        run.tools_lost(_cause(error))
+                    else:
+                        run.tools_listed(listing)
                 case RequestModel(task=task):
                     try:
-                        execute = (
-                            workflow.execute_local_activity
-                            if config.local_model_requests
-                            else workflow.execute_activity
-                        )
-                        answer = await execute(
-                            f"{config.name}.request_model",
-                            task,
-                            start_to_close_timeout=config.model_timeout,
-                            retry_policy=RetryPolicy(maximum_attempts=3),
-                            result_type=dict,
-                        )
+                        answer = await self._model_side("request_model", task)
                     except ActivityError as error:
                         run.model_lost(_cause(error))
                     else:
@@ -280,6 +285,20 @@ class _AgentRun:
                         workflow.continue_as_new({"state": run.export_state(), "run_id": run_id})
                 case _:
                     assert_never(step)
+
+    async def _model_side(self, activity_name: str, task: dict[str, Any]) -> dict[str, Any]:
+        """A listing or model request: a local activity unless the agent's model requests
+        are ordinary ones, retried a few times before the run gives up on it."""
+        config = self._config
+        execute = workflow.execute_local_activity if config.local_model_requests else workflow.execute_activity
+        result: dict[str, Any] = await execute(
+            f"{config.name}.{activity_name}",
+            task,
+            start_to_close_timeout=config.model_timeout,
+            retry_policy=RetryPolicy(maximum_attempts=3),
+            result_type=dict,
+        )
+        return result
 
     def _start_call(self, run_id: str, task: dict[str, Any]) -> asyncio.Task[dict[str, Any]]:
         config = self._config

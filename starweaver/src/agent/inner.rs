@@ -51,8 +51,21 @@ impl AgentInner {
         if self.tools.dynamic.is_empty() && run.is_empty() {
             return Ok(StepTools { registry: self.registry.clone(), refused: Vec::new() });
         }
-        let mut entries = self.tools.entries.clone();
-        entries.extend(run.entries.iter().cloned());
+        let (listed, refused) = self.list_dynamic(run, ctx).await?;
+        Ok(StepTools { registry: self.step_registry(run, listed)?, refused })
+    }
+
+    /// What every dynamic toolset (the agent's, then the run's) lists for the step `ctx`
+    /// describes, and a `tool_refused` event for each tool one left out.
+    ///
+    /// # Errors
+    /// A toolset that cannot list its tools.
+    pub(crate) async fn list_dynamic(
+        &self,
+        run: &ToolList,
+        ctx: &ToolsetContext,
+    ) -> Result<(Vec<Registration>, Vec<EventKind>)> {
+        let mut listed = Vec::new();
         let mut refused = Vec::new();
         for toolset in self.tools.dynamic.iter().chain(&run.dynamic) {
             let tools = toolset
@@ -66,9 +79,20 @@ impl AgentInner {
                 reason,
             }));
             let source = Source::of(&**toolset);
-            entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+            listed.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
         }
-        let registry = ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)?;
-        Ok(StepTools { registry, refused })
+        Ok((listed, refused))
+    }
+
+    /// The registry of a step: the agent's tools, the run's, and `listed` (what dynamic
+    /// toolsets listed for it), under the agent's policy and rules.
+    ///
+    /// # Errors
+    /// Two sources giving one name, or a listed tool that breaks a registration rule.
+    pub(crate) fn step_registry(&self, run: &ToolList, listed: Vec<Registration>) -> Result<Arc<ToolRegistry>> {
+        let mut entries = self.tools.entries.clone();
+        entries.extend(run.entries.iter().cloned());
+        entries.extend(listed);
+        ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)
     }
 }

@@ -426,6 +426,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             .into_iter()
             .map(|r| CallTask {
                 index: r.index,
+                step: self.step,
                 call: calls[r.index].clone(),
                 approval: r.approval.map(|a| (*a).clone()),
                 answered: r.answered.map(|a| a.to_vec()).unwrap_or_default(),

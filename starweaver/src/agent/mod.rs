@@ -11,7 +11,7 @@ mod task;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use answer::Answerer;
@@ -22,7 +22,7 @@ pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
 pub(crate) use state::{SessionState, Suspended};
-pub use task::{CallResult, CallTask, ModelTask};
+pub use task::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
 
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
@@ -30,12 +30,12 @@ use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
-use crate::scheduler::{CallRequest, invoke_alone};
+use crate::scheduler::{CallRequest, ToolReturn, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
-use crate::tool::{CallChannel, Dependencies, ElicitationHandler, Tool, ToolDefinition};
-use crate::toolset::Toolset;
+use crate::tool::{CallChannel, Dependencies, ElicitationHandler, Tool, ToolDefinition, ToolError};
+use crate::toolset::{Toolset, ToolsetContext};
 
 /// How many model requests a run may make unless the agent says otherwise.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
@@ -181,8 +181,19 @@ impl Agent {
         self.inner.registry.definitions()
     }
 
+    /// Lists the tools of a step a [`DurableRun`](crate::durable::DurableRun) asked for:
+    /// what this agent's dynamic toolsets (an MCP server's, say) offer now.
+    ///
+    /// # Errors
+    /// A toolset that cannot list its tools (a server that will not start).
+    pub async fn list_tools(&self, task: &ListTask) -> Result<ToolListing> {
+        let ctx = ToolsetContext::new(task.run_id.as_str().into(), task.step, self.inner.dependencies.clone());
+        let (listed, refused) = self.inner.list_dynamic(&ToolList::new(Source::Run), &ctx).await?;
+        Ok(ToolListing::new(task.step, &listed, refused))
+    }
+
     /// Makes the model request a [`DurableRun`](crate::durable::DurableRun) asked for, with this agent's model and
-    /// tools.
+    /// the step's tools.
     ///
     /// # Errors
     /// The model's error, or an `invalid_response` one if the task's messages do not parse.
@@ -191,7 +202,7 @@ impl Agent {
             .map_err(|e| ModelError::of(ModelErrorKind::InvalidResponse, format!("the task's messages: {e}")))?;
         let request = ModelRequest {
             messages: history.messages(),
-            tools: self.inner.registry.definitions(),
+            tools: task.tools.as_deref().unwrap_or_else(|| self.inner.registry.definitions()),
             run_id: &task.run_id,
             step: task.step,
             deltas: None,
@@ -203,7 +214,8 @@ impl Agent {
     /// checks, the approval gate, internal retries, the timeout), once; `cancellation`
     /// stops it as a run's cancellation would. What the call reports while it runs
     /// (progress, log messages) is in the result's events, and goes to `listener` as it
-    /// happens (an engine's heartbeats, say).
+    /// happens (an engine's heartbeats, say). A tool of a dynamic toolset is found among
+    /// what its toolset lists now for the task's step.
     pub async fn run_call(
         &self,
         run_id: &str,
@@ -211,22 +223,36 @@ impl Agent {
         cancellation: CancellationToken,
         listener: Option<Arc<dyn CallChannel>>,
     ) -> CallResult {
+        let inner = &self.inner;
+        let run_id: Arc<str> = run_id.into();
+        let registry = match self.tools_of(&run_id, task).await {
+            Ok(registry) => registry,
+            Err(error) => {
+                let error = ToolError::execution(error.to_string()).not_retryable();
+                return CallResult {
+                    outcome: ToolReturn::failure(&task.call, error, Map::new()).into(),
+                    events: Vec::new(),
+                };
+            }
+        };
         let approval = task.approval.clone().map(Arc::new);
         let answered = (!task.answered.is_empty()).then(|| task.answered.as_slice().into());
         let request = CallRequest { part: &task.call, approval, answered, retry: task.retry, ahead: None };
-        let inner = &self.inner;
         let answers = inner.answerer.clone();
-        let (outcome, events) = invoke_alone(
-            &inner.registry,
-            &inner.dependencies,
-            &run_id.into(),
-            &cancellation,
-            request,
-            listener,
-            answers,
-        )
-        .await;
+        let (outcome, events) =
+            invoke_alone(&registry, &inner.dependencies, &run_id, &cancellation, request, listener, answers).await;
         CallResult { outcome, events }
+    }
+
+    /// The tools a call task's tool is among: the agent's as built, or, for a name only a
+    /// dynamic toolset gives, what the dynamic toolsets list for the task's step.
+    async fn tools_of(&self, run_id: &Arc<str>, task: &CallTask) -> Result<Arc<ToolRegistry>> {
+        let inner = &self.inner;
+        if inner.tools.dynamic.is_empty() || inner.registry.get(&task.call.name).is_some() {
+            return Ok(inner.registry.clone());
+        }
+        let ctx = ToolsetContext::new(run_id.clone(), task.step, inner.dependencies.clone());
+        Ok(inner.tools_for(&ToolList::new(Source::Run), &ctx).await?.registry)
     }
 }
 

@@ -1,17 +1,82 @@
-//! A run's model requests and tool calls as data ([`ModelTask`], [`CallTask`]) and how a
-//! call ended ([`CallResult`]): what the machine asks a driver that runs them elsewhere for
-//! (`starweaver::durable`), and what [`Agent::request_model`](crate::Agent::request_model)
-//! and [`Agent::run_call`](crate::Agent::run_call) take and give. Each call task carries
-//! its call's policy (timeout, retry budget), so an engine can enforce it.
+//! A run's tool listings, model requests and tool calls as data ([`ListTask`],
+//! [`ModelTask`], [`CallTask`]) and what came of them ([`ToolListing`], [`CallResult`]):
+//! what the machine asks a driver that runs them elsewhere for (`starweaver::durable`), and
+//! what [`Agent::list_tools`](crate::Agent::list_tools),
+//! [`Agent::request_model`](crate::Agent::request_model) and
+//! [`Agent::run_call`](crate::Agent::run_call) take and give. Each call task carries its
+//! call's policy (timeout, retry budget), so an engine can enforce it.
 
+use std::sync::Arc;
+
+use futures::future::{BoxFuture, ready};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::EventKind;
 use crate::hitl::ApprovalDecision;
 use crate::message::ToolCallPart;
+use crate::registry::{Registration, Source};
 use crate::scheduler::CallOutcome;
-use crate::tool::Answered;
+use crate::tool::{Answered, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
+
+/// The listing of a step's tools, for an agent with dynamic toolsets (an MCP server's, say).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ListTask {
+    pub run_id: String,
+    pub step: u32,
+}
+
+/// What the dynamic toolsets listed for a step; opaque, but it serialises.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolListing {
+    pub(crate) step: u32,
+    pub(crate) tools: Vec<ListedTool>,
+    /// A `tool_refused` event for each tool a toolset left out.
+    pub(crate) refused: Vec<EventKind>,
+}
+
+/// One listed tool: its definition, and the toolset that listed it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ListedTool {
+    source: Source,
+    definition: ToolDefinition,
+}
+
+impl ToolListing {
+    pub(crate) fn new(step: u32, listed: &[Registration], refused: Vec<EventKind>) -> Self {
+        let tools = listed
+            .iter()
+            .map(|entry| ListedTool { source: entry.source.clone(), definition: entry.tool.definition().clone() })
+            .collect();
+        Self { step, tools, refused }
+    }
+
+    /// The listed tools as registrations, known by their definitions: the run's side
+    /// checks, plans and renders them; their calls run where they were listed.
+    pub(crate) fn registrations(self) -> (Vec<Registration>, Vec<EventKind>) {
+        let listed = self
+            .tools
+            .into_iter()
+            .map(|ListedTool { source, definition }| Registration { tool: Arc::new(Listed(definition)), source })
+            .collect();
+        (listed, self.refused)
+    }
+}
+
+/// A tool a durable run knows by its definition only; its calls run as call tasks
+/// ([`Agent::run_call`](crate::Agent::run_call)), never here.
+struct Listed(ToolDefinition);
+
+impl Tool for Listed {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn call<'a>(&'a self, _: ToolContext, _: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
+        let message = format!("`{}` was listed for a durable run; its calls run as call tasks", self.0.name);
+        Box::pin(ready(Err(ToolError::execution(message).not_retryable())))
+    }
+}
 
 /// One model request of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -20,6 +85,10 @@ pub struct ModelTask {
     pub step: u32,
     /// The history so far, as canonical JSON.
     pub messages: Value,
+    /// The step's tool definitions, when dynamic toolsets make them differ from the
+    /// agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolDefinition>>,
 }
 
 /// One tool call of a run, with what it runs under.
@@ -27,6 +96,10 @@ pub struct ModelTask {
 pub struct CallTask {
     /// Its position among the response's tool calls (report it back with this).
     pub index: usize,
+    /// The run's step whose response made the call (for the tools of dynamic toolsets,
+    /// listed for that step).
+    #[serde(default)]
+    pub step: u32,
     pub call: ToolCallPart,
     /// The decision that approved it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

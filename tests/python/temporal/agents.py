@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from starweaver import ApprovalRequired, ModelRetry, ToolContext, create_agent, tool
 from starweaver.elicitation import Accepted, Elicited
+from starweaver.mcp import MCPServerStdio
 from starweaver.temporal import TemporalAgent
 from starweaver.testing import FunctionModel
 
@@ -46,6 +49,11 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "ten": [{"tool_calls": [_call(f"c{i}", "fetch", {"i": i}) for i in range(10)]}, {"text": "ten"}],
     "survey": [{"tool_calls": [_call("c1", "survey", {"sites": 3})]}, {"text": "surveyed"}],
     "rollout": [{"tool_calls": [_call("c1", "rollout")]}, {"text": "rolled out"}],
+    "desk": [
+        {"tool_calls": [_call("c1", "lookup", {"order": 7})]},
+        {"tool_calls": [_call("c2", "hang")]},
+        {"text": "desk done"},
+    ],
 }
 
 
@@ -148,3 +156,11 @@ temporal_agent = TemporalAgent(agent, name="starweaver_tests", heartbeat=timedel
 # The same agent with model requests as ordinary activities.
 temporal_agent_remote_model = TemporalAgent(agent, name="starweaver_tests_remote_model", model_requests="activity")
 TEMPORAL_AGENTS = [temporal_agent, temporal_agent_remote_model]
+
+# An agent whose tools are an MCP server's (a dynamic toolset): each worker starts the
+# server for itself when it first lists or calls.
+desk = MCPServerStdio("desk", sys.executable, args=[str(Path(__file__).with_name("mcp_desk.py"))])
+mcp_agent = create_agent(model=FunctionModel(_respond), tools=[], toolsets=[desk])
+temporal_mcp_agent = TemporalAgent(mcp_agent, name="starweaver_tests_mcp", heartbeat=timedelta(seconds=2))
+# What the workers run.
+WORKER_AGENTS = [*TEMPORAL_AGENTS, temporal_mcp_agent]

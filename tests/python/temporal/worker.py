@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from agents import TASK_QUEUE, TEMPORAL_AGENTS
+from agents import TASK_QUEUE, WORKER_AGENTS
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 
 async def main(address: str) -> None:
     client = await Client.connect(address)
-    workflows = [agent.workflow for agent in TEMPORAL_AGENTS]
-    activities = [activity for agent in TEMPORAL_AGENTS for activity in agent.activities]
+    workflows = [agent.workflow for agent in WORKER_AGENTS]
+    activities = [activity for agent in WORKER_AGENTS for activity in agent.activities]
     async with Worker(client, task_queue=TASK_QUEUE, workflows=workflows, activities=activities):
         print("worker ready", flush=True)
         await asyncio.Event().wait()
