@@ -137,9 +137,17 @@ impl PyToolset {
     }
 }
 
-/// What both transports take alike: a timeout and handlers (the layer's coroutine
-/// functions).
-fn configured(mut server: McpServer, timeout_ms: Option<u64>, handlers: [Option<Py<PyAny>>; 2]) -> McpServer {
+/// What both transports take alike: how the session opens (`"initialize"`, `"discover"`
+/// or `"auto"`; a `ValueError` names anything else), a timeout and handlers (the layer's
+/// coroutine functions).
+fn configured(
+    server: McpServer,
+    protocol: &str,
+    timeout_ms: Option<u64>,
+    handlers: [Option<Py<PyAny>>; 2],
+) -> PyResult<McpServer> {
+    let protocol = protocol.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let mut server = server.protocol(protocol);
     let [elicitation, sampling] = handlers;
     if let Some(ms) = timeout_ms {
         server = server.timeout_ms(ms);
@@ -150,7 +158,7 @@ fn configured(mut server: McpServer, timeout_ms: Option<u64>, handlers: [Option<
     if let Some(handler) = sampling {
         server = server.sampling_handler(crate::tool::PySamplingHandler(handler));
     }
-    server
+    Ok(server)
 }
 
 /// An MCP server started as a child process, speaking MCP over stdio. Use
@@ -163,13 +171,16 @@ pub struct PyMcpServer(McpServer);
 #[pymethods]
 impl PyMcpServer {
     /// `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
+    /// `protocol` says how the session opens (`"initialize"`, `"discover"` for the
+    /// stateless 2026-07-28 revision, or `"auto"`: discover, else initialize);
     /// `timeout_ms` bounds each request to it (calls, the handshake, listings);
     /// `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
     /// functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
     /// {"text", "model", "stop_reason"}`) answer the server's requests first.
     #[new]
     #[pyo3(signature = (
-        name, command, *, args=None, env=None, cwd=None, timeout_ms=None, elicitation_handler=None, sampling_handler=None
+        name, command, *, args=None, env=None, cwd=None, protocol="initialize", timeout_ms=None, elicitation_handler=None,
+        sampling_handler=None
     ))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
@@ -180,44 +191,50 @@ impl PyMcpServer {
         #[gen_stub(override_type(type_repr = "str | os.PathLike[str] | None", imports = ("os",)))] cwd: Option<
             std::path::PathBuf,
         >,
+        protocol: &str,
         timeout_ms: Option<u64>,
         elicitation_handler: Option<Py<PyAny>>,
         sampling_handler: Option<Py<PyAny>>,
-    ) -> Self {
+    ) -> PyResult<Self> {
         let handlers = [elicitation_handler, sampling_handler];
         let mut server =
-            configured(McpServer::stdio(name, command), timeout_ms, handlers).args(args.unwrap_or_default());
+            configured(McpServer::stdio(name, command), protocol, timeout_ms, handlers)?.args(args.unwrap_or_default());
         for (key, value) in env.unwrap_or_default() {
             server = server.env(key, value);
         }
         if let Some(dir) = cwd {
             server = server.cwd(dir);
         }
-        Self(server)
+        Ok(Self(server))
     }
 
     /// A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
     /// and OAuth when `auth` is given.
     #[staticmethod]
-    #[pyo3(signature = (name, url, *, headers=None, timeout_ms=None, auth=None, elicitation_handler=None, sampling_handler=None))]
+    #[pyo3(signature = (
+        name, url, *, headers=None, protocol="initialize", timeout_ms=None, auth=None, elicitation_handler=None,
+        sampling_handler=None
+    ))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn http(
         name: String,
         url: String,
         headers: Option<std::collections::HashMap<String, String>>,
+        protocol: &str,
         timeout_ms: Option<u64>,
         auth: Option<PyRef<'_, crate::oauth::PyOAuth>>,
         elicitation_handler: Option<Py<PyAny>>,
         sampling_handler: Option<Py<PyAny>>,
-    ) -> Self {
+    ) -> PyResult<Self> {
         let handlers = [elicitation_handler, sampling_handler];
-        let mut server = configured(McpServer::http(name, url), timeout_ms, handlers);
+        let mut server = configured(McpServer::http(name, url), protocol, timeout_ms, handlers)?;
         if let Some(auth) = auth {
             server = server.auth(auth.oauth.clone());
         }
         for (key, value) in headers.unwrap_or_default() {
             server = server.header(key, value);
         }
-        Self(server)
+        Ok(Self(server))
     }
 
     /// The server as a toolset.

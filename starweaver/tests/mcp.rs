@@ -887,3 +887,14 @@ async fn a_changed_resource_is_told_to_its_subscribers_only_until_they_unsubscri
     handle.resource_updated("notes://today/lines/1");
     assert_eq!(client.request(4, "ping", json!({})).await, json!({}), "no notification after unsubscribing");
 }
+
+#[tokio::test]
+async fn our_client_speaks_the_stateless_revision_through_server_discover() {
+    use starweaver::mcp::McpProtocol;
+    let url = serve(McpService::builder("calculator").toolset(calculator()).build().unwrap()).await;
+    // `Discover` never falls back to `initialize`: the call proves the revision was spoken.
+    for protocol in [McpProtocol::Discover, McpProtocol::Auto, McpProtocol::Initialize] {
+        let server = McpServer::http("calc", url.clone()).protocol(protocol);
+        assert_eq!(server.call_tool("add", json!({"left": 2, "right": 5})).await.unwrap(), json!("7"), "{protocol:?}");
+    }
+}

@@ -405,16 +405,18 @@ class NativeMcpServer:
     An MCP server started as a child process, speaking MCP over stdio. Use
     `starweaver.mcp.MCPServerStdio`.
     """
-    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
+    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, protocol: builtins.str = 'initialize', timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
         r"""
         `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
+        `protocol` says how the session opens (`"initialize"`, `"discover"` for the
+        stateless 2026-07-28 revision, or `"auto"`: discover, else initialize);
         `timeout_ms` bounds each request to it (calls, the handshake, listings);
         `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
         functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
         {"text", "model", "stop_reason"}`) answer the server's requests first.
         """
     @staticmethod
-    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, timeout_ms: typing.Optional[builtins.int] = None, auth: typing.Optional[NativeOAuth] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
+    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, protocol: builtins.str = 'initialize', timeout_ms: typing.Optional[builtins.int] = None, auth: typing.Optional[NativeOAuth] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
         r"""
         A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
         and OAuth when `auth` is given.

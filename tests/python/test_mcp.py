@@ -526,3 +526,29 @@ def test_an_mcp_servers_content_blocks_become_content_parts() -> None:
         assert from_dict(content[1]) == Image(data=b"\x89PNG", media_type="image/png")
 
     asyncio.run(scenario())
+
+
+def test_the_client_speaks_the_stateless_revision_to_servers_that_have_it_and_falls_back_when_asked() -> None:
+    """DESIGN.md §21: `server/discover` (2026-07-28) with our own server; `"auto"` opens
+    a session with a server that only knows `initialize`; `"discover"` alone does not,
+    and says so."""
+    served = str(Path(__file__).parent / "mcp_servers" / "served_tools.py")
+    legacy = [str(Path(__file__).parent / "mcp_servers" / "legacy_server.py")]
+
+    async def scenario() -> None:
+        ours = MCPServerStdio(
+            "ours", sys.executable, args=["-m", "starweaver", "serve-mcp", served], protocol="discover"
+        )
+        async with ours:
+            assert await ours.call_tool("add", {"left": 2, "right": 5}) == {"result": 7}
+        async with MCPServerStdio("legacy", sys.executable, args=legacy, protocol="auto") as older:
+            assert await older.call_tool("add", {"left": 2, "right": 5}) == "7"
+        async with MCPServerStdio("legacy", sys.executable, args=legacy) as older:
+            assert await older.call_tool("add", {"left": 2, "right": 5}) == "7"
+        with pytest.raises(ToolsetError, match="server `legacy` did not complete the MCP handshake"):
+            async with MCPServerStdio("legacy", sys.executable, args=legacy, protocol="discover"):
+                pass
+
+    asyncio.run(scenario())
+    with pytest.raises(ValueError, match="protocol must be 'initialize', 'discover' or 'auto', got \"v2\""):
+        MCPServerStdio("echo", sys.executable, args=[SERVER], protocol="v2")  # type: ignore[arg-type]

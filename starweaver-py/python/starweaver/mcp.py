@@ -20,7 +20,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ._asking import runtime_handler, runtime_sampler
 from ._native import NativeMcpServer, NativeOAuth, SqliteSessionStore
@@ -52,6 +52,7 @@ __all__ = [
     "MCPResourceTemplate",
     "MCPServerHTTP",
     "MCPServerStdio",
+    "McpProtocol",
     "OAuth",
     "PromptMessage",
     "SamplingHandler",
@@ -60,6 +61,11 @@ __all__ = [
     "resource_template",
     "resource_updated",
 ]
+
+#: How a client session with a server opens: ``initialize`` (2025-11-25 and older),
+#: ``server/discover`` (the stateless 2026-07-28 revision), or discover falling back to
+#: initialize.
+McpProtocol = Literal["initialize", "discover", "auto"]
 
 
 class SamplingHandler(Protocol):
@@ -123,7 +129,10 @@ class MCPServerStdio(_MCPServer):
     requests first; without one, a call in a run asks as the run's tools ask (the agent's
     handler, else a pending elicitation of the run, after which the tool is called again).
     ``sampling_handler`` answers the server's sampling requests first; without one, the
-    run's model does (a direct ``call_tool`` has nobody to answer either)."""
+    run's model does (a direct ``call_tool`` has nobody to answer either). ``protocol``
+    says how the session opens: ``"initialize"`` (offering 2025-11-25, what servers speak
+    today), ``"discover"`` (``server/discover``, the stateless 2026-07-28 revision) or
+    ``"auto"`` (discover, falling back to initialize for an older server)."""
 
     def __init__(
         self,
@@ -133,6 +142,7 @@ class MCPServerStdio(_MCPServer):
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        protocol: McpProtocol = "initialize",
         timeout_ms: int | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         sampling_handler: SamplingHandler | None = None,
@@ -143,6 +153,7 @@ class MCPServerStdio(_MCPServer):
             args=list(args),
             env=dict(env) if env else None,
             cwd=cwd,
+            protocol=protocol,
             timeout_ms=timeout_ms,
             **_handlers(elicitation_handler, sampling_handler),
         )
@@ -249,7 +260,7 @@ def _store_path(store: SqliteSessionStore | str | os.PathLike[str] | None) -> st
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
     request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
-    ``auth`` gives it OAuth (see ``OAuth``); ``elicitation_handler`` and
+    ``auth`` gives it OAuth (see ``OAuth``); ``protocol``, ``elicitation_handler`` and
     ``sampling_handler`` as ``MCPServerStdio``'s."""
 
     def __init__(
@@ -258,6 +269,7 @@ class MCPServerHTTP(_MCPServer):
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        protocol: McpProtocol = "initialize",
         timeout_ms: int | None = None,
         auth: OAuth | None = None,
         elicitation_handler: ElicitationHandler | None = None,
@@ -274,6 +286,7 @@ class MCPServerHTTP(_MCPServer):
             name,
             url,
             headers=dict(headers) if headers else None,
+            protocol=protocol,
             timeout_ms=timeout_ms,
             auth=auth.native if auth is not None else None,
             **_handlers(elicitation_handler, sampling_handler),

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResult, PaginatedRequestParams};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceExt};
+use rmcp::service::{ClientServiceExt, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -47,6 +47,58 @@ fn reconnects() -> ExponentialBackoff {
 #[derive(Clone)]
 pub struct McpServer(Arc<Inner>);
 
+/// How the client opens a session with a server: which MCP revision it offers, and how.
+///
+/// ```
+/// use starweaver::mcp::{McpProtocol, McpServer};
+///
+/// let server = McpServer::http("tickets", "http://127.0.0.1:8000/mcp").protocol(McpProtocol::Auto);
+/// assert_eq!(McpProtocol::default(), McpProtocol::Initialize);
+/// # drop(server);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum McpProtocol {
+    /// `initialize`, offering 2025-11-25 (the server may answer with an older revision):
+    /// what servers speak today.
+    #[default]
+    Initialize,
+    /// `server/discover`, stateless 2026-07-28: for servers of that revision; a server
+    /// that does not know it fails the handshake.
+    Discover,
+    /// `server/discover` first, then `initialize` when the server does not know it (an
+    /// older server costs a round trip more).
+    Auto,
+}
+
+impl std::str::FromStr for McpProtocol {
+    type Err = String;
+
+    /// `"initialize"`, `"discover"` or `"auto"`.
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "initialize" => Ok(Self::Initialize),
+            "discover" => Ok(Self::Discover),
+            "auto" => Ok(Self::Auto),
+            other => Err(format!("protocol must be 'initialize', 'discover' or 'auto', got {other:?}")),
+        }
+    }
+}
+
+impl McpProtocol {
+    fn lifecycle(self) -> rmcp::service::ClientLifecycleMode {
+        use rmcp::model::ProtocolVersion;
+        use rmcp::service::ClientLifecycleMode;
+        match self {
+            Self::Initialize => ClientLifecycleMode::Initialize,
+            Self::Discover => ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+            Self::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            },
+        }
+    }
+}
+
 /// How to reach a server.
 #[derive(Clone)]
 enum Launch {
@@ -57,6 +109,7 @@ enum Launch {
 struct Inner {
     name: String,
     launch: Launch,
+    protocol: McpProtocol,
     timeout_ms: Option<u64>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -121,6 +174,7 @@ impl McpServer {
         Self(Arc::new(Inner {
             name,
             launch,
+            protocol: McpProtocol::default(),
             timeout_ms: None,
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
@@ -135,6 +189,7 @@ impl McpServer {
         let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|shared| Inner {
             name: shared.name.clone(),
             launch: shared.launch.clone(),
+            protocol: shared.protocol,
             timeout_ms: shared.timeout_ms,
             connection: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
@@ -185,6 +240,12 @@ impl McpServer {
                 headers.push((name.into(), value.into()));
             }
         })
+    }
+
+    /// How the session is opened ([`McpProtocol`]; `initialize` unless set).
+    #[must_use]
+    pub fn protocol(self, protocol: McpProtocol) -> Self {
+        self.edit(|inner| inner.protocol = protocol)
     }
 
     /// Answers the server's elicitation requests (form mode) before anyone else: without
@@ -329,7 +390,11 @@ impl Inner {
                 let transport = ClientTransport::new(tokio::io::BufReader::new(stdout), stdin, self.fault.clone());
                 // On failure the child is dropped here, which kills it.
                 Ok((
-                    self.handshake(Box::pin(self.handler().serve(Tap::new(transport, self.calls.clone())))).await?,
+                    self.handshake(Box::pin(
+                        self.handler()
+                            .serve_with_lifecycle(Tap::new(transport, self.calls.clone()), self.protocol.lifecycle()),
+                    ))
+                    .await?,
                     Some(child),
                 ))
             }
@@ -349,15 +414,21 @@ impl Inner {
                     let http = AuthorizedHttp::new(authorizer.clone()).map_err(|e| self.failure(&e))?;
                     let transport = StreamableHttpClientTransport::with_client(http, config);
                     return Ok((
-                        self.handshake(Box::pin(self.handler().serve(Tap::new(transport, self.calls.clone())))).await?,
+                        self.handshake(Box::pin(
+                            self.handler().serve_with_lifecycle(
+                                Tap::new(transport, self.calls.clone()),
+                                self.protocol.lifecycle(),
+                            ),
+                        ))
+                        .await?,
                         None,
                     ));
                 }
                 Ok((
-                    self.handshake(Box::pin(
-                        self.handler()
-                            .serve(Tap::new(StreamableHttpClientTransport::from_config(config), self.calls.clone())),
-                    ))
+                    self.handshake(Box::pin(self.handler().serve_with_lifecycle(
+                        Tap::new(StreamableHttpClientTransport::from_config(config), self.calls.clone()),
+                        self.protocol.lifecycle(),
+                    )))
                     .await?,
                     None,
                 ))

@@ -48,7 +48,7 @@ mod uri_template;
 mod wire;
 
 pub use auth::{AuthorizationResponse, Authorize, MAX_AUTHORIZATIONS, OAuth};
-pub use client::McpServer;
+pub use client::{McpProtocol, McpServer};
 pub use completion::CompletionRequest;
 pub use prompt::{McpPrompt, PromptArgument, PromptMessage, PromptRequest, Role};
 pub use resource::{McpResource, McpResourceTemplate, ResourceRequest};
