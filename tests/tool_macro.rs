@@ -240,3 +240,19 @@ fn return_schemas_come_from_typed_returns_unless_opted_out() {
         assert_eq!(none, None);
     }
 }
+
+/// Charges a card; a run may do it twice at most.
+#[starweaver::tool(max_uses = 2)]
+async fn charge(cents: u64) -> u64 {
+    cents
+}
+
+#[tokio::test]
+async fn max_uses_is_a_tool_option_of_the_macro_and_bounds_the_calls_of_a_run() {
+    assert_eq!(charge_tool().definition().max_uses, Some(2));
+    let calls = (0..3).map(|i| ToolCallPart::new(format!("c{i}"), "charge", json!({"cents": i}))).collect();
+    let agent = Agent::builder(script(calls)).tool(charge_tool()).build().unwrap();
+    let kinds: Vec<Option<Value>> =
+        returns(&agent.run("go").await.unwrap()).iter().map(|r| r.content.get("kind").cloned()).collect();
+    assert_eq!(kinds, [None, None, Some(json!("limit_reached"))]);
+}

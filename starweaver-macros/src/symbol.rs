@@ -13,6 +13,7 @@ pub(crate) const DESCRIPTION: Symbol = Symbol("description");
 pub(crate) const STRICT: Symbol = Symbol("strict");
 const SEQUENTIAL: Symbol = Symbol("sequential");
 pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
+pub(crate) const MAX_USES: Symbol = Symbol("max_uses");
 pub(crate) const MAX_RETRIES: Symbol = Symbol("max_retries");
 pub(crate) const METADATA: Symbol = Symbol("metadata");
 pub(crate) const PARAMETERS_SCHEMA: Symbol = Symbol("parameters_schema");
@@ -46,6 +47,7 @@ pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
     (SEQUENTIAL, Kind::Flag),
     (TIMEOUT_MS, Kind::Int),
     (MAX_RETRIES, Kind::Int),
+    (MAX_USES, Kind::Int),
     (METADATA, Kind::Json),
     (PARAMETERS_SCHEMA, Kind::Json),
     (RETURN_SCHEMA, Kind::JsonOrFlag),

@@ -33,7 +33,7 @@ impl PyToolDefinition {
     /// Builds and validates a definition; raises `RegistrationError` naming what is wrong
     /// (the option, or the JSON path in a schema). `options` are the definition's other
     /// fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
-    /// `metadata`), read by the same serde rules as the definition's JSON form;
+    /// `max_uses`, `metadata`), read by the same serde rules as the definition's JSON form;
     /// `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
     /// `outputSchema`, never sent to models).
     #[new]
@@ -135,6 +135,13 @@ impl PyToolDefinition {
         self.0.max_retries
     }
 
+    /// How many times one run may call the tool (`None`: no bound); later calls get a
+    /// `limit_reached` error return.
+    #[getter]
+    fn max_uses(&self) -> Option<u32> {
+        self.0.max_uses
+    }
+
     /// The JSON Schema of the value the tool returns, if it declares one (never sent to
     /// models; served over MCP as `outputSchema`).
     #[getter]
@@ -160,7 +167,7 @@ impl PyToolDefinition {
     }
 
     /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
-    /// and `"return_schema"` when the tool declares one.
+    /// and `"max_uses"` and `"return_schema"` when the tool has them.
     #[gen_stub(override_return_type(type_repr = "types.ToolDefinitionDict", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut json =

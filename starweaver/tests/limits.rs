@@ -104,3 +104,62 @@ async fn a_runs_own_limits_replace_the_agents_and_a_durable_run_keeps_them_too()
     let starweaver::durable::Step::StartCalls(tasks) = run.next_step() else { panic!("the calls") };
     assert_eq!(tasks.len(), 1, "only the call within the limit is handed to the engine");
 }
+
+/// `work` with a budget of `max_uses` calls per run, approval asked on every first attempt
+/// when `gated`.
+fn budgeted(runs: &Counter, max_uses: u32, gated: bool) -> impl starweaver::Tool {
+    let runs = runs.clone();
+    raw_tool(ToolBuilder::new("work").max_uses(max_uses), move |ctx: ToolContext, _: Args| {
+        let asks = gated && ctx.approval().is_none();
+        if !asks {
+            runs.bump();
+        }
+        async move { if asks { Err(starweaver::ToolError::approval_required("check first")) } else { Ok(json!("done")) } }
+    })
+}
+
+#[tokio::test]
+async fn calls_past_a_tools_max_uses_get_a_limit_reached_return_that_is_no_retry_and_the_run_goes_on() {
+    let runs = Counter::default();
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response((0..3).map(|i| call(&format!("c{i}"), "work", json!({}))).collect::<Vec<_>>()),
+        TestModel::tool_call_response([call("c3", "work", json!({}))]),
+        ModelResponse::text("finished"),
+    ]));
+    let agent = Agent::builder(model).tool(budgeted(&runs, 2, false)).build().unwrap();
+    let result = agent.run("work").await.unwrap();
+    assert_eq!((result.status, result.output.as_deref()), (RunStatus::Completed, Some("finished")));
+    assert_eq!(runs.get(), 2, "no call past the budget ran");
+    let kinds: Vec<_> =
+        tool_returns(result.messages.messages()).iter().map(|r| r.content.get("kind").cloned()).collect();
+    assert_eq!(kinds, [None, None, Some(json!("limit_reached")), Some(json!("limit_reached"))]);
+    let refused = tool_returns(result.messages.messages())[2].content["message"].clone();
+    assert_eq!(refused, json!("`work` may be called at most 2 times in a run, and it was"));
+    // Two refusals past a budget of one retry: neither counted as a retry, or the run
+    // would have failed with its retries exhausted.
+    assert_eq!(result.error, None);
+
+    let zero = starweaver::ToolDefinition::new("work", json!({"type": "object"})).with_max_uses(0).validate();
+    assert_eq!(zero.unwrap_err().to_string(), "invalid tool `work`: `max_uses` must be at least 1");
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_approval_is_not_a_use_until_it_runs_and_the_count_survives_an_export() {
+    let runs = Counter::default();
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c0", "work", json!({}))]),
+        TestModel::tool_call_response([call("c1", "work", json!({}))]),
+        ModelResponse::text("finished"),
+    ]));
+    let agent = Agent::builder(model).tool(budgeted(&runs, 1, true)).build().unwrap();
+    let mut session = agent.session();
+    let waiting = session.run("work").await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    let approve = starweaver::HitlDecisions::from(vec![waiting.hitl.approvals[0].approve()]);
+    let restored = agent.restore_session(&session.export_state()).unwrap();
+    let mut session = restored;
+    let done = session.resume(approve).await.unwrap();
+    assert_eq!(runs.get(), 1, "the approved call ran; the second call was past the budget");
+    let kinds: Vec<_> = tool_returns(done.messages.messages()).iter().map(|r| r.content.get("kind").cloned()).collect();
+    assert_eq!(kinds, [None, Some(json!("limit_reached"))]);
+}

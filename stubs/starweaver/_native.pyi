@@ -1122,6 +1122,12 @@ class ToolDefinition:
         Retries after the first attempt (`None`: the default of 3).
         """
     @property
+    def max_uses(self) -> typing.Optional[builtins.int]:
+        r"""
+        How many times one run may call the tool (`None`: no bound); later calls get a
+        `limit_reached` error return.
+        """
+    @property
     def return_schema(self) -> dict[str, typing.Any] | None:
         r"""
         The JSON Schema of the value the tool returns, if it declares one (never sent to
@@ -1138,7 +1144,7 @@ class ToolDefinition:
         Builds and validates a definition; raises `RegistrationError` naming what is wrong
         (the option, or the JSON path in a schema). `options` are the definition's other
         fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
-        `metadata`), read by the same serde rules as the definition's JSON form;
+        `max_uses`, `metadata`), read by the same serde rules as the definition's JSON form;
         `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
         `outputSchema`, never sent to models).
         """
@@ -1152,7 +1158,7 @@ class ToolDefinition:
     def to_dict(self) -> types.ToolDefinitionDict:
         r"""
         `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
-        and `"return_schema"` when the tool declares one.
+        and `"max_uses"` and `"return_schema"` when the tool has them.
         """
     def to_json(self) -> builtins.str:
         r"""

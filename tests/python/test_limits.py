@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from conftest import call, calls_then_text, returns
 
-from starweaver import RunFailedError, UsageLimitExceeded, UsageLimits, create_agent, tool
+from starweaver import RegistrationError, RunFailedError, UsageLimitExceeded, UsageLimits, create_agent, tool
 from starweaver.testing import TestModel
 
 ran: list[int] = []
@@ -62,3 +62,40 @@ def test_limits_are_checked_when_made() -> None:
         UsageLimits(tool_calls=-1)
     assert repr(UsageLimits(requests=3, total_tokens=1000)) == "UsageLimits(requests=3, total_tokens=1000)"
     assert UsageLimits().requests is None
+
+
+def test_calls_past_a_tools_max_uses_get_a_limit_reached_return_and_the_run_goes_on() -> None:
+    """DESIGN.md §18, per-tool budgets: `max_uses` is a tool option (one per run); calls
+    past it do not run, and their `limit_reached` return is not a retry."""
+    charged: list[int] = []
+
+    @tool(max_uses=2)
+    def charge(cents: int) -> int:
+        """Charges a card."""
+        charged.append(cents)
+        return cents
+
+    assert charge.definition.max_uses == 2 and charge.definition.to_dict()["max_uses"] == 2
+    agent = create_agent(
+        model=calls_then_text([call(f"c{n}", "charge", {"cents": n}) for n in range(4)], "ok"), tools=[charge]
+    )
+    result = agent.run_sync("charge")
+    assert (result.status, result.output) == ("completed", "ok")
+    assert charged == [0, 1]
+    contents = [r["content"] for r in returns(result.messages)]
+    assert (
+        contents[2:]
+        == [
+            {
+                "kind": "limit_reached",
+                "message": "`charge` may be called at most 2 times in a run, and it was",
+                "success": False,
+            }
+        ]
+        * 2
+    )
+    with pytest.raises(RegistrationError, match="invalid tool `never`: `max_uses` must be at least 1"):
+
+        @tool(max_uses=0)
+        def never() -> None:
+            """Cannot be called."""

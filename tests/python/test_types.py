@@ -72,6 +72,7 @@ def test_the_definition_options_are_the_definitions_fields_past_name_and_paramet
         sequential=True,
         timeout_ms=5,
         max_retries=1,
+        max_uses=2,
         metadata={"k": 1},
     )
     assert set(full.to_dict()) - {"name", "parameters"} == set(ToolDefinitionOptions.__annotations__)

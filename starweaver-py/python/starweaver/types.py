@@ -203,6 +203,8 @@ class ToolDefinitionDict(TypedDict):
     sequential: bool
     timeout_ms: NotRequired[int | None]
     max_retries: NotRequired[int | None]
+    max_uses: NotRequired[int]
+    """How many times one run may call the tool, when bounded."""
     metadata: NotRequired[dict[str, Any]]
     return_schema: NotRequired[dict[str, Any]]
     """The JSON Schema of the value the tool returns, when it declares one; never sent to
@@ -219,6 +221,7 @@ class ToolDefinitionOptions(TypedDict, total=False):
     sequential: bool
     timeout_ms: int | None
     max_retries: int | None
+    max_uses: int | None
     metadata: Mapping[str, object] | None
 
 

@@ -115,6 +115,8 @@ pub(crate) struct ReadyCall {
 pub(crate) struct CallPolicy {
     pub timeout_ms: Option<u64>,
     pub max_retries: u32,
+    /// How many times the run may call the tool.
+    pub max_uses: Option<u32>,
 }
 
 impl CallPolicy {
@@ -122,6 +124,7 @@ impl CallPolicy {
         tool.map_or_else(Self::default, |tool| Self {
             timeout_ms: tool.tool.definition().timeout_ms,
             max_retries: tool.max_retries,
+            max_uses: tool.tool.definition().max_uses,
         })
     }
 }
@@ -226,6 +229,9 @@ pub(crate) struct Machine<S> {
     bounds: Bounds,
     /// Model retries spent per tool.
     retries: NameMap<Arc<str>, u32>,
+    /// Calls started per tool with a `max_uses` budget (a call that stopped to wait for a
+    /// human is not one: it starts again once decided).
+    uses: NameMap<Arc<str>, u32>,
     /// Tokens the run's model requests used.
     pub usage: Usage,
     /// Calls started (since the run's start or resume), for the tool-calls limit.
@@ -266,6 +272,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             step: 0,
             bounds,
             retries: NameMap::default(),
+            uses: NameMap::default(),
             usage: Usage::default(),
             calls_started: 0,
             exceeded: None,
@@ -289,7 +296,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         refused: Vec<EventKind>,
         events: &EventLog,
     ) -> Self {
-        let Suspended { run_id, step, retries, response, slots, .. } = waiting;
+        let Suspended { run_id, step, retries, uses, response, slots, .. } = waiting;
         let count = |kind: fn(&Resolution) -> bool| resolved.iter().filter(|(_, r)| kind(r)).count();
         events.emit(EventKind::RunResumed {
             approvals: count(|r| matches!(r, Resolution::Approval(_))),
@@ -348,6 +355,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             step,
             bounds,
             retries,
+            uses,
             usage: Usage::default(),
             calls_started: 0,
             exceeded: None,
@@ -499,7 +507,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
 
     /// The calls that will run one after another after `head` (just released): the rest of
     /// a run of calls to its tool, which the driver may let the tool run ahead; never more
-    /// than the tool-calls limit lets start.
+    /// than the tool-calls limit and the tool's `max_uses` let start.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     pub fn chain_after(&self, head: &ReadyCall) -> impl Iterator<Item = ReadyCall> + '_ {
         let batch = match &self.phase {
@@ -508,10 +516,15 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         };
         let run = batch.and_then(|b| b.run_of(head.index));
         let retry = head.retry;
-        let room =
-            self.bounds.usage.tool_calls.map_or(usize::MAX, |max| {
-                usize::try_from(max.saturating_sub(self.calls_started)).unwrap_or(usize::MAX)
-            });
+        let room = |left: u64| usize::try_from(left).unwrap_or(usize::MAX);
+        let calls_left =
+            self.bounds.usage.tool_calls.map_or(usize::MAX, |max| room(max.saturating_sub(self.calls_started)));
+        // The chain is calls to the head's tool, whose uses already count the head.
+        let uses_left = head.policy.max_uses.zip(batch.zip(run)).map_or(usize::MAX, |(max, (batch, run))| {
+            let used = self.uses.get(&batch.runs[run].name).copied().unwrap_or(0);
+            room(u64::from(max.saturating_sub(used)))
+        });
+        let room = calls_left.min(uses_left);
         batch
             .zip(run)
             .into_iter()
@@ -528,9 +541,10 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         start
     }
 
-    /// The calls the plan releases now, as far as the tool-calls limit lets them start;
-    /// the rest end at once with a `limit_reached` return (which may release more, ending
-    /// the same way), and the run will fail.
+    /// The calls the plan releases now, as far as the tool-calls limit and each tool's
+    /// `max_uses` let them start; the rest end at once with a `limit_reached` return
+    /// (which may release more, ending the same way). Past the tool-calls limit the run
+    /// will fail; past a tool's `max_uses` the model is told and the run goes on.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     fn release(&mut self, batch: &mut Batch, events: &EventLog) -> Vec<ReadyCall> {
         let mut starting = Vec::new();
@@ -539,24 +553,39 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             if ready.is_empty() {
                 return starting;
             }
+            let mut refused = false;
             for call in ready {
+                let Some(run) = batch.run_of(call.index) else { continue };
                 if self.exceeded.is_none() {
                     self.exceeded = self.bounds.usage.before_call(self.calls_started);
                 }
-                if self.exceeded.is_none() {
-                    self.calls_started += 1;
-                    starting.push(call);
-                    continue;
-                }
+                let message = match (&self.exceeded, call.policy.max_uses) {
+                    (Some(_), _) => "the run reached a usage limit before this call started".to_owned(),
+                    (None, Some(max)) => {
+                        let name = &batch.runs[run].name;
+                        let used = self.uses.entry(name.clone()).or_default();
+                        if *used < max {
+                            *used += 1;
+                            self.calls_started += 1;
+                            starting.push(call);
+                            continue;
+                        }
+                        format!("`{name}` may be called at most {max} times in a run, and it was")
+                    }
+                    (None, None) => {
+                        self.calls_started += 1;
+                        starting.push(call);
+                        continue;
+                    }
+                };
+                refused = true;
                 let Some(part) = batch.response.tool_calls().nth(call.index) else { continue };
-                let message = "the run reached a usage limit before this call started";
                 let ret = ToolReturn::failure(part, ToolError::new(ToolErrorKind::LimitReached, message), Map::new());
                 events.emit(ret.event());
-                let Some(run) = batch.run_of(call.index) else { continue };
                 batch.outcomes[run] = Some(ret.into());
                 batch.plan.finish(run);
             }
-            if self.exceeded.is_none() {
+            if !refused {
                 return starting;
             }
         }
@@ -571,10 +600,17 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         if batch.outcomes[run].is_some() {
             return;
         }
-        if let CallOutcome::Returned(ret) = &outcome
-            && ret.error.is_some_and(ToolErrorKind::counts_model_retry)
-        {
-            *self.retries.entry(batch.runs[run].name.clone()).or_default() += 1;
+        match &outcome {
+            CallOutcome::Returned(ret) if ret.error.is_some_and(ToolErrorKind::counts_model_retry) => {
+                *self.retries.entry(batch.runs[run].name.clone()).or_default() += 1;
+            }
+            CallOutcome::Returned(_) => {}
+            // It waits for a human and starts again once decided: that start is its use.
+            CallOutcome::NeedsApproval { .. } | CallOutcome::Deferred { .. } | CallOutcome::NeedsInput { .. } => {
+                if let Some(used) = self.uses.get_mut(&batch.runs[run].name) {
+                    *used = used.saturating_sub(1);
+                }
+            }
         }
         batch.outcomes[run] = Some(outcome);
         batch.plan.finish(run);
@@ -719,14 +755,14 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// go on from this run's events) and in the events, closes the events, and gives the
     /// result and the session. `trace` closes the run's trace once its status is known.
     pub fn finish(self, end: End, events: &EventLog, trace: impl FnOnce(RunStatus) -> Trace) -> (RunResult, S) {
-        let Self { mut state, run_id, step, retries, usage, finish_reason, .. } = self;
+        let Self { mut state, run_id, step, retries, uses, usage, finish_reason, .. } = self;
         let (status, output, error) = match end {
             End::Completed(output) => {
                 events.emit(EventKind::RunComplete { output: output.clone() });
                 (RunStatus::Completed, Some(output), None)
             }
             End::Waiting(response, slots) => {
-                let suspended = Suspended { run_id: run_id.clone(), step, retries, next_seq: 0, response, slots };
+                let suspended = Suspended { run_id: run_id.clone(), step, retries, uses, next_seq: 0, response, slots };
                 let hitl = suspended.hitl();
                 events.emit(EventKind::Waiting {
                     approvals: hitl.approvals.len(),

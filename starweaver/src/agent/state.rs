@@ -32,6 +32,8 @@ pub(crate) struct Suspended {
     pub run_id: Arc<str>,
     pub step: u32,
     pub retries: NameMap<Arc<str>, u32>,
+    /// Calls started per tool with a `max_uses` budget.
+    pub uses: NameMap<Arc<str>, u32>,
     pub next_seq: u64,
     pub response: Arc<Message>,
     pub slots: Vec<Slot>,
@@ -122,14 +124,20 @@ impl SessionState {
         let mut decided: Vec<&String> = self.decided.iter().collect();
         decided.sort();
         let waiting = self.waiting.as_ref().map(|w| {
-            let retries: BTreeMap<&str, u32> = w.retries.iter().map(|(tool, n)| (&**tool, *n)).collect();
-            json!({
-                "run_id": &*w.run_id,
-                "step": w.step,
-                "retries": retries,
-                "next_seq": w.next_seq,
-                "slots": &w.slots,
-            })
+            let counts = |of: &NameMap<Arc<str>, u32>| -> BTreeMap<String, u32> {
+                of.iter().map(|(tool, n)| (tool.to_string(), *n)).collect()
+            };
+            let mut waiting = serde_json::Map::new();
+            waiting.insert("run_id".into(), json!(&*w.run_id));
+            waiting.insert("step".into(), json!(w.step));
+            waiting.insert("retries".into(), json!(counts(&w.retries)));
+            // Only when a tool has a budget, so other states keep their form.
+            if !w.uses.is_empty() {
+                waiting.insert("uses".into(), json!(counts(&w.uses)));
+            }
+            waiting.insert("next_seq".into(), json!(w.next_seq));
+            waiting.insert("slots".into(), json!(&w.slots));
+            Value::Object(waiting)
         });
         json!({
             "version": STATE_VERSION,
@@ -158,6 +166,8 @@ struct ExportedWaiting {
     run_id: String,
     step: u32,
     retries: BTreeMap<String, u32>,
+    #[serde(default)]
+    uses: BTreeMap<String, u32>,
     next_seq: u64,
     slots: Vec<Slot>,
 }
@@ -238,6 +248,7 @@ fn restore_waiting(history: &History, waiting: ExportedWaiting) -> std::result::
         run_id: Arc::from(waiting.run_id),
         step: waiting.step,
         retries: waiting.retries.into_iter().map(|(tool, n)| (Arc::from(tool), n)).collect(),
+        uses: waiting.uses.into_iter().map(|(tool, n)| (Arc::from(tool), n)).collect(),
         next_seq: waiting.next_seq,
         response,
         slots: waiting.slots,

@@ -52,6 +52,10 @@ pub struct ToolDefinition {
     /// Retries after the first attempt; [`DEFAULT_MAX_RETRIES`] when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
+    /// How many times one run may call the tool; later calls get a `limit_reached` error
+    /// return instead of running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u32>,
     /// Model-facing metadata; a JSON object (`null` reads as none).
     #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
@@ -72,6 +76,7 @@ impl ToolDefinition {
             sequential: false,
             timeout_ms: None,
             max_retries: None,
+            max_uses: None,
             metadata: Map::new(),
             return_schema: None,
         }
@@ -118,6 +123,9 @@ impl ToolDefinition {
         }
         if self.timeout_ms == Some(0) {
             return fail(DefinitionErrorKind::ZeroTimeout);
+        }
+        if self.max_uses == Some(0) {
+            return fail(DefinitionErrorKind::ZeroMaxUses);
         }
         schema::validate_parameters(&self.parameters)
             .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::Schema(err)))?;

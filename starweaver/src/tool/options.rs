@@ -54,6 +54,9 @@ tool_options! {
     timeout_ms / with_timeout_ms(timeout_ms: u64) => Some(timeout_ms);
     /// Retries after the first attempt.
     max_retries / with_max_retries(max_retries: u32) => Some(max_retries);
+    /// How many times one run may call the tool (later calls get a `limit_reached` error
+    /// return, which is not a retry).
+    max_uses / with_max_uses(max_uses: u32) => Some(max_uses);
     /// Model-facing metadata.
     metadata / with_metadata(metadata: Map<String, Value>) => metadata;
 }
@@ -72,6 +75,7 @@ mod tests {
             .with_description("d")
             .with_timeout_ms(1)
             .with_max_retries(1)
+            .with_max_uses(1)
             .with_metadata(Map::from_iter([("k".to_owned(), json!(1))]))
             .with_return_schema(json!({"type": "string"}));
         let Value::Object(fields) = serde_json::to_value(full).unwrap() else { unreachable!() };
