@@ -26,11 +26,12 @@ pub use task::{CallResult, CallTask, ModelTask};
 
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
+use crate::hook::Hooks;
 use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
-use crate::scheduler::{CallRequest, invoke_alone};
+use crate::scheduler::{CallRequest, Served, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
@@ -84,6 +85,7 @@ impl Agent {
             store: None,
             rules: RegistrationRules::default(),
             elicitation: None,
+            hooks: Vec::new(),
         }
     }
 
@@ -216,16 +218,8 @@ impl Agent {
         let request = CallRequest { part: &task.call, approval, answered, retry: task.retry, ahead: None };
         let inner = &self.inner;
         let answers = inner.answerer.clone();
-        let (outcome, events) = invoke_alone(
-            &inner.registry,
-            &inner.dependencies,
-            &run_id.into(),
-            &cancellation,
-            request,
-            listener,
-            answers,
-        )
-        .await;
+        let served = Served { registry: &inner.registry, hooks: &inner.hooks, dependencies: &inner.dependencies };
+        let (outcome, events) = invoke_alone(served, &run_id.into(), &cancellation, request, listener, answers).await;
         CallResult { outcome, events }
     }
 }
@@ -244,6 +238,7 @@ pub struct AgentBuilder {
     store: Option<Arc<dyn SessionStore>>,
     rules: RegistrationRules,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    hooks: Vec<Arc<dyn Hooks>>,
 }
 
 impl AgentBuilder {
@@ -267,6 +262,20 @@ impl AgentBuilder {
     /// Adds a toolset that is shared with other agents.
     pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
         self.tools.toolset(toolset);
+        self
+    }
+
+    /// Every call of the agent runs through `hook` (after the hooks added before it; after
+    /// a run's hooks and before a toolset's), in every run and in
+    /// [`run_call`](Agent::run_call). See [`Hooks`].
+    pub fn hook(mut self, hook: impl Hooks) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Every call of the agent runs through these hooks, in order (see [`hook`](Self::hook)).
+    pub fn hooks(mut self, hooks: impl IntoIterator<Item = Arc<dyn Hooks>>) -> Self {
+        self.hooks.extend(hooks);
         self
     }
 
@@ -357,6 +366,7 @@ impl AgentBuilder {
                 usage_limits: self.usage_limits,
                 max_concurrency: self.max_concurrency,
                 dependencies: self.dependencies,
+                hooks: self.hooks,
                 store: self.store.unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
             }),
         })
