@@ -288,19 +288,24 @@ async fn prepare_tools_decides_what_the_model_sees_and_what_it_can_call() {
     assert_eq!(log.entries(), ["ran with {}"]);
 }
 
+/// An agent whose `deploy` needs approval, and whose hook rewrites every `env` to `prod`;
+/// the model asks to deploy `staging`.
+fn gated_prod_deploy(log: &Log) -> Agent {
+    let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
+    Agent::builder(model)
+        .tool(echo("deploy", log))
+        .hook(Probe::new("prod", &Log::default()).before(to_prod))
+        .approval_required_tools([ApprovalRule::from("deploy")])
+        .build()
+        .unwrap()
+}
+
 /// The required test of issue 22: a hook rewrites `env` from `staging` to `prod`; the
 /// pending approval shows `prod`, and a decision made for `staging` does not run the call.
 #[tokio::test]
 async fn approval_is_asked_for_and_bound_to_the_arguments_a_hook_rewrote() {
     let log = Log::default();
-    let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
-    let agent = Agent::builder(model)
-        .tool(echo("deploy", &log))
-        .hook(Probe::new("prod", &Log::default()).before(to_prod))
-        .approval_required_tools([ApprovalRule::from("deploy")])
-        .build()
-        .unwrap();
-    let mut session = agent.session();
+    let mut session = gated_prod_deploy(&log).session();
     let waiting = session.run("deploy").await.unwrap();
     assert_eq!(waiting.status, RunStatus::Waiting);
     let pending = &waiting.hitl.approvals[0];
@@ -320,14 +325,7 @@ async fn approval_is_asked_for_and_bound_to_the_arguments_a_hook_rewrote() {
 #[tokio::test]
 async fn an_approval_for_other_arguments_than_the_hooks_leave_does_not_run_the_call() {
     let log = Log::default();
-    let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
-    let agent = Agent::builder(model)
-        .tool(echo("deploy", &log))
-        .hook(Probe::new("prod", &Log::default()).before(to_prod))
-        .approval_required_tools([ApprovalRule::from("deploy")])
-        .build()
-        .unwrap();
-    let mut session = agent.session();
+    let mut session = gated_prod_deploy(&log).session();
     let waiting = session.run("deploy").await.unwrap();
     // The approver asks for staging explicitly; the hook would still run prod.
     let decision = waiting.hitl.approvals[0].approve().override_arguments(json!({"env": "staging"}));

@@ -205,6 +205,9 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
             return Box::pin(hooked(env, tool, &request, hooks, arguments.into_owned())).await;
         }
         announce(env, &request, None, None);
+        if let Some(error) = unbound(&request, &arguments) {
+            return ToolReturn::failure(call, error, Map::new()).into();
+        }
         let arguments = match gate(tool, &request, arguments) {
             Ok(arguments) => arguments,
             Err(reason) => return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None },
@@ -251,29 +254,18 @@ async fn hooked(
     let outcome = match entered.stopped {
         Some(Ok(answer)) => Ok(answer),
         Some(Err(error)) => Err((error, Map::new())),
-        None => {
-            let approved =
-                request.approval.as_ref().and_then(|a| a.override_arguments.as_ref().or(a.arguments.as_ref()));
-            match approved.map(object_arguments) {
-                Some(Ok(approved)) if rewritten.is_some() && *approved != hook_call.arguments => {
-                    let message = format!(
-                        "the call was approved with arguments {approved}, but hooks rewrote them to {}; it \
-                         needs a decision for the arguments it runs with",
-                        hook_call.arguments
-                    );
-                    Err((ToolError::new(ToolErrorKind::ApprovalDenied, message), Map::new()))
+        None => match unbound(request, &hook_call.arguments) {
+            Some(error) => Err((error, Map::new())),
+            None => match gate(tool, request, Cow::Borrowed(&hook_call.arguments)) {
+                Ok(arguments) => {
+                    let _permit = permit(env).await;
+                    attempts(env, tool, request, None, &arguments).await
                 }
-                _ => match gate(tool, request, Cow::Borrowed(&hook_call.arguments)) {
-                    Ok(arguments) => {
-                        let _permit = permit(env).await;
-                        attempts(env, tool, request, None, &arguments).await
-                    }
-                    Err(reason) => {
-                        return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
-                    }
-                },
-            }
-        }
+                Err(reason) => {
+                    return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
+                }
+            },
+        },
     };
     let outcome = match outcome {
         Err((error, extra)) if suspends(error.kind()) => return ended(call, error, extra, rewritten),
@@ -289,6 +281,22 @@ async fn hooked(
         Ok(result) => ToolReturn::success(call, result).into(),
         Err((error, extra)) => ended(call, error, extra, rewritten),
     }
+}
+
+/// Why an approved call must not run with `arguments`: they are not those its approval
+/// was given for (hooks rewrote them otherwise than when it was asked, or the run's hooks
+/// that rewrote them are not there on resume).
+fn unbound(request: &CallRequest<'_>, arguments: &Value) -> Option<ToolError> {
+    let approval = request.approval.as_ref()?;
+    let approved = approval.override_arguments.as_ref().or(approval.arguments.as_ref())?;
+    let approved = object_arguments(approved).ok()?;
+    (*approved != *arguments).then(|| {
+        let message = format!(
+            "the call was approved with arguments {approved}, but would run with {arguments}; it needs a decision \
+             for the arguments it runs with"
+        );
+        ToolError::new(ToolErrorKind::ApprovalDenied, message)
+    })
 }
 
 /// The `tool_call` event: what the model asked for, with the arguments hooks rewrote and
