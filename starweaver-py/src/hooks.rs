@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use serde_json::Value;
 use starweaver::hook::{Before, HookCall, Hooked, Hooks};
 use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
 
@@ -22,7 +23,10 @@ use crate::tool::{PyToolContext, PyToolDefinition, PyToolResult};
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "ToolCall", frozen)]
 pub struct PyToolCall {
-    call: HookCall,
+    id: Arc<str>,
+    name: Arc<str>,
+    /// The arguments (a copy: the object may outlive the call).
+    json: Value,
     /// The arguments as a dict, made on first read.
     arguments: PyOnceLock<Py<PyAny>>,
 }
@@ -33,13 +37,13 @@ impl PyToolCall {
     /// The model's call id.
     #[getter]
     fn id(&self) -> &str {
-        &self.call.id
+        &self.id
     }
 
     /// The tool's name.
     #[getter]
     fn name(&self) -> &str {
-        &self.call.name
+        &self.name
     }
 
     /// The arguments, as earlier hooks left them (a fresh dict per call: changing it
@@ -48,12 +52,12 @@ impl PyToolCall {
     #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
     fn arguments(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.arguments
-            .get_or_try_init(py, || convert::to_py(py, &self.call.arguments).map(Bound::unbind))
+            .get_or_try_init(py, || convert::to_py(py, &self.json).map(Bound::unbind))
             .map(|a| a.clone_ref(py))
     }
 
     fn __repr__(&self) -> String {
-        format!("ToolCall(id={:?}, name={:?}, arguments={})", &*self.call.id, &*self.call.name, self.call.arguments)
+        format!("ToolCall(id={:?}, name={:?}, arguments={})", &*self.id, &*self.name, self.json)
     }
 }
 
@@ -183,8 +187,9 @@ fn context(py: Python<'_>, ctx: &ToolContext) -> PyResult<Py<PyToolContext>> {
     Py::new(py, PyToolContext(ctx.clone()))
 }
 
-fn call_to_py(py: Python<'_>, call: &HookCall) -> PyResult<Py<PyToolCall>> {
-    Py::new(py, PyToolCall { call: call.clone(), arguments: PyOnceLock::new() })
+fn call_to_py(py: Python<'_>, call: &HookCall<'_>) -> PyResult<Py<PyToolCall>> {
+    let (id, name, json) = (call.id.clone(), call.name.clone(), call.arguments.clone());
+    Py::new(py, PyToolCall { id, name, json, arguments: PyOnceLock::new() })
 }
 
 /// A returned value as a result: a `ToolResult` as given, any other value as its JSON.
@@ -202,7 +207,11 @@ impl Hooks for PyHooks {
         &self.name
     }
 
-    fn before_call<'a>(&'a self, ctx: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+    fn before_call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        call: &'a HookCall<'a>,
+    ) -> Hooked<'a, Result<Before, ToolError>> {
         let Some(method) = &self.before_call else { return Hooked::ready(Ok(Before::Continue)) };
         called(
             method,
@@ -227,7 +236,7 @@ impl Hooks for PyHooks {
     fn after_call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        call: &'a HookCall,
+        call: &'a HookCall<'a>,
         result: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         let Some(method) = &self.after_call else { return Hooked::ready(Ok(result)) };
@@ -244,7 +253,7 @@ impl Hooks for PyHooks {
     fn on_error<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        call: &'a HookCall,
+        call: &'a HookCall<'a>,
         error: ToolError,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         let Some(method) = &self.on_error else { return Hooked::ready(Err(error)) };

@@ -16,15 +16,16 @@ use serde_json::Value;
 use crate::tool::{ToolContext, ToolDefinition, ToolError, ToolResult};
 
 /// A tool call as hooks see it: the model's id for it, the tool, and its arguments (a JSON
-/// object; the arguments as earlier hooks left them).
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookCall {
+/// object; the arguments as earlier hooks left them). Borrowed from the call, so a hook
+/// that only looks copies nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HookCall<'a> {
     /// The model's call id.
-    pub id: Arc<str>,
+    pub id: &'a Arc<str>,
     /// The tool's name.
-    pub name: Arc<str>,
+    pub name: &'a Arc<str>,
     /// The arguments, as a JSON object.
-    pub arguments: Value,
+    pub arguments: &'a Value,
 }
 
 /// What [`Hooks::before_call`] decides.
@@ -116,7 +117,7 @@ impl<T> Future for Hooked<'_, T> {
 /// struct StagingOnly;
 ///
 /// impl Hooks for StagingOnly {
-///     fn before_call<'a>(&'a self, _: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+///     fn before_call<'a>(&'a self, _: &'a ToolContext, call: &'a HookCall<'a>) -> Hooked<'a, Result<Before, ToolError>> {
 ///         let mut arguments = call.arguments.clone();
 ///         arguments["env"] = json!("staging");
 ///         Hooked::ready(Ok(Before::Arguments(arguments)))
@@ -145,7 +146,11 @@ pub trait Hooks: Send + Sync + 'static {
     ///
     /// # Errors
     /// Any [`ToolError`]: the call ends as if the tool had raised it.
-    fn before_call<'a>(&'a self, ctx: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+    fn before_call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        call: &'a HookCall<'a>,
+    ) -> Hooked<'a, Result<Before, ToolError>> {
         let _ = (ctx, call);
         Hooked::ready(Ok(Before::Continue))
     }
@@ -158,7 +163,7 @@ pub trait Hooks: Send + Sync + 'static {
     fn after_call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        call: &'a HookCall,
+        call: &'a HookCall<'a>,
         result: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         let _ = (ctx, call);
@@ -173,7 +178,7 @@ pub trait Hooks: Send + Sync + 'static {
     fn on_error<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        call: &'a HookCall,
+        call: &'a HookCall<'a>,
         error: ToolError,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         let _ = (ctx, call);
@@ -201,14 +206,18 @@ impl<H: Hooks + ?Sized> Hooks for Arc<H> {
         (**self).name()
     }
 
-    fn before_call<'a>(&'a self, ctx: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+    fn before_call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        call: &'a HookCall<'a>,
+    ) -> Hooked<'a, Result<Before, ToolError>> {
         (**self).before_call(ctx, call)
     }
 
     fn after_call<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        call: &'a HookCall,
+        call: &'a HookCall<'a>,
         result: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         (**self).after_call(ctx, call, result)
@@ -217,7 +226,7 @@ impl<H: Hooks + ?Sized> Hooks for Arc<H> {
     fn on_error<'a>(
         &'a self,
         ctx: &'a ToolContext,
-        call: &'a HookCall,
+        call: &'a HookCall<'a>,
         error: ToolError,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         (**self).on_error(ctx, call, error)

@@ -202,7 +202,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         let hooks = HookChain { outer: env.hooks, toolset: &tool.hooks };
         if !hooks.is_empty() {
             // Boxed, so calls without hooks do not carry the hooks' state in their future.
-            return Box::pin(hooked(env, tool, &request, hooks, arguments.into_owned())).await;
+            return Box::pin(hooked(env, tool, &request, hooks, arguments)).await;
         }
         announce(env, &request, None, None);
         if let Some(error) = unbound(&request, &arguments) {
@@ -243,20 +243,20 @@ async fn hooked(
     tool: &RegisteredTool,
     request: &CallRequest<'_>,
     hooks: HookChain<'_>,
-    arguments: Value,
+    arguments: Cow<'_, Value>,
 ) -> CallOutcome {
     let call = request.part;
     let ctx = context(env, tool, request, 1, env.cancellation.clone());
-    let mut hook_call = HookCall { id: call.id.clone(), name: call.name.clone(), arguments };
-    let entered = hooks::enter(hooks, &ctx, &mut hook_call).await;
+    let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
+    let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
     let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
     announce(env, request, Some(&entered), rewritten.clone());
-    let outcome = match entered.stopped {
+    let outcome = match entered.stopped.take() {
         Some(Ok(answer)) => Ok(answer),
         Some(Err(error)) => Err((error, Map::new())),
-        None => match unbound(request, &hook_call.arguments) {
+        None => match unbound(request, hook_call.arguments) {
             Some(error) => Err((error, Map::new())),
-            None => match gate(tool, request, Cow::Borrowed(&hook_call.arguments)) {
+            None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
                 Ok(arguments) => {
                     let _permit = permit(env).await;
                     attempts(env, tool, request, None, &arguments).await

@@ -4,12 +4,15 @@
 //! left it). Each hook is guarded: a panic, or an `execution` failure of `before_call` or
 //! `after_call`, is a failure of the call naming the hook, never of the run.
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
+use serde_json::Value;
 
 use crate::hook::{Before, HookCall, Hooked, Hooks};
+use crate::message::ToolCallPart;
 use crate::tool::{ToolContext, ToolError, ToolErrorKind, ToolResult};
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
@@ -37,7 +40,9 @@ impl<'a> HookChain<'a> {
 }
 
 /// How the way in went.
-pub(crate) struct Entered {
+pub(crate) struct Entered<'v> {
+    /// The arguments as the hooks left them.
+    pub arguments: Cow<'v, Value>,
     /// How many hooks the call went through (whose way out runs).
     pub count: usize,
     /// The last hook that rewrote the arguments.
@@ -48,23 +53,29 @@ pub(crate) struct Entered {
     pub stopped: Option<Result<ToolResult, ToolError>>,
 }
 
-/// Runs `before_call` of each hook in order on `call`, whose arguments become the ones
-/// the hooks leave, until one answers or fails.
-pub(crate) async fn enter(hooks: HookChain<'_>, ctx: &ToolContext, call: &mut HookCall) -> Entered {
-    let mut entered = Entered { count: 0, rewritten_by: None, answered_by: None, stopped: None };
+/// Runs `before_call` of each hook in order on the call `part` with `arguments`, which
+/// become the ones each hook leaves, until one answers or fails.
+pub(crate) async fn enter<'v>(
+    hooks: HookChain<'_>,
+    ctx: &ToolContext,
+    part: &ToolCallPart,
+    arguments: Cow<'v, Value>,
+) -> Entered<'v> {
+    let mut entered = Entered { arguments, count: 0, rewritten_by: None, answered_by: None, stopped: None };
     for hook in hooks.iter() {
-        let decided = guarded(&**hook, "before_call", true, || hook.before_call(ctx, call)).await;
+        let call = HookCall { id: &part.id, name: &part.name, arguments: &entered.arguments };
+        let decided = guarded(&**hook, "before_call", true, || hook.before_call(ctx, &call)).await;
         match decided {
             Ok(Before::Continue) => {}
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
-                call.arguments = arguments;
+                entered.arguments = Cow::Owned(arguments);
                 entered.rewritten_by = Some(hook.name().into());
             }
             Ok(Before::Arguments(other)) => {
                 let message = format!(
                     "hook `{}` rewrote the arguments of `{}` to {}; arguments must be a JSON object",
                     hook.name(),
-                    call.name,
+                    part.name,
                     crate::json::kind_of(&other)
                 );
                 entered.stopped = Some(Err(ToolError::execution(message).not_retryable()));
@@ -91,7 +102,7 @@ pub(crate) async fn leave(
     hooks: HookChain<'_>,
     entered: usize,
     ctx: &ToolContext,
-    call: &HookCall,
+    call: &HookCall<'_>,
     mut outcome: Result<ToolResult, ToolError>,
 ) -> Result<ToolResult, ToolError> {
     for hook in hooks.entered_rev(entered) {
