@@ -364,3 +364,25 @@ async fn toolset_hooks_see_only_their_toolsets_calls() {
     let entries = log.entries();
     assert_eq!(entries.iter().filter(|e| e.starts_with("ops ")).count(), 2, "{entries:?}");
 }
+
+/// Waits before every call, as a hook asking a slow policy service would.
+struct Slow;
+
+impl Hooks for Slow {
+    fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall<'a>) -> Hooked<'a, Result<Before, ToolError>> {
+        Hooked::new(async {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            Ok(Before::Continue)
+        })
+    }
+}
+
+#[tokio::test]
+async fn hook_time_is_inside_the_calls_span() {
+    let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
+    let agent = Agent::builder(model).tool(echo("echo", &Log::default())).hook(Slow).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    let span = result.trace.spans.iter().find(|s| s.kind == starweaver::SpanKind::ToolCall).unwrap();
+    // A lower bound only: the hook slept 20 ms inside the span, however fast the machine.
+    assert!(span.duration_us >= 20_000, "the hook's wait is timed in the call's span: {span:?}");
+}
