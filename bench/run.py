@@ -79,6 +79,13 @@ ROWS = [
     ("P9", "p9", "µs CPU/chunk", "≥ 40× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 40),
     ("P10", "mcp", "", "server ≥ 10×, client and pair ≥ 5×", None),
     ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
+    (
+        "P13",
+        "p13",
+        "µs/call",
+        "≤ 1.5 µs over P1 and ≥ 30× faster",
+        lambda o, t: o["added"] <= 1.5 and t["value"] / o["value"] >= 30,
+    ),
     ("P15", "p15", "µs/report", "≤ 1 µs per progress event", None),
 ]
 
@@ -207,12 +214,14 @@ def main() -> int:
         ok = check(ours, theirs)
         missed += not ok
         extra = f" (growth {ours['growth']:.2f}× vs {theirs['growth']:.2f}×)" if "growth" in ours else ""
+        if "added" in ours:
+            extra = f" (hooks add {ours['added']:.2f} µs/call vs {theirs['added']:.2f} µs/call)"
         print(
             f"{row_id:<4} {scenario:<8} {ours['value']:>12.1f} {theirs['value']:>12.1f} {ratio:>7.1f}×  "
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
     print(
-        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK (server and client rows: µs of that one process's CPU per call; pair rows: ms per call and calls/s), P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server; {args.runs} runs each, medians"
+        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK (server and client rows: µs of that one process's CPU per call; pair rows: ms per call and calls/s), P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server, P13 µs per call of P1 with one before and one after hook (pydantic-ai: a `capabilities.Hooks` with `before_tool_validate` and `after_tool_execute`); {args.runs} runs each, medians"
     )
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0

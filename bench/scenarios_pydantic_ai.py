@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from _common import (
     CALLS,
@@ -17,9 +18,12 @@ from _common import (
     sse_server,
     timed,
 )
-from pydantic_ai import Agent, Tool
+from pydantic_ai import Agent, RunContext, Tool
+from pydantic_ai.capabilities import Hooks
+from pydantic_ai.capabilities.abstract import RawToolArgs, ValidatedToolArgs
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
 UNLIMITED = UsageLimits(request_limit=None, tool_calls_limit=None)
@@ -45,6 +49,34 @@ def add_sync(a: int, b: int) -> int:
 def p1() -> None:
     agent = Agent(one_response(CALLS), tools=[Tool(add, name="add")])
     report(timed(lambda: agent.run("go", usage_limits=UNLIMITED)) / CALLS * 1e6)
+
+
+def p13() -> None:
+    """P1 with pydantic-ai's equivalent of one `before_call` and one `after_call` hook: a
+    `pydantic_ai.capabilities.Hooks` capability with `before_tool_validate` (before the
+    arguments are validated, where starweaver's `before_call` runs) and `after_tool_execute`
+    hooks, sync, reading the call as P13's starweaver hooks do."""
+    hooks: Hooks[None] = Hooks()
+
+    @hooks.on.before_tool_validate
+    def before(
+        ctx: RunContext[None], /, *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs
+    ) -> RawToolArgs:
+        assert call.tool_name == "add"
+        return args
+
+    @hooks.on.after_tool_execute
+    def after(
+        ctx: RunContext[None], /, *, call: ToolCallPart, tool_def: ToolDefinition, args: ValidatedToolArgs, result: Any
+    ) -> Any:  # noqa: ANN401 (the hook's own signature)
+        assert call.tool_call_id
+        return result
+
+    plain = Agent(one_response(CALLS), tools=[Tool(add, name="add")])
+    hooked = Agent(one_response(CALLS), tools=[Tool(add, name="add")], capabilities=[hooks])
+    without = min(timed(lambda: plain.run("go", usage_limits=UNLIMITED)) for _ in range(5)) / CALLS * 1e6
+    with_hooks = min(timed(lambda: hooked.run("go", usage_limits=UNLIMITED)) for _ in range(5)) / CALLS * 1e6
+    report(with_hooks, without=without, added=with_hooks - without)
 
 
 def p3() -> None:
@@ -119,4 +151,4 @@ def p9() -> None:
 
 
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8, "p9": p9})
+    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p5": p5, "p6": p6, "p8": p8, "p9": p9})

@@ -21,7 +21,7 @@ from _common import (
     timed,
 )
 
-from starweaver import ToolContext, create_agent, tool
+from starweaver import Hooks, ToolCall, ToolContext, ToolResult, create_agent, tool
 from starweaver.testing import FunctionModel, Messages
 
 
@@ -47,6 +47,27 @@ def add_sync(a: int, b: int) -> int:
 def p1() -> None:
     agent = create_agent(model=one_response(CALLS), tools=[add])
     report(timed(lambda: agent.run("go")) / CALLS * 1e6)
+
+
+class Audit(Hooks):
+    """P13's hooks: one sync `before_call` and one sync `after_call` that read the call, as
+    an audit hook would."""
+
+    def before_call(self, ctx: ToolContext, call: ToolCall) -> None:
+        assert call.name == "add"
+
+    def after_call(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> None:
+        assert call.id
+
+
+def p13() -> None:
+    """P1 with the hooks on the agent, and what they add per call over P1 without them
+    (both agents timed in turn, best of 5 runs each, so both see the same machine)."""
+    plain = create_agent(model=one_response(CALLS), tools=[add])
+    hooked = create_agent(model=one_response(CALLS), tools=[add], hooks=[Audit()])
+    without = min(timed(lambda: plain.run("go")) for _ in range(5)) / CALLS * 1e6
+    with_hooks = min(timed(lambda: hooked.run("go")) for _ in range(5)) / CALLS * 1e6
+    report(with_hooks, without=without, added=with_hooks - without)
 
 
 def p3() -> None:
@@ -169,4 +190,4 @@ def p15() -> None:
 
 
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p5": p5, "p6": p6, "p8": p8, "p9": p9, "p15": p15})
+    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p5": p5, "p6": p6, "p8": p8, "p9": p9, "p15": p15})

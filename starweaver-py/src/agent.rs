@@ -12,6 +12,7 @@ use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
+use crate::hooks::{PyNativeHooks, hook_list};
 use crate::limits::PyUsageLimits;
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::provider::PyProviderModel;
@@ -75,7 +76,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -95,6 +96,7 @@ impl PyAgent {
         ))]
         elicitation_handler: Option<Py<PyAny>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -132,6 +134,7 @@ impl PyAgent {
         if let Some(limits) = usage_limits {
             builder = builder.usage_limits(limits.0);
         }
+        builder = builder.hooks(hook_list(hooks));
         if let Some(deps) = dependencies {
             builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
         }
@@ -148,7 +151,7 @@ impl PyAgent {
 
     /// Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
     /// added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(
         &self,
@@ -156,24 +159,26 @@ impl PyAgent {
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> RustFuture {
         let agent = self.agent.clone();
-        let (options, cancellation) = run_options(tools, toolsets, usage_limits);
+        let (options, cancellation) = run_options(tools, toolsets, usage_limits, hooks);
         let run = async move { result_to_py(agent.run_with(prompt, options).await) };
         RustFuture::new(run.boxed(), Some(cancellation))
     }
 
     /// Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
     /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     fn run_stream(
         &self,
         prompt: String,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyRunStream {
-        let (options, _) = run_options(tools, toolsets, usage_limits);
+        let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
         PyRunStream::new(self.agent.run_stream_with(prompt, options))
     }
 
@@ -224,6 +229,7 @@ fn run_options(
     tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
     toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
     usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+    hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
 ) -> (RunOptions, CancellationToken) {
     let cancellation = CancellationToken::new();
     let options = RunOptions {
@@ -231,6 +237,7 @@ fn run_options(
         tools: tools.unwrap_or_default().iter().map(|t| t.tool.clone() as Arc<dyn starweaver::Tool>).collect(),
         toolsets: toolsets.unwrap_or_default().iter().map(|t| t.0.clone()).collect(),
         usage_limits: usage_limits.map(|limits| limits.0),
+        hooks: hook_list(hooks),
         ..RunOptions::default()
     };
     (options, cancellation)
@@ -264,7 +271,7 @@ impl PySession {
 impl PySession {
     /// Runs `prompt`, continuing the conversation; await the result. `tools` and
     /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(
         &self,
@@ -273,13 +280,14 @@ impl PySession {
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<RustFuture> {
-        self.start(py, Action::Run(prompt), run_options(tools, toolsets, usage_limits))
+        self.start(py, Action::Run(prompt), run_options(tools, toolsets, usage_limits, hooks))
     }
 
     /// Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
     /// for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None))]
+    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     fn run_stream(
         &self,
         py: Python<'_>,
@@ -287,9 +295,10 @@ impl PySession {
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<PyRunStream> {
         let session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let (options, _) = run_options(tools, toolsets, usage_limits);
+        let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
         Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options)))
     }
 
@@ -304,7 +313,7 @@ impl PySession {
         elicitations: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
-        self.start(py, Action::Resume(decisions), run_options(None, None, None))
+        self.start(py, Action::Resume(decisions), run_options(None, None, None, None))
     }
 
     /// What the waiting run needs, or `None` when no run waits.

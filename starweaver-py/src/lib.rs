@@ -8,6 +8,7 @@ mod convert;
 mod durable;
 mod errors;
 mod hitl;
+mod hooks;
 mod limits;
 mod mcp;
 mod model;
@@ -38,6 +39,8 @@ mod _native {
         PyApprovalDecision, PyDeferredResult, PyElicitationResponse, PyHitl, PyPendingApproval, PyPendingDeferred,
         PyPendingElicitation,
     };
+    #[pymodule_export]
+    use crate::hooks::{PyNativeHooks, PyToolCall};
     #[pymodule_export]
     use crate::limits::PyUsageLimits;
     #[pymodule_export]

@@ -14,6 +14,7 @@ use crate::bridge::PyAwait;
 use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
+use crate::hooks::{PyNativeHooks, hook_list};
 use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
 
@@ -112,6 +113,12 @@ impl PyToolset {
     /// The same tools, each call needing a human decision first.
     fn approval_required(&self) -> Self {
         Self(Arc::new(self.0.clone().approval_required()))
+    }
+
+    /// The same tools, each call running through `hooks` too (after the run's and the
+    /// agent's, and after hooks this toolset has already).
+    fn with_hooks(&self, hooks: Vec<PyRef<'_, PyNativeHooks>>) -> Self {
+        Self(Arc::new(self.0.clone().with_hooks(hook_list(Some(hooks)))))
     }
 
     /// The toolset's name.
@@ -317,7 +324,7 @@ impl PyMcpService {
     #[new]
     #[pyo3(signature = (
         name, tools, *, toolsets=None, approval_required_tools=None, dependencies=None,
-        resources=None, resource_templates=None, prompts=None,
+        resources=None, resource_templates=None, prompts=None, hooks=None,
     ))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
@@ -330,8 +337,9 @@ impl PyMcpService {
         resources: Option<Vec<PyRef<'_, PyMcpResource>>>,
         resource_templates: Option<Vec<PyRef<'_, PyMcpResourceTemplate>>>,
         prompts: Option<Vec<PyRef<'_, PyMcpPrompt>>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<Self> {
-        let mut builder = McpService::builder(name);
+        let mut builder = McpService::builder(name).hooks(hook_list(hooks));
         if let Some(dependencies) = dependencies {
             builder = builder.dependencies(Dependencies::new().with(PyDependencies(dependencies)));
         }

@@ -1,15 +1,21 @@
 //! P4 (PERF.md): 1,000 Rust tool calls in one model response, pure Rust, for a
-//! closure-built tool and a `#[tool]` function.
+//! closure-built tool and a `#[tool]` function; and P13's Rust half: the same `#[tool]`
+//! run with one `before_call` and one `after_call` hook on the agent.
 //!
 //! `cargo bench -p starweaver --bench scheduler` prints the time for a whole run of
-//! 1,000 calls; divide by 1,000 for µs per call (the target is ≤ 1 µs).
+//! 1,000 calls; divide by 1,000 for µs per call (the target is ≤ 1 µs). The hooks' cost
+//! per call is the difference between `thousand_calls_macro_tool_with_hooks` and
+//! `thousand_calls_macro_tool`, over 1,000 (the target is ≤ 50 ns).
 // Bench code, like test code, may unwrap and index: a panic fails the bench.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use divan::Bencher;
 use serde_json::json;
+use starweaver::hook::{Before, HookCall, Hooked, Hooks};
 use starweaver::testing::FunctionModel;
-use starweaver::{Agent, ModelResponse, Tool, ToolBuilder, ToolCallPart, ToolContext, tool};
+use starweaver::{
+    Agent, AgentBuilder, ModelResponse, Tool, ToolBuilder, ToolCallPart, ToolContext, ToolError, ToolResult, tool,
+};
 
 fn main() {
     divan::main();
@@ -29,13 +35,17 @@ async fn add(a: i64, b: i64) -> i64 {
 }
 
 fn agent(calls: usize, tool: impl Tool) -> Agent {
+    builder(calls, tool).build().expect("valid agent")
+}
+
+fn builder(calls: usize, tool: impl Tool) -> AgentBuilder {
     let response = ModelResponse::tool_calls(
         (0..calls).map(|i| ToolCallPart::new(format!("call_{i}"), "add", json!({"a": i, "b": 1}))),
     );
     let model = FunctionModel::new(move |request| {
         Ok(if request.step == 1 { response.clone() } else { ModelResponse::text("done") })
     });
-    Agent::builder(model).tool(tool).build().expect("valid agent")
+    Agent::builder(model).tool(tool)
 }
 
 fn run(bencher: Bencher, agent: &Agent) {
@@ -59,4 +69,32 @@ fn thousand_calls_closure_tool(bencher: Bencher) {
 #[divan::bench(sample_count = 100)]
 fn thousand_calls_macro_tool(bencher: Bencher) {
     run(bencher, &agent(1_000, add_tool()));
+}
+
+/// A sync hook that looks at every call on the way in and out, as an audit hook would.
+struct Audit;
+
+impl Hooks for Audit {
+    fn before_call<'a>(&'a self, _: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+        Hooked::ready(if call.arguments.get("a").is_some() {
+            Ok(Before::Continue)
+        } else {
+            Err(ToolError::user_error("no `a`"))
+        })
+    }
+
+    fn after_call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        result: ToolResult,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        Hooked::ready(Ok(result))
+    }
+}
+
+/// P13, Rust: the `#[tool]` run with one `before_call` and one `after_call` hook.
+#[divan::bench(sample_count = 100)]
+fn thousand_calls_macro_tool_with_hooks(bencher: Bencher) {
+    run(bencher, &builder(1_000, add_tool()).hook(Audit).build().expect("valid agent"));
 }

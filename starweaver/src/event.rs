@@ -142,6 +142,15 @@ pub enum EventKind {
         /// The arguments an approval replaced the model's with.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         override_arguments: Option<Value>,
+        /// The arguments the call runs with, when a hook rewrote them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
+        /// The (last) hook that rewrote the arguments.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rewritten_by: Option<Arc<str>>,
+        /// The hook that answered in the tool's place (the tool did not run).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<Arc<str>>,
     },
     /// An attempt failed with an `Execution` error and will be tried again.
     ToolRetry {

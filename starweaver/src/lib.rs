@@ -76,6 +76,7 @@ pub mod durable;
 pub mod error;
 pub mod event;
 pub mod hitl;
+pub mod hook;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -103,6 +104,7 @@ pub use hitl::{
     ApprovalDecision, ApprovalPolicy, ApprovalRule, DeferredOutcome, DeferredResult, ElicitationResponse, Hitl,
     HitlDecisions, PendingApproval, PendingCall, PendingDeferred, PendingElicitation,
 };
+pub use hook::Hooks;
 pub use message::{
     History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
 };
@@ -217,5 +219,5 @@ pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunsAhead, TOOL_OPTIONS, Tool, ToolBuilder, ToolContext,
     ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args, run_ahead,
 };
-pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError};
+pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError, WithHooks};
 pub use trace::{SpanKind, Trace, TraceSpan};

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
+use crate::hook::Hooks;
 use crate::tool::{Tool, ToolDefinition};
 use crate::toolset::Toolset;
 
@@ -19,6 +20,8 @@ pub(crate) type NameMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 pub(crate) struct Registration {
     pub tool: Arc<dyn Tool>,
     pub source: Source,
+    /// Its toolset's hooks (none for a tool given directly).
+    pub hooks: Arc<[Arc<dyn Hooks>]>,
 }
 
 /// Where a registered tool came from: collisions and approval rules name it. It
@@ -35,6 +38,14 @@ pub(crate) enum Source {
     Served,
     /// From a toolset (name, id), which may require approval for all its tools.
     Toolset { name: String, id: String, requires_approval: bool },
+}
+
+impl Registration {
+    /// The tools of `toolset`, each with the toolset as its source and its hooks.
+    pub(crate) fn all(tools: Vec<Arc<dyn Tool>>, toolset: &dyn Toolset) -> impl Iterator<Item = Self> {
+        let (source, hooks) = (Source::of(toolset), toolset.hooks());
+        tools.into_iter().map(move |tool| Self { tool, source: source.clone(), hooks: hooks.clone() })
+    }
 }
 
 impl Source {
@@ -90,16 +101,13 @@ impl ToolList {
 
     /// Adds a tool given directly.
     pub(crate) fn tool(&mut self, tool: Arc<dyn Tool>) {
-        self.entries.push(Registration { tool, source: self.source.clone() });
+        self.entries.push(Registration { tool, source: self.source.clone(), hooks: Arc::new([]) });
     }
 
     /// Adds a toolset: a static one's tools, labelled with the toolset; a dynamic one as it is.
     pub(crate) fn toolset(&mut self, toolset: Arc<dyn Toolset>) {
         match toolset.static_tools() {
-            Some(tools) => {
-                let source = Source::of(&*toolset);
-                self.entries.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
-            }
+            Some(tools) => self.entries.extend(Registration::all(tools, &*toolset)),
             None => self.dynamic.push(toolset),
         }
     }
@@ -111,6 +119,7 @@ impl ToolList {
 }
 
 /// A tool as the scheduler uses it: the policy read off its definition once.
+#[derive(Clone)]
 pub(crate) struct RegisteredTool {
     pub tool: Arc<dyn Tool>,
     /// Shared with every call's context instead of allocated per call.
@@ -120,6 +129,8 @@ pub(crate) struct RegisteredTool {
     pub max_retries: u32,
     pub sequential: bool,
     pub timeout: Option<Duration>,
+    /// Its toolset's hooks, which run after the run's and the agent's.
+    pub hooks: Arc<[Arc<dyn Hooks>]>,
     /// Whether a `null` argument may stand for a schema `default` (strict mode's optionals).
     pub fills_defaults: bool,
 }
@@ -142,7 +153,7 @@ impl ToolRegistry {
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
         let mut registry = Self { tools: Vec::new(), index: NameMap::default(), definitions: Vec::new() };
         let mut sources: Vec<Source> = Vec::new();
-        for Registration { tool, source } in entries {
+        for Registration { tool, source, hooks } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
             if rules.require_parameter_descriptions
@@ -175,6 +186,7 @@ impl ToolRegistry {
                 sequential: definition.sequential,
                 timeout: definition.timeout_ms.map(Duration::from_millis),
                 fills_defaults: crate::schema::has_defaults(&definition.parameters),
+                hooks,
                 tool,
             });
             registry.definitions.push(definition);
@@ -190,6 +202,30 @@ impl ToolRegistry {
     /// Every definition, in registration order (what models are sent).
     pub fn definitions(&self) -> &[ToolDefinition] {
         &self.definitions
+    }
+
+    /// The tools `definitions` name, offered as `definitions` say (what a hook's
+    /// `prepare_tools` gave): a step's tools, filtered or described anew.
+    ///
+    /// # Errors
+    /// What is wrong with `definitions`: a tool this registry does not have, or one given twice.
+    pub(crate) fn prepared(&self, definitions: Vec<ToolDefinition>) -> std::result::Result<Self, String> {
+        let mut registry = Self { tools: Vec::new(), index: NameMap::default(), definitions: Vec::new() };
+        for definition in definitions {
+            let Some(tool) = self.get(&definition.name) else {
+                return Err(format!(
+                    "it returned a tool `{}` this step does not have; it may drop tools, not add them",
+                    definition.name
+                ));
+            };
+            if registry.index.contains_key(&definition.name) {
+                return Err(format!("it returned the tool `{}` twice", definition.name));
+            }
+            registry.index.insert(definition.name.clone(), registry.tools.len());
+            registry.tools.push(tool.clone());
+            registry.definitions.push(definition);
+        }
+        Ok(registry)
     }
 
     /// The registered names, for error messages.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::hook::Hooks;
 use crate::tool::{Dependencies, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
 /// What a toolset is told when it lists its tools, and where it reports a tool it leaves
@@ -155,6 +156,31 @@ pub trait Toolset: Send + Sync + 'static {
         false
     }
 
+    /// The hooks every call of its tools runs through, after the run's and the agent's.
+    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
+        Arc::new([])
+    }
+
+    /// Every call of its tools runs through `hooks` too (after those it has already), in
+    /// this order on the way in.
+    ///
+    /// ```
+    /// use starweaver::{Hooks, StaticToolset, Toolset};
+    ///
+    /// struct Audit;
+    /// impl Hooks for Audit {}
+    ///
+    /// let ops = StaticToolset::new("ops").with_hooks([std::sync::Arc::new(Audit) as _]);
+    /// assert_eq!(ops.hooks().len(), 1);
+    /// ```
+    fn with_hooks(self, hooks: impl IntoIterator<Item = Arc<dyn Hooks>>) -> WithHooks<Self>
+    where
+        Self: Sized,
+    {
+        let hooks = self.hooks().iter().cloned().chain(hooks).collect();
+        WithHooks { inner: self, hooks }
+    }
+
     /// Every tool's name gets `prefix` in front.
     fn prefixed(self, prefix: impl Into<String>) -> Mapped<Self>
     where
@@ -216,6 +242,10 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
 
     fn requires_approval(&self) -> bool {
         (**self).requires_approval()
+    }
+
+    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
+        (**self).hooks()
     }
 }
 
@@ -376,6 +406,10 @@ impl<T: Toolset> Toolset for Mapped<T> {
     fn requires_approval(&self) -> bool {
         self.inner.requires_approval()
     }
+
+    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
+        self.inner.hooks()
+    }
 }
 
 /// A toolset every tool of which needs approval before every call (see
@@ -401,6 +435,42 @@ impl<T: Toolset> Toolset for ApprovalRequired<T> {
 
     fn requires_approval(&self) -> bool {
         true
+    }
+
+    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
+        self.0.hooks()
+    }
+}
+
+/// A toolset whose calls run through hooks of its own (see [`Toolset::with_hooks`]).
+pub struct WithHooks<T> {
+    inner: T,
+    hooks: Arc<[Arc<dyn Hooks>]>,
+}
+
+impl<T: Toolset> Toolset for WithHooks<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
+        self.inner.list_tools(ctx)
+    }
+
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        self.inner.static_tools()
+    }
+
+    fn requires_approval(&self) -> bool {
+        self.inner.requires_approval()
+    }
+
+    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
+        self.hooks.clone()
     }
 }
 

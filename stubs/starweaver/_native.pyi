@@ -23,6 +23,7 @@ __all__ = [
     "NativeAgent",
     "NativeDurableRun",
     "NativeFunctionModel",
+    "NativeHooks",
     "NativeMcpPrompt",
     "NativeMcpResource",
     "NativeMcpResourceTemplate",
@@ -45,6 +46,7 @@ __all__ = [
     "SessionStore",
     "SqliteSessionStore",
     "StartCalls",
+    "ToolCall",
     "ToolContext",
     "ToolDefinition",
     "ToolResult",
@@ -254,16 +256,16 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
-    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
         added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
         r"""
         Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
         `toolsets` are added for this run only.
@@ -361,6 +363,26 @@ class NativeFunctionModel:
         """
 
 @typing.final
+class NativeHooks:
+    r"""
+    A Python hook object, as the runtime runs it. Made by the Python layer from any object
+    with some of the hook methods (`create_agent(hooks=[...])`, `toolset.with_hooks(...)`,
+    `agent.run(..., hooks=[...])`).
+    """
+    @property
+    def name(self) -> builtins.str:
+        r"""
+        The hook's name, as events and errors give it.
+        """
+    def __new__(cls, hooks: typing.Any) -> NativeHooks:
+        r"""
+        Reads the hook methods `hooks` has; raises `TypeError` when it has none, or when
+        one is not callable. Its name (in events and errors) is its `name` attribute if
+        that is a str, else its class's name.
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
 class NativeMcpPrompt:
     r"""
     A prompt. Use `starweaver.mcp.prompt`.
@@ -447,7 +469,7 @@ class NativeMcpService:
     `tools/call` runs through the scheduler, with Python functions stepped on the loop that
     awaits the serving. Use `python -m starweaver serve-mcp`.
     """
-    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, dependencies: typing.Optional[typing.Any] = None, resources: typing.Optional[typing.Sequence[NativeMcpResource]] = None, resource_templates: typing.Optional[typing.Sequence[NativeMcpResourceTemplate]] = None, prompts: typing.Optional[typing.Sequence[NativeMcpPrompt]] = None) -> NativeMcpService:
+    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, dependencies: typing.Optional[typing.Any] = None, resources: typing.Optional[typing.Sequence[NativeMcpResource]] = None, resource_templates: typing.Optional[typing.Sequence[NativeMcpResourceTemplate]] = None, prompts: typing.Optional[typing.Sequence[NativeMcpPrompt]] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeMcpService:
         r"""
         Raises `RegistrationError` for an invalid tool or two tools of one name, two
         resources of one URI, two templates alike or two prompts of one name. The tools get
@@ -533,12 +555,12 @@ class NativeSession:
         r"""
         The id the session is stored under, or `None` for a session not opened by id.
         """
-    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt`, continuing the conversation; await the result. `tools` and
         `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
         r"""
         Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
         for this run only.
@@ -633,6 +655,11 @@ class NativeToolset:
     def approval_required(self) -> NativeToolset:
         r"""
         The same tools, each call needing a human decision first.
+        """
+    def with_hooks(self, hooks: typing.Sequence[NativeHooks]) -> NativeToolset:
+        r"""
+        The same tools, each call running through `hooks` too (after the run's and the
+        agent's, and after hooks this toolset has already).
         """
     def __repr__(self) -> builtins.str: ...
 
@@ -982,6 +1009,30 @@ class StartCalls:
     def tasks(self) -> list[dict[str, typing.Any]]:
         r"""
         The calls, as JSON-ready dicts, in model order.
+        """
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class ToolCall:
+    r"""
+    A tool call as hooks see it: `id`, `name` and `arguments` (a dict). Read-only: to
+    change the arguments, return new ones from `before_call`.
+    """
+    @property
+    def id(self) -> builtins.str:
+        r"""
+        The model's call id.
+        """
+    @property
+    def name(self) -> builtins.str:
+        r"""
+        The tool's name.
+        """
+    @property
+    def arguments(self) -> dict[str, typing.Any]:
+        r"""
+        The arguments, as earlier hooks left them (a fresh dict per call: changing it
+        changes nothing unless `before_call` returns it).
         """
     def __repr__(self) -> builtins.str: ...
 

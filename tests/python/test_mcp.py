@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import call, returns
 
-from starweaver import ToolContext, ToolDefinition, ToolsetError, create_agent, tool
+from starweaver import Hooks, ToolCall, ToolContext, ToolDefinition, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
 from starweaver.elicitation import Declined, Sampled
 from starweaver.mcp import MCPServerStdio
@@ -552,3 +552,19 @@ def test_the_client_speaks_the_stateless_revision_to_servers_that_have_it_and_fa
     asyncio.run(scenario())
     with pytest.raises(ValueError, match="protocol must be 'initialize', 'discover' or 'auto', got \"v2\""):
         MCPServerStdio("echo", sys.executable, args=[SERVER], protocol="v2")  # type: ignore[arg-type]
+
+
+def test_an_mcp_server_toolset_with_hooks_runs_its_calls_through_them() -> None:
+    class Doubled(Hooks):
+        def before_call(self, ctx: ToolContext, call: ToolCall) -> dict[str, Any]:
+            return {"left": call.arguments["left"] * 2, "right": call.arguments["right"]}
+
+    async def scenario() -> None:
+        model = TestModel.responses(
+            [TestModel.tool_call_response([call("c1", "add", {"left": 2, "right": 3})]), {"text": "done"}]
+        )
+        async with echo() as server:
+            result = await create_agent(model=model, toolsets=[server.with_hooks(Doubled())]).run("go")
+        assert [r["content"] for r in returns(result.messages)] == [{"result": 7}]
+
+    asyncio.run(scenario())

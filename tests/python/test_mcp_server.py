@@ -726,3 +726,16 @@ def test_over_http_only_the_sessions_that_subscribed_hear_of_a_change() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+WITH_HOOKS = str(Path(__file__).parent / "mcp_servers" / "served_with_hooks.py")
+
+
+def test_served_calls_run_through_the_modules_hooks() -> None:
+    async def scenario(session: ClientSession) -> None:
+        rewritten = await session.call_tool("deploy", {"env": "prod"})
+        assert (rewritten.is_error, text_of(rewritten)) == (False, "deployed to staging")
+        answered = await session.call_tool("deploy", {"env": "nowhere"})
+        assert (answered.is_error, text_of(answered)) == (False, "nothing to deploy")
+
+    asyncio.run(_served([WITH_HOOKS], scenario))

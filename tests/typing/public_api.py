@@ -368,3 +368,28 @@ def content_usage() -> None:
     as_dict: ContentPart = pdf.to_dict()
     assert_type(from_dict(as_dict), Part)
     assert_type(Image(data=b"png", media_type="image/png").data, bytes | None)
+
+
+class Audit(starweaver.Hooks):
+    """Overrides type-check against the base class's signatures, sync or async."""
+
+    def before_call(self, ctx: starweaver.ToolContext, call: starweaver.ToolCall) -> dict[str, Any] | None:
+        assert_type(call.arguments, dict[str, Any])
+        assert_type(call.name, str)
+        return None
+
+    async def after_call(
+        self, ctx: starweaver.ToolContext, call: starweaver.ToolCall, result: ToolResult
+    ) -> ToolResult | None:
+        return result
+
+    def prepare_tools(
+        self, ctx: starweaver.ToolContext, definitions: list[starweaver.ToolDefinition]
+    ) -> list[starweaver.ToolDefinition]:
+        return definitions[:1]
+
+
+def hooks_usage(model: TestModel) -> None:
+    agent = create_agent(model=model, hooks=[Audit()])
+    assert_type(agent.run_sync("go", hooks=[Audit()]), RunResult)
+    assert_type(starweaver.Toolset("ops").with_hooks(Audit()), starweaver.Toolset)

@@ -63,6 +63,7 @@ from .exceptions import (
     UsageLimitExceeded,
     UserError,
 )
+from .hooks import Hooks, ToolCall
 from .tools import BaseTool, Tool, tool
 from .toolsets import DynamicToolset, Toolset
 
@@ -84,6 +85,7 @@ __all__ = [
     "Feedback",
     "FormatError",
     "Hitl",
+    "Hooks",
     "InvalidArguments",
     "InvalidResponseError",
     "MemorySessionStore",
@@ -112,6 +114,7 @@ __all__ = [
     "StreamInterruptedError",
     "Timeout",
     "Tool",
+    "ToolCall",
     "ToolContext",
     "ToolDefinition",
     "ToolError",

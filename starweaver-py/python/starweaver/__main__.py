@@ -5,7 +5,8 @@
 templates and prompts (``starweaver.mcp.resource``, ``resource_template``, ``prompt``) to MCP clients over stdio,
 or with ``--http`` over streamable HTTP at ``http://HOST:PORT/mcp`` (the URL is printed on
 stderr once it is listening): each call runs through the same scheduler as in an agent.
-The tools' ``ctx.deps`` is ``FACTORY()`` with ``--deps``, else the module's top-level ``deps``.
+The tools' ``ctx.deps`` is ``FACTORY()`` with ``--deps``, else the module's top-level ``deps``;
+every call runs through the module's top-level ``hooks`` (``starweaver.hooks``), if any.
 
 Prints, as JSON, the definitions of the tools a module holds (``@tool`` functions and
 ``BaseTool`` instances at its top level or in its top-level lists), or with ``--provider`` those tools in that
@@ -34,7 +35,7 @@ from .tools import BaseTool, Tool
 from .toolsets import Toolset
 
 if TYPE_CHECKING:
-    from ._native import NativeMcpService
+    from ._native import NativeHooks, NativeMcpService
 
 __all__ = ["main"]
 
@@ -126,6 +127,19 @@ def dependencies_of(module: ModuleType, target: str, factory: str | None) -> obj
         raise InspectError(f"--deps {factory}: the factory raised {type(error).__name__}: {error}") from error
 
 
+def hooks_of(module: ModuleType) -> list[NativeHooks]:
+    """The hooks every served call runs through: the module's top-level ``hooks`` (a list
+    of hook objects, or one), else none."""
+    from .hooks import native_hooks
+
+    hooks: object = getattr(module, "hooks", ())
+    if isinstance(hooks, ModuleType):  # `from starweaver import hooks` names the module, not hooks
+        return []
+    return native_hooks(
+        cast("list[object] | tuple[object, ...]", hooks) if isinstance(hooks, (list, tuple)) else [hooks]
+    )
+
+
 def serve_mcp(target: str, name: str | None, http: str | None = None, deps: str | None = None) -> None:
     """Serves ``target``'s tools over stdio until the client disconnects, or over HTTP at
     ``http`` (``HOST:PORT``) until interrupted; the tools get ``dependencies_of(deps)`` as
@@ -153,6 +167,7 @@ def serve_mcp(target: str, name: str | None, http: str | None = None, deps: str 
         resources=[r.native for r in resources],
         resource_templates=[t.native for t in templates],
         prompts=[p.native for p in prompts],
+        hooks=hooks_of(module),
     )
     SERVING.append(service)
     try:

@@ -13,6 +13,7 @@ from ._native import (
     ElicitationResponse,
     Hitl,
     NativeAgent,
+    NativeHooks,
     NativeSession,
     NativeTool,
     NativeToolset,
@@ -25,6 +26,7 @@ from ._native import (
     UsageLimits,
 )
 from .exceptions import DecisionError, FormatError
+from .hooks import HookLike, native_hooks
 from .models import ProviderModel, infer_model
 from .testing import FunctionModel, TestModel
 from .tools import ToolLike, native_tool
@@ -48,13 +50,17 @@ class _RunTools(TypedDict):
     tools: list[NativeTool]
     toolsets: list[NativeToolset]
     usage_limits: UsageLimits | None
+    hooks: list[NativeHooks]
 
 
-def _run_tools(tools: Iterable[ToolLike], toolsets: Iterable[Toolset], usage_limits: UsageLimits | None) -> _RunTools:
+def _run_tools(
+    tools: Iterable[ToolLike], toolsets: Iterable[Toolset], usage_limits: UsageLimits | None, hooks: Iterable[HookLike]
+) -> _RunTools:
     return {
         "tools": [native_tool(item) for item in tools],
         "toolsets": [t.native for t in toolsets],
         "usage_limits": usage_limits,
+        "hooks": native_hooks(hooks),
     }
 
 
@@ -96,10 +102,11 @@ class Agent(_AsyncContext):
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunResult:
         """Runs ``prompt`` in a fresh session; ``tools`` and ``toolsets`` are added for this
         run only (the agent is unchanged). To resume a waiting run, use a session."""
-        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits))
+        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
 
     def run_sync(
         self,
@@ -108,10 +115,11 @@ class Agent(_AsyncContext):
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunResult:
         """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
         ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
-        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits))
+        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks))
 
     def run_stream(
         self,
@@ -120,12 +128,13 @@ class Agent(_AsyncContext):
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunStream:
         """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
         as they happen; ``await stream.result()`` then gives the ``RunResult``. ``tools``
         and ``toolsets`` are added for this run only, and ``usage_limits`` replace the
         agent's for this run."""
-        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits))
+        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
 
     def session(self, state: Mapping[str, object] | None = None, *, session_id: str | None = None) -> AgentSession:
         """A conversation that keeps its history across runs and can wait for humans.
@@ -196,10 +205,11 @@ class AgentSession(_AsyncContext):
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunResult:
         """Runs ``prompt``, continuing the conversation; ``tools`` and ``toolsets`` are added
         for this run only."""
-        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits))
+        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
 
     def run_sync(
         self,
@@ -208,9 +218,10 @@ class AgentSession(_AsyncContext):
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunResult:
         """``run`` for code without an event loop, continuing the conversation."""
-        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits))
+        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks))
 
     def run_stream(
         self,
@@ -219,10 +230,11 @@ class AgentSession(_AsyncContext):
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunStream:
         """Runs ``prompt`` in this conversation, yielding events as they happen; ``tools``
         and ``toolsets`` are added for this run only."""
-        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits))
+        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
 
     async def resume_after_hitl(
         self,
@@ -270,6 +282,7 @@ def create_agent(
     require_parameter_descriptions: bool = False,
     elicitation_handler: ElicitationHandler | None = None,
     usage_limits: UsageLimits | None = None,
+    hooks: Iterable[HookLike] = (),
 ) -> Agent:
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
@@ -282,7 +295,8 @@ def create_agent(
     answers a tool's ``await ctx.elicit(message, T)`` in a run: a function, sync or async,
     taking ``(ctx, message, schema)`` and returning ``Accepted(data)``, ``Declined()``,
     ``Cancelled()`` (``starweaver.elicitation``) or a dict (accepted). ``usage_limits``
-    bound what each run may spend (a run's own replace them). Raises
+    bound what each run may spend (a run's own replace them). ``hooks`` run around every
+    call of the agent (``starweaver.hooks.Hooks``), after a run's own. Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
     be opened."""
     if isinstance(model, str):
@@ -308,6 +322,7 @@ def create_agent(
         require_parameter_descriptions=require_parameter_descriptions,
         elicitation_handler=asking,
         usage_limits=usage_limits,
+        hooks=native_hooks(hooks),
     )
     return Agent(native)
 

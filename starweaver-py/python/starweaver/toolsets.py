@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from ._native import NativeTool, NativeToolset, ToolDefinition
+from .hooks import HookLike, native_hooks
 from .tools import ToolLike, native_tool
 
 __all__ = ["DynamicToolset", "Toolset", "ToolsetContext"]
@@ -72,6 +73,11 @@ class Toolset:
     def approval_required(self) -> Toolset:
         """The same tools, each call needing a human decision first."""
         return self._wrap(self.native.approval_required())
+
+    def with_hooks(self, *hooks: HookLike) -> Toolset:
+        """The same tools, each call running through ``hooks`` too (``starweaver.hooks``),
+        after the run's and the agent's hooks."""
+        return self._wrap(self.native.with_hooks(native_hooks(hooks)))
 
     def __repr__(self) -> str:
         return repr(self.native)

@@ -377,6 +377,12 @@ class ToolCallEvent(_EventHead):
     tool_call_id: str
     name: str
     override_arguments: NotRequired[Any]
+    #: The arguments the call runs with, when a hook rewrote them.
+    arguments: NotRequired[dict[str, Any]]
+    #: The (last) hook that rewrote the arguments.
+    rewritten_by: NotRequired[str]
+    #: The hook that answered in the tool's place (the tool did not run).
+    answered_by: NotRequired[str]
 
 
 class ToolRetryEvent(_EventHead):

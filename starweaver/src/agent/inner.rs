@@ -7,8 +7,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::hitl::ApprovalPolicy;
+use crate::hook::Hooks;
 use crate::model::Model;
-use crate::registry::{Registration, RegistrationRules, Source, ToolList, ToolRegistry};
+use crate::registry::{Registration, RegistrationRules, ToolList, ToolRegistry};
 use crate::store::SessionStore;
 use crate::tool::{CallChannel, Dependencies};
 use crate::toolset::{RefusedTool, ToolsetContext};
@@ -30,6 +31,8 @@ pub(crate) struct AgentInner {
     pub usage_limits: UsageLimits,
     pub max_concurrency: Option<usize>,
     pub dependencies: Dependencies,
+    /// Hooks every call of the agent runs through.
+    pub hooks: Vec<Arc<dyn Hooks>>,
     pub store: Arc<dyn SessionStore>,
     /// Answers what the agent's tools ask mid-call (its elicitation handler, its model).
     pub answerer: Arc<dyn CallChannel>,
@@ -78,8 +81,7 @@ impl AgentInner {
                 tool,
                 reason,
             }));
-            let source = Source::of(&**toolset);
-            listed.extend(tools.into_iter().map(|tool| Registration { tool, source: source.clone() }));
+            listed.extend(Registration::all(tools, &**toolset));
         }
         Ok((listed, refused))
     }

@@ -310,7 +310,15 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         for (slot, resolution) in resolved {
             let call = calls[slot];
             let ret = match resolution {
-                Resolution::Approval(decision) if decision.approved => {
+                Resolution::Approval(mut decision) if decision.approved => {
+                    // An approval is for the arguments the approver was shown, even when
+                    // the decision does not repeat them: hooks that rewrite them otherwise
+                    // when the call runs again do not run it.
+                    if decision.arguments.is_none()
+                        && let Some(Slot::Approval(pending)) = &slots[slot]
+                    {
+                        decision.arguments = Some(pending.arguments.clone());
+                    }
                     runs.push(ToRun { index: slot, approval: Some(Arc::new(decision)), answered: None });
                     continue;
                 }
@@ -680,37 +688,39 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         events: &EventLog,
     ) -> Slot {
         let approval = run.approval.as_deref();
-        let mut pending = |reason, metadata| {
+        let mut pending = |reason, metadata, rewritten: Option<Value>| {
             let id = fresh_id(&self.run_id, &call.id, |id| {
                 self.state.borrow().decided.contains(id) || issued.iter().any(|i| i == id)
             });
             issued.push(id.clone());
+            // What the call would run with: as hooks left them, else the approver's, else
+            // the model's; a decision is bound to these.
             let overridden = approval.and_then(|a| a.override_arguments.as_ref());
             PendingCall {
                 id,
                 run_id: self.run_id.to_string(),
                 tool_call_id: call.id.to_string(),
                 tool_name: call.name.to_string(),
-                arguments: overridden.unwrap_or(&call.arguments).clone(),
+                arguments: rewritten.unwrap_or_else(|| overridden.unwrap_or(&call.arguments).clone()),
                 reason,
                 metadata,
             }
         };
         match outcome {
             CallOutcome::Returned(ret) => Slot::Done(ret),
-            CallOutcome::NeedsApproval { reason, metadata } => {
-                let pending = Box::new(PendingApproval(pending(reason, metadata)));
+            CallOutcome::NeedsApproval { reason, metadata, arguments } => {
+                let pending = Box::new(PendingApproval(pending(reason, metadata, arguments)));
                 events.emit(EventKind::ApprovalRequested(pending.clone()));
                 Slot::Approval(pending)
             }
-            CallOutcome::Deferred { reason, metadata } => {
-                let pending = Box::new(PendingDeferred(pending(reason, metadata)));
+            CallOutcome::Deferred { reason, metadata, arguments } => {
+                let pending = Box::new(PendingDeferred(pending(reason, metadata, arguments)));
                 events.emit(EventKind::DeferredRequested(pending.clone()));
                 Slot::Deferred(pending)
             }
-            CallOutcome::NeedsInput { asked, question } => {
+            CallOutcome::NeedsInput { asked, question, arguments } => {
                 let Elicitation { message, schema } = question;
-                let call = pending(message.clone(), Map::new());
+                let call = pending(message.clone(), Map::new(), arguments);
                 let pending = PendingElicitation { call, message, schema };
                 events.emit(EventKind::ElicitationRequested(Box::new(pending.clone())));
                 // The answers to the questions it asked before this one, which it asks

@@ -26,11 +26,12 @@ pub use task::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
 
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
+use crate::hook::Hooks;
 use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
-use crate::scheduler::{CallRequest, ToolReturn, invoke_alone};
+use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone};
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
@@ -84,6 +85,7 @@ impl Agent {
             store: None,
             rules: RegistrationRules::default(),
             elicitation: None,
+            hooks: Vec::new(),
         }
     }
 
@@ -239,8 +241,8 @@ impl Agent {
         let answered = (!task.answered.is_empty()).then(|| task.answered.as_slice().into());
         let request = CallRequest { part: &task.call, approval, answered, retry: task.retry, ahead: None };
         let answers = inner.answerer.clone();
-        let (outcome, events) =
-            invoke_alone(&registry, &inner.dependencies, &run_id, &cancellation, request, listener, answers).await;
+        let served = Served { registry: &registry, hooks: &inner.hooks, dependencies: &inner.dependencies };
+        let (outcome, events) = invoke_alone(served, &run_id, &cancellation, request, listener, answers).await;
         CallResult { outcome, events }
     }
 
@@ -270,6 +272,7 @@ pub struct AgentBuilder {
     store: Option<Arc<dyn SessionStore>>,
     rules: RegistrationRules,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    hooks: Vec<Arc<dyn Hooks>>,
 }
 
 impl AgentBuilder {
@@ -293,6 +296,20 @@ impl AgentBuilder {
     /// Adds a toolset that is shared with other agents.
     pub fn shared_toolset(mut self, toolset: Arc<dyn Toolset>) -> Self {
         self.tools.toolset(toolset);
+        self
+    }
+
+    /// Every call of the agent runs through `hook` (after the hooks added before it; after
+    /// a run's hooks and before a toolset's), in every run and in
+    /// [`run_call`](Agent::run_call). See [`Hooks`].
+    pub fn hook(mut self, hook: impl Hooks) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Every call of the agent runs through these hooks, in order (see [`hook`](Self::hook)).
+    pub fn hooks(mut self, hooks: impl IntoIterator<Item = Arc<dyn Hooks>>) -> Self {
+        self.hooks.extend(hooks);
         self
     }
 
@@ -383,6 +400,7 @@ impl AgentBuilder {
                 usage_limits: self.usage_limits,
                 max_concurrency: self.max_concurrency,
                 dependencies: self.dependencies,
+                hooks: self.hooks,
                 store: self.store.unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
             }),
         })

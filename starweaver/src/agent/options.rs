@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::limits::UsageLimits;
+use crate::hook::Hooks;
 use crate::tool::{Dependencies, Tool};
 use crate::toolset::Toolset;
 
@@ -22,6 +23,8 @@ pub struct RunOptions {
     pub toolsets: Vec<Arc<dyn Toolset>>,
     /// Usage limits for this run instead of the agent's.
     pub usage_limits: Option<UsageLimits>,
+    /// Hooks for this run's calls, before the agent's.
+    pub hooks: Vec<Arc<dyn Hooks>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -32,6 +35,7 @@ impl std::fmt::Debug for RunOptions {
             .field("tools", &self.tools.iter().map(|t| &t.definition().name).collect::<Vec<_>>())
             .field("toolsets", &self.toolsets.iter().map(Toolset::name).collect::<Vec<_>>())
             .field("usage_limits", &self.usage_limits)
+            .field("hooks", &self.hooks.iter().map(Hooks::name).collect::<Vec<_>>())
             .finish()
     }
 }

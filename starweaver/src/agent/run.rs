@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -18,12 +18,13 @@ use super::state::{SessionState, Suspended};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
+use crate::hook::Hooks;
 use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke};
-use crate::tool::Dependencies;
+use crate::tool::{Dependencies, ToolError};
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
@@ -57,6 +58,7 @@ pub(crate) async fn drive(
     for toolset in options.toolsets {
         extra.toolset(toolset);
     }
+    let hooks: Vec<Arc<dyn Hooks>> = options.hooks.into_iter().chain(agent.hooks.iter().cloned()).collect();
     let tools_at = |run_id: &Arc<str>, step: u32| ToolsetContext::new(run_id.clone(), step, dependencies.clone());
     let (run_id, next_seq, first, tools) = match start {
         Start::Prompt(prompt) => {
@@ -102,6 +104,7 @@ pub(crate) async fn drive(
         extra,
         listed_step,
         limit: agent.max_concurrency.map(Semaphore::new),
+        hooks,
         bounds: Bounds { max_steps: agent.max_steps, usage: options.usage_limits.unwrap_or(agent.usage_limits) },
     };
     run.go(state, first).instrument(span).await
@@ -132,6 +135,8 @@ struct Run<'a> {
     listed_step: u32,
     limit: Option<Semaphore>,
     bounds: Bounds,
+    /// The run's hooks, then the agent's.
+    hooks: Vec<Arc<dyn Hooks>>,
 }
 
 impl Run<'_> {
@@ -158,7 +163,7 @@ impl Run<'_> {
             match machine.next(&self.channel.events, &self.registry) {
                 Next::ListTools { step } => match self.list_tools(&machine.run_id, step).await {
                     Ok(refused) => machine.tools_listed(refused, &self.channel.events),
-                    Err(error) => machine.failed(RunError::Tools { message: error.to_string() }),
+                    Err(message) => machine.failed(RunError::Tools { message }),
                 },
                 Next::RequestModel { step } => {
                     let (span_id, span) = self.channel.trace.open(SpanOf::Step(step), Some(self.run_span));
@@ -184,16 +189,37 @@ impl Run<'_> {
     }
 
     /// The tools of `step`, listed again unless they were listed for it already, and the
-    /// `tool_refused` events of a new listing.
-    async fn list_tools(&mut self, run_id: &Arc<str>, step: u32) -> Result<Vec<EventKind>> {
-        if step == self.listed_step {
-            return Ok(Vec::new());
+    /// `tool_refused` events of a new listing; or why they cannot be had.
+    async fn list_tools(&mut self, run_id: &Arc<str>, step: u32) -> std::result::Result<Vec<EventKind>, String> {
+        let mut refused = Vec::new();
+        if step != self.listed_step {
+            let ctx = ToolsetContext::new(run_id.clone(), step, self.dependencies.clone());
+            let tools = self.agent.tools_for(&self.extra, &ctx).await.map_err(|error| error.to_string())?;
+            self.registry = tools.registry;
+            self.listed_step = step;
+            refused = tools.refused;
         }
-        let ctx = ToolsetContext::new(run_id.clone(), step, self.dependencies.clone());
-        let tools = self.agent.tools_for(&self.extra, &ctx).await?;
-        self.registry = tools.registry;
-        self.listed_step = step;
-        Ok(tools.refused)
+        if !self.hooks.is_empty() {
+            self.registry = Arc::new(self.prepared(run_id).await?);
+        }
+        Ok(refused)
+    }
+
+    /// The step's tools as the hooks' `prepare_tools` leave them, in order.
+    async fn prepared(&self, run_id: &Arc<str>) -> std::result::Result<ToolRegistry, String> {
+        let mut ctx = crate::tool::ToolContext::detached("");
+        (ctx.run_id, ctx.tool_call_id, ctx.dependencies) = (run_id.clone(), Arc::from(""), self.dependencies.clone());
+        let mut definitions = self.registry.definitions().to_vec();
+        for hook in &self.hooks {
+            let failed = |message: &str| format!("hook `{}` failed in `prepare_tools`: {message}", hook.name());
+            let prepared = std::panic::AssertUnwindSafe(hook.prepare_tools(&ctx, definitions)).catch_unwind().await;
+            definitions = match prepared {
+                Ok(Ok(definitions)) => definitions,
+                Ok(Err(error)) => return Err(failed(error.message())),
+                Err(panic) => return Err(failed(ToolError::panicked(hook.name(), &*panic).message())),
+            };
+        }
+        self.registry.prepared(definitions).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))
     }
 
     /// One model request, its outcome handed to the machine.
@@ -243,6 +269,7 @@ impl Run<'_> {
             cancellation: &self.cancellation,
             dependencies: &self.dependencies,
             limit: self.limit.as_ref(),
+            hooks: &self.hooks,
         };
         let mut running = FuturesUnordered::new();
         // Chains of calls to one tool that the tool runs ahead; dropped with the batch.

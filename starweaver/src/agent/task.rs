@@ -52,12 +52,17 @@ impl ToolListing {
     }
 
     /// The listed tools as registrations, known by their definitions: the run's side
-    /// checks, plans and renders them; their calls run where they were listed.
+    /// checks, plans and renders them; their calls run where they were listed, under their
+    /// toolset's hooks there.
     pub(crate) fn registrations(self) -> (Vec<Registration>, Vec<EventKind>) {
         let listed = self
             .tools
             .into_iter()
-            .map(|ListedTool { source, definition }| Registration { tool: Arc::new(Listed(definition)), source })
+            .map(|ListedTool { source, definition }| Registration {
+                tool: Arc::new(Listed(definition)),
+                source,
+                hooks: Arc::new([]),
+            })
             .collect();
         (listed, self.refused)
     }

@@ -41,9 +41,10 @@ use super::wire::{self, Incoming, StdioTransport};
 use crate::content::Part;
 use crate::error::Result;
 use crate::hitl::{ApprovalDecision, ApprovalPolicy};
+use crate::hook::Hooks;
 use crate::message::ToolCallPart;
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
-use crate::scheduler::{CallOutcome, CallRequest, invoke_alone};
+use crate::scheduler::{CallOutcome, CallRequest, Served, invoke_alone};
 use crate::tool::{CallChannel, Dependencies, Tool, ToolError, ToolErrorKind};
 use crate::toolset::Toolset;
 
@@ -62,6 +63,7 @@ pub struct McpService {
     name: String,
     registry: Arc<ToolRegistry>,
     dependencies: Dependencies,
+    hooks: Vec<Arc<dyn Hooks>>,
     resources: Arc<Resources>,
     prompts: Arc<Prompts>,
     subscriptions: Arc<Subscriptions>,
@@ -79,6 +81,7 @@ pub struct McpServiceBuilder {
     tools: ToolList,
     approval_rules: Vec<crate::hitl::ApprovalRule>,
     dependencies: Dependencies,
+    hooks: Vec<Arc<dyn Hooks>>,
     resources: Vec<McpResource>,
     templates: Vec<McpResourceTemplate>,
     prompts: Vec<McpPrompt>,
@@ -92,6 +95,7 @@ impl McpService {
             tools: ToolList::new(Source::Served),
             approval_rules: Vec::new(),
             dependencies: Dependencies::new(),
+            hooks: Vec::new(),
             resources: Vec::new(),
             templates: Vec::new(),
             prompts: Vec::new(),
@@ -113,6 +117,19 @@ impl McpServiceBuilder {
     /// Serves a shared tool.
     pub fn shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.tool(tool);
+        self
+    }
+
+    /// Every served call runs through `hook` (after the hooks added before it, and before
+    /// the hooks of the call's toolset).
+    pub fn hook(mut self, hook: impl Hooks) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Every served call runs through these hooks, in order.
+    pub fn hooks(mut self, hooks: impl IntoIterator<Item = Arc<dyn Hooks>>) -> Self {
+        self.hooks.extend(hooks);
         self
     }
 
@@ -225,6 +242,7 @@ impl McpServiceBuilder {
             name: self.name,
             registry: Arc::new(registry),
             dependencies: self.dependencies,
+            hooks: self.hooks,
             resources: Arc::new(Resources::new(self.resources, self.templates)?),
             prompts: Arc::new(Prompts::new(self.prompts)?),
             subscriptions: Arc::default(),
@@ -691,11 +709,11 @@ impl McpService {
         let listener: Arc<dyn CallChannel> = Arc::new(notifier);
         let call = |approval| {
             let request = CallRequest { part: &part, approval, answered: None, retry: 0, ahead: None };
-            let (registry, dependencies, run_id, cancellation) =
-                (&self.registry, &self.dependencies, &run_id, &job.cancellation);
+            let served = Served { registry: &self.registry, hooks: &self.hooks, dependencies: &self.dependencies };
+            let (run_id, cancellation) = (&run_id, &job.cancellation);
             // The client hears what the call reports, and answers what it asks.
             let (listener, answers) = (Some(listener.clone()), listener.clone());
-            async move { invoke_alone(registry, dependencies, run_id, cancellation, request, listener, answers).await.0 }
+            async move { invoke_alone(served, run_id, cancellation, request, listener, answers).await.0 }
         };
         let answer = async {
             let outcome = call(None).await;

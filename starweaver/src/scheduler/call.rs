@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use crate::event::{EventKind, EventLog};
 use crate::hitl::ApprovalDecision;
+use crate::hook::{HookCall, Hooks};
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
@@ -24,6 +25,7 @@ use crate::tool::{
 use crate::trace::{SpanId, SpanOf, Tracer};
 
 use super::channel::RunChannel;
+use super::hooks::{self, HookChain};
 
 /// What every call of one batch shares.
 pub(crate) struct CallEnv<'a> {
@@ -36,6 +38,8 @@ pub(crate) struct CallEnv<'a> {
     pub cancellation: &'a CancellationToken,
     pub dependencies: &'a Dependencies,
     pub limit: Option<&'a Semaphore>,
+    /// The run's hooks, then the agent's (a tool's toolset's follow, from its registration).
+    pub hooks: &'a [Arc<dyn Hooks>],
 }
 
 /// A call to make, with the decision it was approved by and the user's answers to what it
@@ -58,15 +62,22 @@ pub(crate) enum CallOutcome {
     NeedsApproval {
         reason: String,
         metadata: Map<String, Value>,
+        /// The arguments the call waits with, when hooks rewrote the model's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
     },
     Deferred {
         reason: String,
         metadata: Map<String, Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
     },
     /// The call asked the user `question`, its `asked`-th (from 0), with nobody to ask.
     NeedsInput {
         asked: usize,
         question: Elicitation,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
     },
 }
 
@@ -134,19 +145,27 @@ impl ToolReturn {
     }
 }
 
+/// What a call outside any agent run is made with: the tools, the hooks around every
+/// call, and the dependencies they read.
+pub(crate) struct Served<'a> {
+    pub registry: &'a ToolRegistry,
+    pub hooks: &'a [Arc<dyn Hooks>],
+    pub dependencies: &'a Dependencies,
+}
+
 /// Runs one call outside any agent run (an MCP `tools/call`, a durable run's activity)
 /// under a trace and an event log of its own; the events it emitted come back with it.
 /// What the call reports as it runs goes to `listener` too, and `answers` answers what it
 /// asks.
 pub(crate) async fn invoke_alone(
-    registry: &ToolRegistry,
-    dependencies: &Dependencies,
+    served: Served<'_>,
     run_id: &Arc<str>,
     cancellation: &CancellationToken,
     request: CallRequest<'_>,
     listener: Option<Arc<dyn CallChannel>>,
     answers: Arc<dyn CallChannel>,
 ) -> (CallOutcome, Vec<EventKind>) {
+    let Served { registry, hooks, dependencies } = served;
     let trace = Tracer::new(run_id.clone());
     let (parent, _span) = trace.open(SpanOf::Run, None);
     let run = Arc::new(RunChannel {
@@ -155,7 +174,7 @@ pub(crate) async fn invoke_alone(
         also: listener,
         answers,
     });
-    let env = CallEnv { run: &run, parent, registry, run_id, cancellation, dependencies, limit: None };
+    let env = CallEnv { run: &run, parent, registry, run_id, cancellation, dependencies, limit: None, hooks };
     let outcome = invoke(&env, request).await;
     (outcome, run.events.finish().0.into_iter().map(|event| event.kind).collect())
 }
@@ -163,30 +182,41 @@ pub(crate) async fn invoke_alone(
 /// Runs one call to its end (value, error, or a suspension for a human).
 pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> CallOutcome {
     let call = request.part;
-    env.run.events.emit(EventKind::ToolCall {
-        tool_call_id: call.id.clone(),
-        name: call.name.clone(),
-        override_arguments: override_of(&request).cloned(),
-    });
     let ahead = request.ahead.take();
-    let arguments = arguments_of(&request);
     let (call_span, span) =
         env.run.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
+            announce(env, &request, None, None);
             let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
             let message = format!("unknown tool `{}`; available tools: {available}", call.name);
             return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
         };
-        let arguments = match prepare(tool, &request, arguments) {
+        let arguments = match object_arguments(arguments_of(&request)) {
             Ok(arguments) => arguments,
-            Err(outcome) => return outcome,
+            Err(error) => {
+                announce(env, &request, None, None);
+                return ToolReturn::failure(call, error, Map::new()).into();
+            }
         };
-        let _permit = match env.limit {
-            Some(limit) => Some(limit.acquire().await.expect("the run's semaphore is never closed")),
-            None => None,
+        let hooks = HookChain { outer: env.hooks, toolset: &tool.hooks };
+        if !hooks.is_empty() {
+            // Boxed, so calls without hooks do not carry the hooks' state in their future.
+            return Box::pin(hooked(env, tool, &request, hooks, arguments)).await;
+        }
+        announce(env, &request, None, None);
+        if let Some(error) = unbound(&request, &arguments) {
+            return ToolReturn::failure(call, error, Map::new()).into();
+        }
+        let arguments = match gate(tool, &request, arguments) {
+            Ok(arguments) => arguments,
+            Err(reason) => return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None },
         };
-        attempts(env, tool, &request, ahead, &arguments).await
+        let _permit = permit(env).await;
+        match attempts(env, tool, &request, ahead, &arguments).await {
+            Ok(result) => ToolReturn::success(call, result).into(),
+            Err((error, extra)) => ended(call, error, extra, None),
+        }
     }
     .instrument(span)
     .await;
@@ -205,23 +235,138 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     outcome
 }
 
-/// What a call runs with, or how it ends without running: its arguments as an object with
-/// defaults put back, past the approval gate.
-fn prepare<'v>(
+/// A call with hooks: the way in, then (unless a hook ended it) the approval gate and the
+/// attempts with the arguments the hooks left, then the way out. The approval is bound to
+/// those arguments: a call approved for other arguments does not run.
+async fn hooked(
+    env: &CallEnv<'_>,
     tool: &RegisteredTool,
     request: &CallRequest<'_>,
-    arguments: &'v Value,
-) -> Result<Cow<'v, Value>, CallOutcome> {
+    hooks: HookChain<'_>,
+    arguments: Cow<'_, Value>,
+) -> CallOutcome {
     let call = request.part;
-    let mut arguments = object_arguments(arguments).map_err(|err| ToolReturn::failure(call, err, Map::new()))?;
+    let ctx = context(env, tool, request, 1, env.cancellation.clone());
+    let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
+    let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
+    let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
+    announce(env, request, Some(&entered), rewritten.clone());
+    let outcome = match entered.stopped.take() {
+        Some(Ok(answer)) => Ok(answer),
+        Some(Err(error)) => Err((error, Map::new())),
+        None => match unbound(request, hook_call.arguments) {
+            Some(error) => Err((error, Map::new())),
+            None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
+                Ok(arguments) => {
+                    let _permit = permit(env).await;
+                    attempts(env, tool, request, None, &arguments).await
+                }
+                Err(reason) => {
+                    return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
+                }
+            },
+        },
+    };
+    let outcome = match outcome {
+        Err((error, extra)) if suspends(error.kind()) => return ended(call, error, extra, rewritten),
+        Ok(result) => {
+            hooks::leave(hooks, entered.count, &ctx, &hook_call, Ok(result)).await.map_err(|e| (e, Map::new()))
+        }
+        Err((error, extra)) => match hooks::leave(hooks, entered.count, &ctx, &hook_call, Err(error)).await {
+            Ok(result) => Ok(result),
+            Err(error) => Err((error, extra)),
+        },
+    };
+    match outcome {
+        Ok(result) => ToolReturn::success(call, result).into(),
+        Err((error, extra)) => ended(call, error, extra, rewritten),
+    }
+}
+
+/// Why an approved call must not run with `arguments`: they are not those its approval
+/// was given for (hooks rewrote them otherwise than when it was asked, or the run's hooks
+/// that rewrote them are not there on resume).
+fn unbound(request: &CallRequest<'_>, arguments: &Value) -> Option<ToolError> {
+    let approval = request.approval.as_ref()?;
+    let approved = approval.override_arguments.as_ref().or(approval.arguments.as_ref())?;
+    let approved = object_arguments(approved).ok()?;
+    (*approved != *arguments).then(|| {
+        let message = format!(
+            "the call was approved with arguments {approved}, but would run with {arguments}; it needs a decision \
+             for the arguments it runs with"
+        );
+        ToolError::new(ToolErrorKind::ApprovalDenied, message)
+    })
+}
+
+/// The `tool_call` event: what the model asked for, with the arguments hooks rewrote and
+/// the hooks that rewrote or answered, if any.
+fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, entered: Option<&hooks::Entered>, arguments: Option<Value>) {
+    let call = request.part;
+    env.run.events.emit(EventKind::ToolCall {
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        override_arguments: override_of(request).cloned(),
+        arguments,
+        rewritten_by: entered.and_then(|e| e.rewritten_by.clone()),
+        answered_by: entered.and_then(|e| e.answered_by.clone()),
+    });
+}
+
+/// A place under the run's concurrency cap, if it has one.
+async fn permit<'s>(env: &CallEnv<'s>) -> Option<tokio::sync::SemaphorePermit<'s>> {
+    match env.limit {
+        Some(limit) => Some(limit.acquire().await.expect("the run's semaphore is never closed")),
+        None => None,
+    }
+}
+
+/// Whether an error of this kind suspends the call (for a human) instead of ending it.
+fn suspends(kind: ToolErrorKind) -> bool {
+    matches!(kind, ToolErrorKind::ApprovalRequired | ToolErrorKind::CallDeferred | ToolErrorKind::ElicitationRequired)
+}
+
+/// How a call that failed with `error` ends: waiting for a human, or an error return;
+/// `arguments` are the ones a waiting call shows, when hooks rewrote the model's.
+fn ended(call: &ToolCallPart, error: ToolError, extra: Map<String, Value>, arguments: Option<Value>) -> CallOutcome {
+    match error.kind() {
+        ToolErrorKind::ApprovalRequired => {
+            let (_, reason, metadata, _) = error.into_parts();
+            CallOutcome::NeedsApproval { reason, metadata, arguments }
+        }
+        ToolErrorKind::CallDeferred => {
+            let (_, reason, metadata, _) = error.into_parts();
+            CallOutcome::Deferred { reason, metadata, arguments }
+        }
+        ToolErrorKind::ElicitationRequired => {
+            if let Some((asked, question)) = error.question() {
+                return CallOutcome::NeedsInput { asked, question, arguments };
+            }
+            let message = format!(
+                "tool `{}` raised `elicitation_required` itself; a call waits for the user's answer only through \
+                 `ctx.elicit(...)`",
+                call.name
+            );
+            ToolReturn::failure(call, ToolError::user_error(message), Map::new()).into()
+        }
+        _ => ToolReturn::failure(call, error, extra).into(),
+    }
+}
+
+/// What a call runs with, or why it waits for approval first: its arguments (an object)
+/// with defaults put back, past the approval gate.
+fn gate<'v>(
+    tool: &RegisteredTool,
+    request: &CallRequest<'_>,
+    mut arguments: Cow<'v, Value>,
+) -> Result<Cow<'v, Value>, String> {
     if tool.fills_defaults && contains_null(&arguments) {
         crate::schema::fill_null_defaults(&tool.tool.definition().parameters, arguments.to_mut());
     }
     if request.approval.is_none()
         && let Some(rule) = &tool.approval_rule
     {
-        let reason = format!("tool `{}` requires approval (approval rule {rule})", call.name);
-        return Err(CallOutcome::NeedsApproval { reason, metadata: Map::new() });
+        return Err(format!("tool `{}` requires approval (approval rule {rule})", request.part.name));
     }
     Ok(arguments)
 }
@@ -267,13 +412,15 @@ pub(crate) fn chain_ahead<'c>(
 ) -> Option<Ahead> {
     let tool = env.registry.get(&first.1.part.name)?;
     let runs_ahead = tool.tool.runs_ahead()?;
-    if tool.timeout.is_some() || env.limit.is_some() {
+    // Hooks run around each call as it starts, which a chain run ahead would skip.
+    if tool.timeout.is_some() || env.limit.is_some() || !env.hooks.is_empty() || !tool.hooks.is_empty() {
         return None;
     }
     let (indices, calls): (Vec<usize>, Vec<ChainedCall>) = std::iter::once(first)
         .chain(rest)
         .map_while(|(index, request)| {
-            let arguments = prepare(tool, &request, arguments_of(&request)).ok()?.into_owned();
+            let arguments = object_arguments(arguments_of(&request)).ok()?;
+            let arguments = gate(tool, &request, arguments).ok()?.into_owned();
             let ctx = context(env, tool, &request, 1, env.cancellation.clone());
             Some((index, ChainedCall { ctx, arguments }))
         })
@@ -310,13 +457,15 @@ fn context(
     }
 }
 
+/// The attempts of a call, retrying `execution` failures within the tool's budget: its
+/// result, or the error it ended with (and what the model is told of the attempts).
 async fn attempts(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
     request: &CallRequest<'_>,
     mut ahead: Option<Claimed>,
     arguments: &Value,
-) -> CallOutcome {
+) -> Result<ToolResult, (ToolError, Map<String, Value>)> {
     let call = request.part;
     let mut attempt = 1;
     loop {
@@ -335,7 +484,7 @@ async fn attempts(
             None => attempt_once(tool, ctx, arguments, &cancellation, &call.name).await,
         };
         let error = match outcome {
-            Ok(result) => return ToolReturn::success(call, result).into(),
+            Ok(result) => return Ok(result),
             Err(error) => error,
         };
         match error.kind() {
@@ -348,25 +497,6 @@ async fn attempts(
                 });
                 attempt += 1;
             }
-            ToolErrorKind::ApprovalRequired => {
-                let (_, reason, metadata, _) = error.into_parts();
-                return CallOutcome::NeedsApproval { reason, metadata };
-            }
-            ToolErrorKind::CallDeferred => {
-                let (_, reason, metadata, _) = error.into_parts();
-                return CallOutcome::Deferred { reason, metadata };
-            }
-            ToolErrorKind::ElicitationRequired => {
-                if let Some((asked, question)) = error.question() {
-                    return CallOutcome::NeedsInput { asked, question };
-                }
-                let message = format!(
-                    "tool `{}` raised `elicitation_required` itself; a call waits for the user's answer only \
-                     through `ctx.elicit(...)`",
-                    call.name
-                );
-                return ToolReturn::failure(call, ToolError::user_error(message), Map::new()).into();
-            }
             ToolErrorKind::Execution => {
                 let extra = json!({"attempts": attempt, "max_retries": tool.max_retries});
                 let Value::Object(extra) = extra else { unreachable!("json! of an object literal") };
@@ -376,9 +506,9 @@ async fn attempts(
                 if let Some(private) = private {
                     error = error.with_private_metadata(private);
                 }
-                return ToolReturn::failure(call, error, extra).into();
+                return Err((error, extra));
             }
-            _ => return ToolReturn::failure(call, error, Map::new()).into(),
+            _ => return Err((error, Map::new())),
         }
     }
 }

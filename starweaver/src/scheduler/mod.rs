@@ -7,8 +7,11 @@
 
 mod call;
 mod channel;
+mod hooks;
 mod plan;
 
-pub(crate) use call::{Ahead, CallEnv, CallOutcome, CallRequest, ToolReturn, chain_ahead, invoke, invoke_alone};
+pub(crate) use call::{
+    Ahead, CallEnv, CallOutcome, CallRequest, Served, ToolReturn, chain_ahead, invoke, invoke_alone,
+};
 pub(crate) use channel::RunChannel;
 pub use plan::{CallPlan, PlannedCall};

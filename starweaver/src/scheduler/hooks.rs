@@ -1,0 +1,149 @@
+//! Running a call's hooks ([`Hooks`]): the way in (`before_call`, in order: the run's,
+//! the agent's, then the tool's toolset's) and the way out (in reverse, each hook entered
+//! sees the result with `after_call` or the failure with `on_error`, as the hooks after it
+//! left it). Each hook is guarded: a panic, or an `execution` failure of `before_call` or
+//! `after_call`, is a failure of the call naming the hook, never of the run.
+
+use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use crate::hook::{Before, HookCall, Hooked, Hooks};
+use crate::message::ToolCallPart;
+use crate::tool::{ToolContext, ToolError, ToolErrorKind, ToolResult};
+
+/// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
+#[derive(Clone, Copy)]
+pub(crate) struct HookChain<'a> {
+    pub outer: &'a [Arc<dyn Hooks>],
+    pub toolset: &'a [Arc<dyn Hooks>],
+}
+
+impl<'a> HookChain<'a> {
+    pub(crate) fn is_empty(self) -> bool {
+        self.outer.is_empty() && self.toolset.is_empty()
+    }
+
+    fn iter(self) -> impl Iterator<Item = &'a Arc<dyn Hooks>> {
+        self.outer.iter().chain(self.toolset)
+    }
+
+    /// The first `count` hooks, last first.
+    fn entered_rev(self, count: usize) -> impl Iterator<Item = &'a Arc<dyn Hooks>> {
+        let outer = self.outer.get(..count).unwrap_or(self.outer);
+        let toolset = self.toolset.get(..count - outer.len()).unwrap_or(self.toolset);
+        toolset.iter().rev().chain(outer.iter().rev())
+    }
+}
+
+/// How the way in went.
+pub(crate) struct Entered<'v> {
+    /// The arguments as the hooks left them.
+    pub arguments: Cow<'v, Value>,
+    /// How many hooks the call went through (whose way out runs).
+    pub count: usize,
+    /// The last hook that rewrote the arguments.
+    pub rewritten_by: Option<Arc<str>>,
+    /// The hook that answered in the tool's place.
+    pub answered_by: Option<Arc<str>>,
+    /// What ended the call on the way in: a hook's answer or failure.
+    pub stopped: Option<Result<ToolResult, ToolError>>,
+}
+
+/// Runs `before_call` of each hook in order on the call `part` with `arguments`, which
+/// become the ones each hook leaves, until one answers or fails.
+pub(crate) async fn enter<'v>(
+    hooks: HookChain<'_>,
+    ctx: &ToolContext,
+    part: &ToolCallPart,
+    arguments: Cow<'v, Value>,
+) -> Entered<'v> {
+    let mut entered = Entered { arguments, count: 0, rewritten_by: None, answered_by: None, stopped: None };
+    for hook in hooks.iter() {
+        let call = HookCall { id: &part.id, name: &part.name, arguments: &entered.arguments };
+        let decided = guarded(&**hook, "before_call", true, || hook.before_call(ctx, &call)).await;
+        match decided {
+            Ok(Before::Continue) => {}
+            Ok(Before::Arguments(arguments)) if arguments.is_object() => {
+                entered.arguments = Cow::Owned(arguments);
+                entered.rewritten_by = Some(hook.name().into());
+            }
+            Ok(Before::Arguments(other)) => {
+                let message = format!(
+                    "hook `{}` rewrote the arguments of `{}` to {}; arguments must be a JSON object",
+                    hook.name(),
+                    part.name,
+                    crate::json::kind_of(&other)
+                );
+                entered.stopped = Some(Err(ToolError::execution(message).not_retryable()));
+                return entered;
+            }
+            Ok(Before::Answer(result)) => {
+                entered.answered_by = Some(hook.name().into());
+                entered.stopped = Some(Ok(result));
+                return entered;
+            }
+            Err(error) => {
+                entered.stopped = Some(Err(error));
+                return entered;
+            }
+        }
+        entered.count += 1;
+    }
+    entered
+}
+
+/// Runs the way out through the first `entered` hooks, last first: `after_call` while
+/// there is a result, `on_error` while there is a failure.
+pub(crate) async fn leave(
+    hooks: HookChain<'_>,
+    entered: usize,
+    ctx: &ToolContext,
+    call: &HookCall<'_>,
+    mut outcome: Result<ToolResult, ToolError>,
+) -> Result<ToolResult, ToolError> {
+    for hook in hooks.entered_rev(entered) {
+        outcome = match outcome {
+            Ok(result) => guarded(&**hook, "after_call", true, || hook.after_call(ctx, call, result)).await,
+            // The error `on_error` gives back is usually the call's own: it is not the hook's
+            // failure to blame on it.
+            Err(error) => guarded(&**hook, "on_error", false, || hook.on_error(ctx, call, error)).await,
+        };
+    }
+    outcome
+}
+
+/// Calls one hook method; a panic (making the future or polling it) is an `execution`
+/// failure naming the hook, and so, when `blame`, is an `execution` error it returns.
+async fn guarded<'h, T>(
+    hook: &dyn Hooks,
+    stage: &str,
+    blame: bool,
+    call: impl FnOnce() -> Hooked<'h, Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    let outcome = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+        Err(panic) => Err(panic),
+    };
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) if blame && error.kind() == ToolErrorKind::Execution => Err(failed(hook, stage, error)),
+        Ok(Err(error)) => Err(error),
+        Err(panic) => Err(failed(hook, stage, ToolError::panicked(hook.name(), &*panic))),
+    }
+}
+
+/// A hook's unexpected failure as the call's `execution` failure: named, and not retried
+/// (a retry would run the tool again for the hook's sake).
+fn failed(hook: &dyn Hooks, stage: &str, error: ToolError) -> ToolError {
+    let (kind, message, metadata, private) = error.into_parts();
+    let mut error =
+        ToolError::new(kind, format!("hook `{}` failed in `{stage}`: {message}", hook.name())).with_metadata(metadata);
+    if let Some(private) = private {
+        error = error.with_private_metadata(private);
+    }
+    error.not_retryable()
+}

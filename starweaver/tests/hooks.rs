@@ -1,0 +1,388 @@
+//! DESIGN.md §18: hooks around every call (before, after, on error, prepare), their order,
+//! their guarantees, and approval bound to the arguments hooks leave.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::{Value, json};
+use starweaver::durable::CallTask;
+use starweaver::hook::{Before, HookCall, Hooked, Hooks};
+use starweaver::{
+    Agent, ApprovalRule, Error, EventKind, RunOptions, RunStatus, StaticToolset, ToolBuilder, ToolContext,
+    ToolDefinition, ToolError, ToolResult, Toolset,
+};
+
+/// A tool that echoes its arguments, logging each run.
+fn echo(name: &str, log: &Log) -> impl starweaver::Tool {
+    let log = log.clone();
+    raw_tool(ToolBuilder::new(name), move |_: ToolContext, args: Args| {
+        log.push(format!("ran with {}", Value::Object(args.clone())));
+        async move { Ok(Value::Object(args)) }
+    })
+}
+
+/// A hook that logs what it sees under its name and does what `act` says before the call.
+struct Probe {
+    name: &'static str,
+    log: Log,
+    before: fn(&HookCall) -> Result<Before, ToolError>,
+}
+
+impl Probe {
+    fn new(name: &'static str, log: &Log) -> Self {
+        Self { name, log: log.clone(), before: |_| Ok(Before::Continue) }
+    }
+
+    fn before(mut self, before: fn(&HookCall) -> Result<Before, ToolError>) -> Self {
+        self.before = before;
+        self
+    }
+}
+
+impl Hooks for Probe {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn before_call<'a>(&'a self, _: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+        self.log.push(format!("{} before {}", self.name, call.arguments));
+        Hooked::ready((self.before)(call))
+    }
+
+    fn after_call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        result: ToolResult,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        self.log.push(format!("{} after {}", self.name, result.value));
+        Hooked::ready(Ok(result))
+    }
+
+    fn on_error<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        error: ToolError,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        self.log.push(format!("{} error {}", self.name, error.kind().as_str()));
+        Hooked::ready(Err(error))
+    }
+}
+
+#[allow(clippy::unnecessary_wraps)] // the shape `Probe::before` takes
+fn to_prod(call: &HookCall) -> Result<Before, ToolError> {
+    let mut arguments = call.arguments.clone();
+    arguments["env"] = json!("prod");
+    Ok(Before::Arguments(arguments))
+}
+
+fn tool_call_events(events: &[starweaver::Event]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ToolCall { .. }))
+        .map(|e| serde_json::to_value(&e.kind).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn hooks_run_in_order_run_agent_toolset_in_and_reverse_out() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("c1", "echo", json!({"x": 1}))], "done");
+    let toolset =
+        StaticToolset::new("ops").tool(echo("echo", &log)).with_hooks([Arc::new(Probe::new("toolset", &log)) as _]);
+    let agent = Agent::builder(model).toolset(toolset).hook(Probe::new("agent", &log)).build().unwrap();
+    let options = RunOptions { hooks: vec![Arc::new(Probe::new("run", &log))], ..RunOptions::default() };
+    let result = agent.run_with("go", options).await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    let x = r#"{"x":1}"#;
+    assert_eq!(
+        log.entries(),
+        [
+            format!("run before {x}"),
+            format!("agent before {x}"),
+            format!("toolset before {x}"),
+            format!("ran with {x}"),
+            format!("toolset after {x}"),
+            format!("agent after {x}"),
+            format!("run after {x}"),
+        ]
+    );
+    assert_eq!(
+        tool_call_events(&result.events),
+        [json!({"type": "tool_call", "tool_call_id": "c1", "name": "echo"})],
+        "a call no hook changed keeps the event's usual form"
+    );
+}
+
+#[tokio::test]
+async fn a_rewritten_call_runs_with_and_reports_the_final_arguments() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
+    let agent = Agent::builder(model)
+        .tool(echo("deploy", &log))
+        .hook(Probe::new("prod", &log).before(to_prod))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert!(log.entries().contains(&r#"ran with {"env":"prod"}"#.to_owned()), "{:?}", log.entries());
+    assert_eq!(
+        tool_call_events(&result.events),
+        [
+            json!({"type": "tool_call", "tool_call_id": "c1", "name": "deploy", "arguments": {"env": "prod"}, "rewritten_by": "prod"})
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_hook_that_answers_stops_the_call_and_the_hooks_after_it() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
+    let answer = Probe::new("cache", &log).before(|_| Ok(Before::Answer(ToolResult::new(json!("cached")))));
+    let agent = Agent::builder(model)
+        .tool(echo("echo", &log))
+        .hook(Probe::new("outer", &log))
+        .hook(answer)
+        .hook(Probe::new("inner", &log))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(log.entries(), ["outer before {}", "cache before {}", r#"outer after "cached""#]);
+    assert_eq!(tool_returns(result.messages.messages())[0].content, json!("cached"));
+    assert_eq!(
+        tool_call_events(&result.events),
+        [json!({"type": "tool_call", "tool_call_id": "c1", "name": "echo", "answered_by": "cache"})]
+    );
+}
+
+#[tokio::test]
+async fn rewritten_arguments_are_checked_against_the_schema() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Deploy {
+        #[allow(dead_code)]
+        env: String,
+    }
+    let tool = ToolBuilder::new("deploy").handler(|_: ToolContext, _: Deploy| async { Ok(json!("ok")) }).unwrap();
+    let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
+    let bad = Probe::new("bad", &Log::default()).before(|_| Ok(Before::Arguments(json!({"env": 7}))));
+    let agent = Agent::builder(model).tool(tool).hook(bad).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    let returned = &tool_returns(result.messages.messages())[0];
+    assert!(returned.is_error);
+    assert_eq!(returned.content["kind"], "invalid_arguments", "{}", returned.content);
+}
+
+/// A hook that raises what `before` gives, or panics.
+struct Failing(fn() -> ToolError);
+
+impl Hooks for Failing {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+
+    fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+        Hooked::new(async move { Err((self.0)()) })
+    }
+}
+
+#[tokio::test]
+async fn a_failing_or_panicking_hook_fails_its_call_not_the_run() {
+    let log = Log::default();
+    for (hook, expected) in [
+        (Failing(|| ToolError::execution("boom")), "hook `failing` failed in `before_call`: boom"),
+        (Failing(|| panic!("kaboom")), "hook `failing` failed in `before_call`: tool `failing` panicked: kaboom"),
+    ] {
+        let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
+        let agent = Agent::builder(model).tool(echo("echo", &log)).hook(hook).build().unwrap();
+        let result = agent.run("go").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed);
+        let returned = &tool_returns(result.messages.messages())[0];
+        assert_eq!(returned.content["kind"], "execution");
+        assert_eq!(returned.content["message"], expected);
+        assert!(result.events.iter().all(|e| !matches!(e.kind, EventKind::ToolRetry { .. })), "not retried");
+    }
+    assert!(log.entries().is_empty(), "the tool never ran: {:?}", log.entries());
+}
+
+#[tokio::test]
+async fn a_hook_raising_model_retry_counts_a_retry_like_the_tool() {
+    let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
+    let hook = Failing(|| ToolError::model_retry("say please"));
+    let agent = Agent::builder(model).tool(echo("echo", &Log::default())).hook(hook).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    let returned = &tool_returns(result.messages.messages())[0];
+    assert_eq!(returned.content["kind"], "model_retry");
+    assert_eq!(returned.content["message"], "say please");
+    assert_eq!(returned.content["retry_expected"], true);
+}
+
+/// Turns any failure into a result.
+struct Rescue;
+
+impl Hooks for Rescue {
+    fn on_error<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        error: ToolError,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        Hooked::ready(Ok(ToolResult::new(json!({"rescued": error.message()}))))
+    }
+}
+
+#[tokio::test]
+async fn on_error_sees_the_failure_after_the_retries_and_may_turn_it_into_a_result() {
+    let runs = Counter::default();
+    let counted = runs.clone();
+    let flaky = raw_tool(ToolBuilder::new("flaky").max_retries(1), move |_: ToolContext, _: Args| {
+        counted.bump();
+        async { Err::<Value, _>(ToolError::execution("down")) }
+    });
+    let model = calls_then_text(vec![call("c1", "flaky", json!({}))], "done");
+    let agent = Agent::builder(model).tool(flaky).hook(Rescue).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(runs.get(), 2, "the call's own retry ran first");
+    let returned = &tool_returns(result.messages.messages())[0];
+    assert!(!returned.is_error);
+    assert_eq!(returned.content, json!({"rescued": "down (failed after 2 attempt(s))"}));
+}
+
+/// Offers only tools whose names do not start with `admin_`, and describes the rest anew.
+struct HideAdmin;
+
+impl Hooks for HideAdmin {
+    fn prepare_tools<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        definitions: Vec<ToolDefinition>,
+    ) -> Hooked<'a, Result<Vec<ToolDefinition>, ToolError>> {
+        let kept = definitions
+            .into_iter()
+            .filter(|d| !d.name.starts_with("admin_"))
+            .map(|d| ToolDefinition { description: Some("checked".into()), ..d })
+            .collect();
+        Hooked::ready(Ok(kept))
+    }
+}
+
+#[tokio::test]
+async fn prepare_tools_decides_what_the_model_sees_and_what_it_can_call() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("c1", "admin_drop", json!({})), call("c2", "echo", json!({}))], "done");
+    let agent = Agent::builder(model.clone())
+        .tool(echo("echo", &log))
+        .tool(echo("admin_drop", &log))
+        .hook(HideAdmin)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    let offered = model.requests()[0].tools.clone();
+    assert_eq!(offered.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["echo"]);
+    assert_eq!(offered[0].description.as_deref(), Some("checked"));
+    let returns = tool_returns(result.messages.messages());
+    assert_eq!(returns[0].content["kind"], "not_found", "a dropped tool cannot be called: {}", returns[0].content);
+    assert_eq!(log.entries(), ["ran with {}"]);
+}
+
+/// An agent whose `deploy` needs approval, and whose hook rewrites every `env` to `prod`;
+/// the model asks to deploy `staging`.
+fn gated_prod_deploy(log: &Log) -> Agent {
+    let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
+    Agent::builder(model)
+        .tool(echo("deploy", log))
+        .hook(Probe::new("prod", &Log::default()).before(to_prod))
+        .approval_required_tools([ApprovalRule::from("deploy")])
+        .build()
+        .unwrap()
+}
+
+/// The required test of issue 22: a hook rewrites `env` from `staging` to `prod`; the
+/// pending approval shows `prod`, and a decision made for `staging` does not run the call.
+#[tokio::test]
+async fn approval_is_asked_for_and_bound_to_the_arguments_a_hook_rewrote() {
+    let log = Log::default();
+    let mut session = gated_prod_deploy(&log).session();
+    let waiting = session.run("deploy").await.unwrap();
+    assert_eq!(waiting.status, RunStatus::Waiting);
+    let pending = &waiting.hitl.approvals[0];
+    assert_eq!(pending.arguments, json!({"env": "prod"}), "the approver sees what would run");
+
+    let mut for_staging = pending.approve();
+    for_staging.arguments = Some(json!({"env": "staging"}));
+    let err = session.resume(vec![for_staging]).await.unwrap_err();
+    assert!(matches!(err, Error::StaleDecision { .. }), "{err}");
+    assert!(log.entries().is_empty(), "nothing ran: {:?}", log.entries());
+
+    let result = session.resume(vec![pending.approve()]).await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(log.entries(), [r#"ran with {"env":"prod"}"#]);
+}
+
+#[tokio::test]
+async fn an_approval_for_other_arguments_than_the_hooks_leave_does_not_run_the_call() {
+    let log = Log::default();
+    let mut session = gated_prod_deploy(&log).session();
+    let waiting = session.run("deploy").await.unwrap();
+    // The approver asks for staging explicitly; the hook would still run prod.
+    let decision = waiting.hitl.approvals[0].approve().override_arguments(json!({"env": "staging"}));
+    let result = session.resume(vec![decision]).await.unwrap();
+    let returned = &tool_returns(result.messages.messages())[0];
+    assert_eq!(returned.content["kind"], "approval_denied", "{}", returned.content);
+    assert!(log.entries().is_empty(), "nothing ran: {:?}", log.entries());
+}
+
+#[tokio::test]
+async fn run_call_runs_the_agents_hooks() {
+    let log = Log::default();
+    let model = calls_then_text(vec![], "done");
+    let agent = Agent::builder(model)
+        .tool(echo("deploy", &log))
+        .hook(Probe::new("prod", &Log::default()).before(to_prod))
+        .build()
+        .unwrap();
+    let task: CallTask = serde_json::from_value(json!({
+        "index": 0, "call": {"id": "c1", "name": "deploy", "arguments": {"env": "staging"}}, "retry": 0, "max_retries": 0
+    }))
+    .unwrap();
+    agent.run_call("run_1", &task, starweaver::CancellationToken::new(), None).await;
+    assert_eq!(log.entries(), [r#"ran with {"env":"prod"}"#]);
+}
+
+#[tokio::test]
+async fn toolset_hooks_see_only_their_toolsets_calls() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("c1", "mine", json!({})), call("c2", "other", json!({}))], "done");
+    let toolset =
+        StaticToolset::new("ops").tool(echo("mine", &log)).with_hooks([Arc::new(Probe::new("ops", &log)) as _]);
+    assert_eq!(toolset.hooks().len(), 1);
+    let agent = Agent::builder(model).toolset(toolset).tool(echo("other", &log)).build().unwrap();
+    agent.run("go").await.unwrap();
+    let entries = log.entries();
+    assert_eq!(entries.iter().filter(|e| e.starts_with("ops ")).count(), 2, "{entries:?}");
+}
+
+/// Waits before every call, as a hook asking a slow policy service would.
+struct Slow;
+
+impl Hooks for Slow {
+    fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall<'a>) -> Hooked<'a, Result<Before, ToolError>> {
+        Hooked::new(async {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            Ok(Before::Continue)
+        })
+    }
+}
+
+#[tokio::test]
+async fn hook_time_is_inside_the_calls_span() {
+    let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
+    let agent = Agent::builder(model).tool(echo("echo", &Log::default())).hook(Slow).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    let span = result.trace.spans.iter().find(|s| s.kind == starweaver::SpanKind::ToolCall).unwrap();
+    // A lower bound only: the hook slept 20 ms inside the span, however fast the machine.
+    assert!(span.duration_us >= 20_000, "the hook's wait is timed in the call's span: {span:?}");
+}
