@@ -58,7 +58,7 @@ use serde_json::Value;
 use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
 pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
 use crate::error::{Error, Result};
-use crate::event::{Event, EventLog};
+use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{Hitl, HitlDecisions, Resolution};
 use crate::model::{ModelError, ModelResponse};
 use crate::registry::{Source, ToolList, ToolRegistry};
@@ -170,24 +170,32 @@ impl DurableRun {
         Bounds { max_steps: agent.inner.max_steps, usage: agent.inner.usage_limits }
     }
 
-    /// Whether the tools of `step` are still to be listed.
-    fn unlisted(&self, step: u32) -> bool {
-        !self.agent.inner.tools.dynamic.is_empty() && self.listed_step != Some(step)
+    /// Whether the agent has dynamic toolsets, whose tools are listed at each step.
+    fn lists_tools(&self) -> bool {
+        !self.agent.inner.tools.dynamic.is_empty()
+    }
+
+    /// Whether the tools of a step are still to be listed: a copy of what decides it, so
+    /// it can be asked while the stage is borrowed.
+    fn unlisted(&self) -> impl Fn(u32) -> bool + Copy + use<> {
+        let (lists, listed_step) = (self.lists_tools(), self.listed_step);
+        move |step| lists && listed_step != Some(step)
     }
 
     /// What to do next.
     pub fn next_step(&mut self) -> Step {
+        let unlisted = self.unlisted();
         if let Stage::Resuming(resuming) = &self.stage {
             let step = resuming.waiting.step;
-            if self.unlisted(step) {
+            if unlisted(step) {
                 return Step::ListTools(ListTask { run_id: self.run_id.to_string(), step });
             }
             self.take_up(Vec::new());
         }
-        let (dynamic, listed_step) = (!self.agent.inner.tools.dynamic.is_empty(), self.listed_step);
+        let lists_tools = self.lists_tools();
         let next = match &mut self.stage {
             Stage::Running { machine, events } => match machine.next(events, &self.tools) {
-                Next::ListTools { step } if dynamic && listed_step != Some(step) => {
+                Next::ListTools { step } if unlisted(step) => {
                     return Step::ListTools(ListTask { run_id: self.run_id.to_string(), step });
                 }
                 // Listed already, or nothing to list (no dynamic toolsets).
@@ -207,7 +215,7 @@ impl DurableRun {
             Next::ListTools { .. } => unreachable!("the tools were just listed"),
             Next::RequestModel { step } => {
                 let messages = machine.state.history.to_json();
-                let tools = dynamic.then(|| self.tools.definitions().to_vec());
+                let tools = lists_tools.then(|| self.tools.definitions().to_vec());
                 Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages, tools })
             }
             Next::StartCalls(ready) => Step::StartCalls(machine.call_tasks(ready)),
@@ -225,7 +233,7 @@ impl DurableRun {
 
     /// A resume's machine, under the tools listed last, emitting `refused` (the listing's
     /// `tool_refused` events) after `run_resumed`.
-    fn take_up(&mut self, refused: Vec<crate::event::EventKind>) {
+    fn take_up(&mut self, refused: Vec<EventKind>) {
         let Stage::Resuming(resuming) = std::mem::replace(&mut self.stage, Stage::Poisoned) else { return };
         let Resuming { state, waiting, resolved, events, .. } = *resuming;
         let bounds = Self::bounds(&self.agent);
@@ -243,7 +251,7 @@ impl DurableRun {
             Stage::Resuming(resuming) => resuming.waiting.step,
             Stage::Ended { .. } | Stage::Poisoned => return,
         };
-        if step != asked || !self.unlisted(step) {
+        if step != asked || !self.unlisted()(step) {
             return;
         }
         let (listed, refused) = listing.registrations();
