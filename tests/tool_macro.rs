@@ -256,3 +256,16 @@ async fn max_uses_is_a_tool_option_of_the_macro_and_bounds_the_calls_of_a_run() 
         returns(&agent.run("go").await.unwrap()).iter().map(|r| r.content.get("kind").cloned()).collect();
     assert_eq!(kinds, [None, None, Some(json!("limit_reached"))]);
 }
+
+/// Searches the web; its API takes two requests at a time, from every run together.
+#[starweaver::tool(max_concurrency = 2)]
+async fn web_search(query: String) -> String {
+    query
+}
+
+#[test]
+fn max_concurrency_is_a_tool_option_of_the_macro() {
+    let definition = web_search_tool().definition().clone();
+    let limit = definition.max_concurrency.expect("the macro set it");
+    assert_eq!((limit.name(), limit.max_running()), (None, 2));
+}

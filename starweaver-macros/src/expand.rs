@@ -195,6 +195,10 @@ fn builder(tool: &ToolFn<'_>) -> TokenStream {
             Value::Str(lit) => lit.to_token_stream(),
             Value::Flag(lit) => lit.to_token_stream(),
             Value::Int(lit) => lit.to_token_stream(),
+            Value::Limit(lit) => {
+                let calls = syn::LitInt::new(&format!("{}u32", lit.base10_digits()), lit.span());
+                quote_spanned!(lit.span()=> #krate::ConcurrencyLimit::from(#calls))
+            }
             Value::Json(lit) => quote_spanned!(lit.span()=> #krate::__private::json(#lit)),
             Value::Path(path) => path.to_token_stream(),
         };

@@ -48,6 +48,8 @@ pub(crate) enum Value {
     Str(LitStr),
     Flag(LitBool),
     Int(LitInt),
+    /// A concurrency limit of 1 or more.
+    Limit(LitInt),
     /// The literal, holding a JSON object.
     Json(LitStr),
     Path(Path),
@@ -138,6 +140,14 @@ fn value(cx: &Ctxt, meta: &ParseNestedMeta<'_>, kind: Kind) -> syn::Result<Optio
         Kind::Str => Value::Str(meta.value()?.parse()?),
         Kind::Flag | Kind::JsonOrFlag => Value::Flag(flag(meta)?),
         Kind::Int => Value::Int(meta.value()?.parse()?),
+        Kind::Limit => {
+            let lit: LitInt = meta.value()?.parse()?;
+            if !matches!(lit.base10_parse::<u32>(), Ok(1..)) {
+                cx.error_spanned_by(&lit, "expected a number of calls from 1 to 4294967295");
+                return Ok(None);
+            }
+            Value::Limit(lit)
+        }
         Kind::Json => {
             let lit: LitStr = meta.value()?.parse()?;
             if !is_json_object(cx, &lit) {

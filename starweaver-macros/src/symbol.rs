@@ -14,6 +14,7 @@ pub(crate) const STRICT: Symbol = Symbol("strict");
 const SEQUENTIAL: Symbol = Symbol("sequential");
 pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
 pub(crate) const MAX_USES: Symbol = Symbol("max_uses");
+pub(crate) const MAX_CONCURRENCY: Symbol = Symbol("max_concurrency");
 pub(crate) const MAX_RETRIES: Symbol = Symbol("max_retries");
 pub(crate) const METADATA: Symbol = Symbol("metadata");
 pub(crate) const PARAMETERS_SCHEMA: Symbol = Symbol("parameters_schema");
@@ -29,6 +30,8 @@ pub(crate) enum Kind {
     Flag,
     /// `key = 123`.
     Int,
+    /// `key = 123`, at least 1: a tool's own concurrency limit.
+    Limit,
     /// `key = r#"{...}"#`: JSON text, checked to be an object.
     Json,
     /// `key = "some::path"`.
@@ -48,6 +51,7 @@ pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
     (TIMEOUT_MS, Kind::Int),
     (MAX_RETRIES, Kind::Int),
     (MAX_USES, Kind::Int),
+    (MAX_CONCURRENCY, Kind::Limit),
     (METADATA, Kind::Json),
     (PARAMETERS_SCHEMA, Kind::Json),
     (RETURN_SCHEMA, Kind::JsonOrFlag),

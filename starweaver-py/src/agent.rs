@@ -13,7 +13,7 @@ use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::{self, PyHitl};
 use crate::hooks::{PyNativeHooks, hook_list};
-use crate::limits::PyUsageLimits;
+use crate::limits::{MaxConcurrency, PyUsageLimits};
 use crate::model::{PyFunctionModel, PyTestModel};
 use crate::provider::PyProviderModel;
 use crate::result::result_to_py;
@@ -85,7 +85,8 @@ impl PyAgent {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         instructions: Option<String>,
         approval_required_tools: Option<Vec<Bound<'_, PyAny>>>,
-        max_concurrency: Option<usize>,
+        #[gen_stub(override_type(type_repr = "builtins.int | ConcurrencyLimit | None", imports = ("builtins",)))]
+        max_concurrency: Option<MaxConcurrency>,
         max_steps: Option<u32>,
         dependencies: Option<Py<PyAny>>,
         session_store: Option<Bound<'_, PySessionStore>>,
@@ -125,7 +126,7 @@ impl PyAgent {
             rules.push(ApprovalRule::from_json(&convert::to_json(&rule)?).into_py_result(py)?);
         }
         builder = builder.approval_required_tools(rules);
-        if let Some(limit) = max_concurrency {
+        if let Some(MaxConcurrency(limit)) = max_concurrency {
             builder = builder.max_concurrency(limit);
         }
         if let Some(steps) = max_steps {

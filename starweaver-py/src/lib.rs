@@ -42,7 +42,7 @@ mod _native {
     #[pymodule_export]
     use crate::hooks::{PyNativeHooks, PyToolCall};
     #[pymodule_export]
-    use crate::limits::PyUsageLimits;
+    use crate::limits::{PyConcurrencyLimit, PyUsageLimits};
     #[pymodule_export]
     use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]

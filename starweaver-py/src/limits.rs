@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::UsageLimits;
+use starweaver::{ConcurrencyLimit, UsageLimits};
 
 /// What one run (from its start, or a resume) may spend: model `requests`, `tool_calls`
 /// started, and `input_tokens`, `output_tokens` and `total_tokens`; `None` is no limit.
@@ -80,5 +80,65 @@ impl PyUsageLimits {
         ];
         let shown: Vec<String> = set.iter().filter_map(|(name, n)| n.map(|n| format!("{name}={n}"))).collect();
         format!("UsageLimits({})", shown.join(", "))
+    }
+}
+
+/// How many tool calls may run at once, shared by name: every tool, toolset and agent of
+/// the process given `ConcurrencyLimit("search-api", 4)` shares one limit of 4 running
+/// calls. `max_concurrency` options take one of these or a number (a limit of their own).
+/// Raises `ValueError` for `max_running` below 1, an empty name, or a name already held by
+/// a limit of another size.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ConcurrencyLimit", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyConcurrencyLimit(pub(crate) ConcurrencyLimit);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl PyConcurrencyLimit {
+    #[new]
+    fn new(name: String, max_running: i64) -> PyResult<Self> {
+        let max_running = u32::try_from(max_running).unwrap_or(0);
+        ConcurrencyLimit::shared(name, max_running)
+            .map(Self)
+            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
+    }
+
+    /// The limit's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.0.name().unwrap_or_default()
+    }
+
+    /// How many calls may run at once.
+    #[getter]
+    fn max_running(&self) -> u32 {
+        self.0.max_running()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ConcurrencyLimit({:?}, {})", self.name(), self.0.max_running())
+    }
+}
+
+/// A `max_concurrency` option: a number of calls (a limit of its own) or a shared
+/// `ConcurrencyLimit`.
+pub(crate) struct MaxConcurrency(pub(crate) ConcurrencyLimit);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for MaxConcurrency {
+    type Error = PyErr;
+
+    fn extract(value: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(shared) = value.cast::<PyConcurrencyLimit>() {
+            return Ok(Self(shared.get().0.clone()));
+        }
+        // A number below 1 is refused where the limit is set, naming what it limits.
+        match value.extract::<i64>() {
+            Ok(calls) => Ok(Self(ConcurrencyLimit::from(calls))),
+            Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "`max_concurrency` must be a number of calls or a ConcurrencyLimit, got {}",
+                value.repr().map_or_else(|_| "?".to_owned(), |repr| repr.to_string())
+            ))),
+        }
     }
 }

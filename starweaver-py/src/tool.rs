@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
@@ -20,6 +21,7 @@ use crate::bridge::{Lane, PyAwait, RustFuture};
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::PyApprovalDecision;
+use crate::limits::PyConcurrencyLimit;
 
 /// The definition of a tool, shared by Rust and Python tools. Read-only.
 #[gen_stub_pyclass]
@@ -68,8 +70,12 @@ impl PyToolDefinition {
                     expected.join(", ")
                 )));
             }
-            let json = convert::to_json(&value)
-                .map_err(|e| registration(format!("invalid tool `{label}`: option `{key}`: {e}")))?;
+            // A shared limit goes by its JSON form, which names it: read back, it is the same limit.
+            let json = match value.cast::<PyConcurrencyLimit>() {
+                Ok(limit) => Ok(serde_json::to_value(&limit.get().0).unwrap_or(Value::Null)),
+                Err(_) => convert::to_json(&value),
+            }
+            .map_err(|e| registration(format!("invalid tool `{label}`: option `{key}`: {e}")))?;
             fields.insert(key, json);
         }
         let parameters = convert::to_json_with(parameters, convert::Keys::StringsOnly).map_err(|e| {
@@ -142,6 +148,21 @@ impl PyToolDefinition {
         self.0.max_uses
     }
 
+    /// How many of its calls may run at once across the process: a number (a limit of its
+    /// own) or a shared `ConcurrencyLimit`; `None`: no limit of its own.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "builtins.int | ConcurrencyLimit | None", imports = ("builtins",)))]
+    fn max_concurrency<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.0
+            .max_concurrency
+            .as_ref()
+            .map(|limit| match limit.name() {
+                Some(_) => Bound::new(py, PyConcurrencyLimit(limit.clone())).map(Bound::into_any),
+                None => limit.max_running().into_bound_py_any(py),
+            })
+            .transpose()
+    }
+
     /// The JSON Schema of the value the tool returns, if it declares one (never sent to
     /// models; served over MCP as `outputSchema`).
     #[getter]
@@ -167,7 +188,7 @@ impl PyToolDefinition {
     }
 
     /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
-    /// and `"max_uses"` and `"return_schema"` when the tool has them.
+    /// and `"max_uses"`, `"max_concurrency"` and `"return_schema"` when the tool has them.
     #[gen_stub(override_return_type(type_repr = "types.ToolDefinitionDict", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut json =

@@ -15,6 +15,7 @@ use crate::bridge::RustFuture;
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hooks::{PyNativeHooks, hook_list};
+use crate::limits::MaxConcurrency;
 use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
 use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
 
@@ -119,6 +120,16 @@ impl PyToolset {
     /// agent's, and after hooks this toolset has already).
     fn with_hooks(&self, hooks: Vec<PyRef<'_, PyNativeHooks>>) -> Self {
         Self(Arc::new(self.0.clone().with_hooks(hook_list(Some(hooks)))))
+    }
+
+    /// The same tools, at most `limit` of their calls running at once (together): a number
+    /// (a limit of this toolset's own) or a shared `ConcurrencyLimit`.
+    fn with_max_concurrency(
+        &self,
+        #[gen_stub(override_type(type_repr = "builtins.int | ConcurrencyLimit", imports = ("builtins",)))]
+        limit: MaxConcurrency,
+    ) -> Self {
+        Self(Arc::new(self.0.clone().with_max_concurrency(limit.0)))
     }
 
     /// The toolset's name.

@@ -57,6 +57,7 @@ use serde_json::Value;
 
 use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
 pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
+use crate::concurrency::{Admission, Limit};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{Hitl, HitlDecisions, Resolution};
@@ -99,6 +100,9 @@ pub struct DurableRun {
     /// The step `tools` were listed for, if its dynamic toolsets were listed in this leg.
     listed_step: Option<u32>,
     stage: Stage,
+    /// The calls started and held back under the concurrency limits: the engine is never
+    /// asked to start more calls than they allow.
+    admission: Admission<CallTask>,
 }
 
 enum Stage {
@@ -163,7 +167,14 @@ impl DurableRun {
         let machine =
             Machine::start(state, run_id.clone(), Self::bounds(agent), instructions, prompt, Vec::new(), &events);
         let running = Stage::Running { machine: Box::new(machine), events };
-        Ok(Self { agent: agent.clone(), run_id, tools: inner.registry.clone(), listed_step: None, stage: running })
+        Ok(Self {
+            agent: agent.clone(),
+            run_id,
+            tools: inner.registry.clone(),
+            listed_step: None,
+            stage: running,
+            admission: Admission::default(),
+        })
     }
 
     fn bounds(agent: &Agent) -> Bounds {
@@ -218,8 +229,13 @@ impl DurableRun {
                 let tools = lists_tools.then(|| self.tools.definitions().to_vec());
                 Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages, tools })
             }
-            Next::StartCalls(ready) => Step::StartCalls(machine.call_tasks(ready)),
-            Next::AwaitCalls => Step::AwaitCalls,
+            Next::StartCalls(ready) => {
+                let tasks = machine.call_tasks(ready);
+                let offered: Vec<_> =
+                    tasks.into_iter().map(|task| (task.index, self.limits_of(&task.call.name), task)).collect();
+                Self::starting(self.admission.offer(offered))
+            }
+            Next::AwaitCalls => Self::starting(self.admission.release()),
             Next::End(end) => {
                 let Stage::Running { machine, events } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
                     unreachable!("matched above")
@@ -229,6 +245,24 @@ impl DurableRun {
                 Step::Done(result)
             }
         }
+    }
+
+    /// The concurrency limits (label and size) a call to `tool` counts against: its own,
+    /// its toolset's, the run's.
+    fn limits_of(&self, tool: &str) -> Vec<(Arc<str>, u32)> {
+        let run = self.agent.inner.max_concurrency.as_ref().map(|limit| Limit::new(limit, || "run".to_owned()));
+        let own = self.tools.get(tool).map(|tool| tool.limits.clone()).unwrap_or_default();
+        let mut limits: Vec<(Arc<str>, u32)> =
+            own.iter().chain(&run).map(|limit| (limit.label.clone(), limit.max_running())).collect();
+        // A call counts once against a limit that several of its owners name.
+        limits.sort_unstable();
+        limits.dedup();
+        limits
+    }
+
+    /// The calls that may start now, or a wait for a running one to end.
+    fn starting(tasks: Vec<CallTask>) -> Step {
+        if tasks.is_empty() { Step::AwaitCalls } else { Step::StartCalls(tasks) }
     }
 
     /// A resume's machine, under the tools listed last, emitting `refused` (the listing's
@@ -305,6 +339,7 @@ impl DurableRun {
 
     /// A call of [`Step::StartCalls`] ended.
     pub fn call_finished(&mut self, index: usize, result: CallResult) {
+        self.admission.finished(index);
         if let Stage::Running { machine, events } = &mut self.stage {
             events.emit_all(result.events);
             machine.call_finished(index, result.outcome);
@@ -314,6 +349,7 @@ impl DurableRun {
     /// A call of [`Step::StartCalls`] could not be run to its end (the engine gave up on
     /// it: its workers were lost too often): an `execution` error return the model sees.
     pub fn call_lost(&mut self, index: usize, message: &str) {
+        self.admission.finished(index);
         if let Stage::Running { machine, events } = &mut self.stage {
             machine.call_lost(index, message, events);
         }
@@ -321,6 +357,7 @@ impl DurableRun {
 
     /// The run was cancelled: running calls end as `cancelled` returns, and the run ends.
     pub fn cancel(&mut self) {
+        self.admission.drop_held();
         self.take_up(Vec::new());
         if let Stage::Running { machine, events } = &mut self.stage {
             machine.cancel(events, &self.tools);
@@ -374,6 +411,7 @@ impl DurableRun {
         // `listChanged` since takes effect).
         self.listed_step = None;
         self.tools = self.agent.inner.registry.clone();
+        self.admission = Admission::default();
         self.stage = Stage::Resuming(Box::new(Resuming { state, waiting, resolved, claimed, result, events }));
         Ok(())
     }
@@ -410,6 +448,13 @@ impl DurableRun {
             finish_reason: None,
         };
         let ended = Stage::Ended { state, result: Box::new(result) };
-        Ok(Self { agent: agent.clone(), run_id, tools: agent.inner.registry.clone(), listed_step: None, stage: ended })
+        Ok(Self {
+            agent: agent.clone(),
+            run_id,
+            tools: agent.inner.registry.clone(),
+            listed_step: None,
+            stage: ended,
+            admission: Admission::default(),
+        })
     }
 }

@@ -41,6 +41,9 @@ pub enum DefinitionErrorKind {
     /// `max_uses: 0` would refuse every call.
     #[error("`max_uses` must be at least 1")]
     ZeroMaxUses,
+    /// `max_concurrency: 0` would start no call.
+    #[error("`max_concurrency` must be at least 1")]
+    ZeroMaxConcurrency,
     /// The parameter schema is malformed.
     #[error(transparent)]
     Schema(SchemaError),

@@ -151,6 +151,11 @@ pub enum EventKind {
         /// The hook that answered in the tool's place (the tool did not run).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         answered_by: Option<Arc<str>>,
+        /// The concurrency limits that were full when the call came, so it waited for a
+        /// place under them before it started (a shared limit's name, or `tool:<name>`,
+        /// `toolset:<name>`, `run`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        queued_for: Vec<Arc<str>>,
     },
     /// An attempt failed with an `Execution` error and will be tried again.
     ToolRetry {

@@ -71,6 +71,7 @@
 #[doc(hidden)]
 pub mod __private;
 mod agent;
+mod concurrency;
 pub mod content;
 pub mod durable;
 pub mod error;
@@ -98,6 +99,7 @@ pub mod toolset;
 pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_MAX_STEPS, RunOptions, UsageLimits};
+pub use concurrency::ConcurrencyLimit;
 pub use error::{DefinitionError, DefinitionErrorKind, Error, ErrorCategory, JsonInput, Result};
 pub use event::{Event, EventKind};
 pub use hitl::{
@@ -219,5 +221,5 @@ pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunsAhead, TOOL_OPTIONS, Tool, ToolBuilder, ToolContext,
     ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args, run_ahead,
 };
-pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError, WithHooks};
+pub use toolset::{Configured, DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError};
 pub use trace::{SpanKind, Trace, TraceSpan};

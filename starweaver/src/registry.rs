@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::concurrency::{ConcurrencyLimit, Limit};
 use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::hook::Hooks;
@@ -22,6 +23,8 @@ pub(crate) struct Registration {
     pub source: Source,
     /// Its toolset's hooks (none for a tool given directly).
     pub hooks: Arc<[Arc<dyn Hooks>]>,
+    /// Its toolset's concurrency limit, if any.
+    pub limit: Option<ConcurrencyLimit>,
 }
 
 /// Where a registered tool came from: collisions and approval rules name it. It
@@ -43,8 +46,13 @@ pub(crate) enum Source {
 impl Registration {
     /// The tools of `toolset`, each with the toolset as its source and its hooks.
     pub(crate) fn all(tools: Vec<Arc<dyn Tool>>, toolset: &dyn Toolset) -> impl Iterator<Item = Self> {
-        let (source, hooks) = (Source::of(toolset), toolset.hooks());
-        tools.into_iter().map(move |tool| Self { tool, source: source.clone(), hooks: hooks.clone() })
+        let (source, hooks, limit) = (Source::of(toolset), toolset.hooks(), toolset.max_concurrency());
+        tools.into_iter().map(move |tool| Self {
+            tool,
+            source: source.clone(),
+            hooks: hooks.clone(),
+            limit: limit.clone(),
+        })
     }
 }
 
@@ -101,7 +109,7 @@ impl ToolList {
 
     /// Adds a tool given directly.
     pub(crate) fn tool(&mut self, tool: Arc<dyn Tool>) {
-        self.entries.push(Registration { tool, source: self.source.clone(), hooks: Arc::new([]) });
+        self.entries.push(Registration { tool, source: self.source.clone(), hooks: Arc::new([]), limit: None });
     }
 
     /// Adds a toolset: a static one's tools, labelled with the toolset; a dynamic one as it is.
@@ -131,8 +139,27 @@ pub(crate) struct RegisteredTool {
     pub timeout: Option<Duration>,
     /// Its toolset's hooks, which run after the run's and the agent's.
     pub hooks: Arc<[Arc<dyn Hooks>]>,
+    /// Its own concurrency limit and its toolset's, if any.
+    pub limits: Arc<[Limit]>,
     /// Whether a `null` argument may stand for a schema `default` (strict mode's optionals).
     pub fills_defaults: bool,
+}
+
+/// The concurrency limits a tool's calls run under: its own, then its toolset's.
+fn limits_of(definition: &ToolDefinition, source: &Source, toolset: Option<&ConcurrencyLimit>) -> Result<Arc<[Limit]>> {
+    let own =
+        definition.max_concurrency.as_ref().map(|limit| Limit::new(limit, || format!("tool:{}", definition.name)));
+    let toolset = match (toolset, source) {
+        (Some(limit), Source::Toolset { name, .. }) => {
+            if limit.is_zero() {
+                let message = format!("toolset `{name}`'s `max_concurrency` must be at least 1");
+                return Err(Error::InvalidOption { option: "max_concurrency", message });
+            }
+            Some(Limit::new(limit, || format!("toolset:{name}")))
+        }
+        _ => None,
+    };
+    Ok(own.into_iter().chain(toolset).collect())
 }
 
 /// Agent-wide rules every tool must meet at registration, beyond the definition's own.
@@ -153,7 +180,7 @@ impl ToolRegistry {
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
         let mut registry = Self { tools: Vec::new(), index: NameMap::default(), definitions: Vec::new() };
         let mut sources: Vec<Source> = Vec::new();
-        for Registration { tool, source, hooks } in entries {
+        for Registration { tool, source, hooks, limit } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
             if rules.require_parameter_descriptions
@@ -177,6 +204,7 @@ impl ToolRegistry {
                 Source::Toolset { name, id, .. } => policy.matching_rule(&definition, Some((name, id))),
                 Source::Agent | Source::Run | Source::Served => policy.matching_rule(&definition, None),
             };
+            let limits = limits_of(&definition, &source, limit.as_ref())?;
             registry.index.insert(definition.name.clone(), registry.tools.len());
             sources.push(source);
             registry.tools.push(RegisteredTool {
@@ -187,6 +215,7 @@ impl ToolRegistry {
                 timeout: definition.timeout_ms.map(Duration::from_millis),
                 fills_defaults: crate::schema::has_defaults(&definition.parameters),
                 hooks,
+                limits,
                 tool,
             });
             registry.definitions.push(definition);

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::concurrency::ConcurrencyLimit;
 use crate::hook::Hooks;
 use crate::tool::{Dependencies, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
@@ -173,12 +174,34 @@ pub trait Toolset: Send + Sync + 'static {
     /// let ops = StaticToolset::new("ops").with_hooks([std::sync::Arc::new(Audit) as _]);
     /// assert_eq!(ops.hooks().len(), 1);
     /// ```
-    fn with_hooks(self, hooks: impl IntoIterator<Item = Arc<dyn Hooks>>) -> WithHooks<Self>
+    fn with_hooks(self, hooks: impl IntoIterator<Item = Arc<dyn Hooks>>) -> Configured<Self>
     where
         Self: Sized,
     {
         let hooks = self.hooks().iter().cloned().chain(hooks).collect();
-        WithHooks { inner: self, hooks }
+        Configured { hooks: Some(hooks), ..Configured::new(self) }
+    }
+
+    /// How many calls of its tools may run at once, together (across every run in the
+    /// process), if it is limited.
+    fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
+        None
+    }
+
+    /// At most `limit` calls of its tools run at once: a number (a limit of its own,
+    /// shared by every run using this toolset) or a shared [`ConcurrencyLimit`].
+    ///
+    /// ```
+    /// use starweaver::{StaticToolset, Toolset};
+    ///
+    /// let search = StaticToolset::new("search").with_max_concurrency(2);
+    /// assert_eq!(search.max_concurrency().unwrap().max_running(), 2);
+    /// ```
+    fn with_max_concurrency(self, limit: impl Into<ConcurrencyLimit>) -> Configured<Self>
+    where
+        Self: Sized,
+    {
+        Configured { max_concurrency: Some(limit.into()), ..Configured::new(self) }
     }
 
     /// Every tool's name gets `prefix` in front.
@@ -215,11 +238,11 @@ pub trait Toolset: Send + Sync + 'static {
 
     /// Every tool needs a human decision before every call (as if an approval rule named
     /// this toolset).
-    fn approval_required(self) -> ApprovalRequired<Self>
+    fn approval_required(self) -> Configured<Self>
     where
         Self: Sized,
     {
-        ApprovalRequired(self)
+        Configured { requires_approval: true, ..Configured::new(self) }
     }
 }
 
@@ -246,6 +269,10 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
 
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
         (**self).hooks()
+    }
+
+    fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
+        (**self).max_concurrency()
     }
 }
 
@@ -410,45 +437,29 @@ impl<T: Toolset> Toolset for Mapped<T> {
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
         self.inner.hooks()
     }
-}
 
-/// A toolset every tool of which needs approval before every call (see
-/// [`Toolset::approval_required`]).
-pub struct ApprovalRequired<T>(T);
-
-impl<T: Toolset> Toolset for ApprovalRequired<T> {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn id(&self) -> &str {
-        self.0.id()
-    }
-
-    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
-        self.0.list_tools(ctx)
-    }
-
-    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
-        self.0.static_tools()
-    }
-
-    fn requires_approval(&self) -> bool {
-        true
-    }
-
-    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
-        self.0.hooks()
+    fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
+        self.inner.max_concurrency()
     }
 }
 
-/// A toolset whose calls run through hooks of its own (see [`Toolset::with_hooks`]).
-pub struct WithHooks<T> {
+/// A toolset with options of its own over another's: its approval requirement, hooks or
+/// concurrency limit, each the inner toolset's unless set here (see
+/// [`Toolset::approval_required`], [`Toolset::with_hooks`], [`Toolset::with_max_concurrency`]).
+pub struct Configured<T> {
     inner: T,
-    hooks: Arc<[Arc<dyn Hooks>]>,
+    requires_approval: bool,
+    hooks: Option<Arc<[Arc<dyn Hooks>]>>,
+    max_concurrency: Option<ConcurrencyLimit>,
 }
 
-impl<T: Toolset> Toolset for WithHooks<T> {
+impl<T: Toolset> Configured<T> {
+    fn new(inner: T) -> Self {
+        Self { inner, requires_approval: false, hooks: None, max_concurrency: None }
+    }
+}
+
+impl<T: Toolset> Toolset for Configured<T> {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -466,11 +477,15 @@ impl<T: Toolset> Toolset for WithHooks<T> {
     }
 
     fn requires_approval(&self) -> bool {
-        self.inner.requires_approval()
+        self.requires_approval || self.inner.requires_approval()
     }
 
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
-        self.hooks.clone()
+        self.hooks.clone().unwrap_or_else(|| self.inner.hooks())
+    }
+
+    fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
+        self.max_concurrency.clone().or_else(|| self.inner.max_concurrency())
     }
 }
 

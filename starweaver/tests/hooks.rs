@@ -194,7 +194,7 @@ async fn a_failing_or_panicking_hook_fails_its_call_not_the_run() {
     let log = Log::default();
     for (hook, expected) in [
         (Failing(|| ToolError::execution("boom")), "hook `failing` failed in `before_call`: boom"),
-        (Failing(|| panic!("kaboom")), "hook `failing` failed in `before_call`: tool `failing` panicked: kaboom"),
+        (Failing(|| panic!("kaboom")), "hook `failing` failed in `before_call`: it panicked: kaboom"),
     ] {
         let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
         let agent = Agent::builder(model).tool(echo("echo", &log)).hook(hook).build().unwrap();

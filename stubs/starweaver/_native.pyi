@@ -13,6 +13,7 @@ import typing_extensions
 __all__ = [
     "ApprovalDecision",
     "AwaitCalls",
+    "ConcurrencyLimit",
     "DeferredResult",
     "Done",
     "ElicitationResponse",
@@ -107,6 +108,29 @@ class AwaitCalls:
     reported.
     """
     __match_args__: tuple[()]
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class ConcurrencyLimit:
+    r"""
+    How many tool calls may run at once, shared by name: every tool, toolset and agent of
+    the process given `ConcurrencyLimit("search-api", 4)` shares one limit of 4 running
+    calls. `max_concurrency` options take one of these or a number (a limit of their own).
+    Raises `ValueError` for `max_running` below 1, an empty name, or a name already held by
+    a limit of another size.
+    """
+    @property
+    def name(self) -> builtins.str:
+        r"""
+        The limit's name.
+        """
+    @property
+    def max_running(self) -> builtins.int:
+        r"""
+        How many calls may run at once.
+        """
+    def __eq__(self, other: builtins.object, /) -> builtins.bool: ...
+    def __new__(cls, name: builtins.str, max_running: builtins.int) -> ConcurrencyLimit: ...
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
@@ -256,7 +280,7 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: typing.Optional[builtins.int] = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -660,6 +684,11 @@ class NativeToolset:
         r"""
         The same tools, each call running through `hooks` too (after the run's and the
         agent's, and after hooks this toolset has already).
+        """
+    def with_max_concurrency(self, limit: builtins.int | ConcurrencyLimit) -> NativeToolset:
+        r"""
+        The same tools, at most `limit` of their calls running at once (together): a number
+        (a limit of this toolset's own) or a shared `ConcurrencyLimit`.
         """
     def __repr__(self) -> builtins.str: ...
 
@@ -1179,6 +1208,12 @@ class ToolDefinition:
         `limit_reached` error return.
         """
     @property
+    def max_concurrency(self) -> builtins.int | ConcurrencyLimit | None:
+        r"""
+        How many of its calls may run at once across the process: a number (a limit of its
+        own) or a shared `ConcurrencyLimit`; `None`: no limit of its own.
+        """
+    @property
     def return_schema(self) -> dict[str, typing.Any] | None:
         r"""
         The JSON Schema of the value the tool returns, if it declares one (never sent to
@@ -1209,7 +1244,7 @@ class ToolDefinition:
     def to_dict(self) -> types.ToolDefinitionDict:
         r"""
         `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
-        and `"max_uses"` and `"return_schema"` when the tool has them.
+        and `"max_uses"`, `"max_concurrency"` and `"return_schema"` when the tool has them.
         """
     def to_json(self) -> builtins.str:
         r"""

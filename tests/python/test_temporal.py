@@ -22,7 +22,15 @@ from temporalio.worker import Replayer
 HERE = Path(__file__).parent / "temporal"
 sys.path.insert(0, str(HERE))
 
-from agents import TASK_QUEUE, TEMPORAL_AGENTS, agent, mcp_agent, temporal_agent, temporal_mcp_agent  # noqa: E402
+from agents import (  # noqa: E402
+    TASK_QUEUE,
+    TEMPORAL_AGENTS,
+    agent,
+    mcp_agent,
+    temporal_agent,
+    temporal_limited_agent,
+    temporal_mcp_agent,
+)
 
 from starweaver.temporal import TemporalAgent, decide  # noqa: E402
 
@@ -270,6 +278,53 @@ def test_an_agent_with_an_mcp_server_runs_on_temporal_and_a_worker_killed_mid_ca
     assert int(attempts[-1]) != victim
     assert (tmp_path / "model.log").read_text().splitlines()[:3] == ["desk 1", "desk 2", "desk 3"], "none repeated"
     assert [e["step"] for e in events if e["type"] == "model_request"] == [1, 2, 3]
+
+
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals that overlap at one moment (an end before a start at a tie)."""
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    now = most = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_the_workflow_starts_no_more_calls_than_a_concurrency_limit_allows(
+    server: str, workers: Workers, tmp_path: Path
+) -> None:
+    """DESIGN.md §18 on Temporal: fifty calls over ten tools of a toolset limited to three
+    calls at once, on two workers: the workflow never has more than three call activities
+    started and unfinished, and the tools never run more than three at once."""
+    workers.start(), workers.start()
+
+    async def scenario() -> tuple[dict[str, Any], int]:
+        client = await Client.connect(server)
+        handle = await temporal_limited_agent.start(client, "fifty", id=workflow_id("fifty"), task_queue=TASK_QUEUE)
+        result = await handle.result()
+        outstanding: set[int] = set()
+        most = 0
+        ended = {f"activity_task_{end}_event_attributes" for end in ("completed", "failed", "timed_out", "canceled")}
+        for event in (await handle.fetch_history()).events:
+            kind = event.WhichOneof("attributes")
+            if kind == "activity_task_scheduled_event_attributes":
+                activity = event.activity_task_scheduled_event_attributes.activity_type.name
+                if activity.endswith(".run_call"):
+                    outstanding.add(event.event_id)
+                    most = max(most, len(outstanding))
+            elif kind in ended:
+                outstanding.discard(getattr(event, kind).scheduled_event_id)
+        return result, most
+
+    result, most = run(scenario())
+    assert result["status"] == "completed" and result["output"] == "fifty"
+    returns = [p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert [r["content"] for r in returns] == [i % 10 for i in range(50)]
+    assert most == 3, "the workflow started three calls, and another only as one ended"
+    lines = (tmp_path / "model.log.probes").read_text().splitlines()
+    intervals = [(float(start), float(end)) for start, end in (line.split() for line in lines)]
+    assert len(intervals) == 50
+    assert most_at_once(intervals) <= 3
 
 
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:

@@ -73,6 +73,7 @@ def test_the_definition_options_are_the_definitions_fields_past_name_and_paramet
         timeout_ms=5,
         max_retries=1,
         max_uses=2,
+        max_concurrency=2,
         metadata={"k": 1},
     )
     assert set(full.to_dict()) - {"name", "parameters"} == set(ToolDefinitionOptions.__annotations__)

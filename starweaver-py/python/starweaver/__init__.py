@@ -7,6 +7,7 @@ which owns retries, timeouts, cancellation, approvals and events.
 
 from ._native import (
     ApprovalDecision,
+    ConcurrencyLimit,
     DeferredResult,
     ElicitationResponse,
     Hitl,
@@ -75,6 +76,7 @@ __all__ = [
     "BaseTool",
     "CallDeferred",
     "Cancelled",
+    "ConcurrencyLimit",
     "ContentFilterError",
     "DecisionError",
     "DeferredResult",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from ._native import (
     ApprovalDecision,
+    ConcurrencyLimit,
     DeferredResult,
     ElicitationResponse,
     Hitl,
@@ -275,7 +276,7 @@ def create_agent(
     toolsets: Iterable[Toolset] = (),
     instructions: str | None = None,
     approval_required_tools: Iterable[ApprovalRule] | None = None,
-    max_concurrency: int | None = None,
+    max_concurrency: int | ConcurrencyLimit | None = None,
     max_steps: int | None = None,
     dependencies: object = None,
     session_store: SessionStore | str | os.PathLike[str] | None = None,

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ._asking import runtime_handler, runtime_sampler
-from ._native import NativeMcpServer, NativeOAuth, SqliteSessionStore
+from ._native import ConcurrencyLimit, NativeMcpServer, NativeOAuth, SqliteSessionStore
 from ._served import (
     Completer,
     MCPPrompt,
@@ -35,7 +35,7 @@ from ._served import (
     resource_template,
     resource_updated,
 )
-from .toolsets import Toolset
+from .toolsets import Toolset, limited
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -132,7 +132,9 @@ class MCPServerStdio(_MCPServer):
     run's model does (a direct ``call_tool`` has nobody to answer either). ``protocol``
     says how the session opens: ``"initialize"`` (offering 2025-11-25, what servers speak
     today), ``"discover"`` (``server/discover``, the stateless 2026-07-28 revision) or
-    ``"auto"`` (discover, falling back to initialize for an older server)."""
+    ``"auto"`` (discover, falling back to initialize for an older server).
+    ``max_concurrency`` caps how many calls of its tools run at once (a number, or a shared
+    ``ConcurrencyLimit``)."""
 
     def __init__(
         self,
@@ -146,6 +148,7 @@ class MCPServerStdio(_MCPServer):
         timeout_ms: int | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         sampling_handler: SamplingHandler | None = None,
+        max_concurrency: int | ConcurrencyLimit | None = None,
     ) -> None:
         self.server = NativeMcpServer(
             name,
@@ -157,7 +160,7 @@ class MCPServerStdio(_MCPServer):
             timeout_ms=timeout_ms,
             **_handlers(elicitation_handler, sampling_handler),
         )
-        self.native = self.server.toolset()
+        self.native = limited(self.server.toolset(), max_concurrency)
 
 
 class OAuth:
@@ -260,8 +263,8 @@ def _store_path(store: SqliteSessionStore | str | os.PathLike[str] | None) -> st
 class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
     request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
-    ``auth`` gives it OAuth (see ``OAuth``); ``protocol``, ``elicitation_handler`` and
-    ``sampling_handler`` as ``MCPServerStdio``'s."""
+    ``auth`` gives it OAuth (see ``OAuth``); ``protocol``, ``elicitation_handler``,
+    ``sampling_handler`` and ``max_concurrency`` as ``MCPServerStdio``'s."""
 
     def __init__(
         self,
@@ -274,6 +277,7 @@ class MCPServerHTTP(_MCPServer):
         auth: OAuth | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         sampling_handler: SamplingHandler | None = None,
+        max_concurrency: int | ConcurrencyLimit | None = None,
     ) -> None:
         self.auth = auth
         if auth is not None:
@@ -291,4 +295,4 @@ class MCPServerHTTP(_MCPServer):
             auth=auth.native if auth is not None else None,
             **_handlers(elicitation_handler, sampling_handler),
         )
-        self.native = self.server.toolset()
+        self.native = limited(self.server.toolset(), max_concurrency)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
-from ._native import NativeTool, NativeToolset, ToolDefinition
+from ._native import ConcurrencyLimit, NativeTool, NativeToolset, ToolDefinition
 from .hooks import HookLike, native_hooks
 from .tools import ToolLike, native_tool
 
@@ -34,9 +34,17 @@ class Toolset:
     """The tool objects it was made of (none for a dynamic one or an MCP server's), whatever
     its prefix, filter or names: ``serve-mcp`` serves these through the toolset alone."""
 
-    def __init__(self, name: str, tools: Iterable[ToolLike] = (), *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
+    def __init__(
+        self,
+        name: str,
+        tools: Iterable[ToolLike] = (),
+        *,
+        id: str | None = None,  # noqa: A002 (the toolset's id)
+        max_concurrency: int | ConcurrencyLimit | None = None,
+    ) -> None:
         self.members = tuple(tools)
-        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self.members], id=id)
+        native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self.members], id=id)
+        self.native = limited(native, max_concurrency)
 
     def _wrap(self, native: NativeToolset) -> Toolset:
         """A toolset derived from this one: its native form, the same members."""
@@ -79,8 +87,18 @@ class Toolset:
         after the run's and the agent's hooks."""
         return self._wrap(self.native.with_hooks(native_hooks(hooks)))
 
+    def with_max_concurrency(self, limit: int | ConcurrencyLimit) -> Toolset:
+        """The same tools, at most ``limit`` of their calls running at once (together, in
+        every run): a number (a limit of this toolset's own) or a shared ``ConcurrencyLimit``."""
+        return self._wrap(self.native.with_max_concurrency(limit))
+
     def __repr__(self) -> str:
         return repr(self.native)
+
+
+def limited(native: NativeToolset, max_concurrency: int | ConcurrencyLimit | None) -> NativeToolset:
+    """``native`` under ``max_concurrency``, when one is given (the toolsets' keyword)."""
+    return native if max_concurrency is None else native.with_max_concurrency(max_concurrency)
 
 
 ListTools = Callable[[ToolsetContext], "Sequence[ToolLike] | Awaitable[Sequence[ToolLike]]"]
@@ -89,7 +107,14 @@ ListTools = Callable[[ToolsetContext], "Sequence[ToolLike] | Awaitable[Sequence[
 class DynamicToolset(Toolset):
     """A toolset whose tools ``list_tools(ctx)`` gives at every step (sync or async)."""
 
-    def __init__(self, name: str, list_tools: ListTools, *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
+    def __init__(
+        self,
+        name: str,
+        list_tools: ListTools,
+        *,
+        id: str | None = None,  # noqa: A002 (the toolset's id)
+        max_concurrency: int | ConcurrencyLimit | None = None,
+    ) -> None:
         async def listed(ctx: ToolsetContext) -> list[NativeTool]:
             tools = list_tools(ctx)
             import inspect  # loaded by pydantic with the first tool
@@ -98,4 +123,4 @@ class DynamicToolset(Toolset):
                 tools = await tools
             return [native_tool(tool) for tool in tools]
 
-        self.native = NativeToolset.dynamic(name, listed, id=id)
+        self.native = limited(NativeToolset.dynamic(name, listed, id=id), max_concurrency)

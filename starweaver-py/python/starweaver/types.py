@@ -12,14 +12,18 @@ dicts the runtime hands out (``result.messages``, ``result.events``, ``session.e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
 # typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12.
 from typing_extensions import NotRequired, TypedDict
 
+if TYPE_CHECKING:
+    from ._native import ConcurrencyLimit
+
 __all__ = [
     "ApprovalRequestedEvent",
     "AudioContent",
+    "ConcurrencyLimitDict",
     "ContentPart",
     "DeferredRequestedEvent",
     "DocumentContent",
@@ -193,6 +197,13 @@ class ResponseMessage(TypedDict):
 Message: TypeAlias = Union[RequestMessage, ResponseMessage]
 
 
+class ConcurrencyLimitDict(TypedDict):
+    """A shared concurrency limit in a definition's dict form."""
+
+    name: str
+    max_running: int
+
+
 class ToolDefinitionDict(TypedDict):
     """``ToolDefinition.to_dict()``; model requests carry the first five keys."""
 
@@ -205,6 +216,8 @@ class ToolDefinitionDict(TypedDict):
     max_retries: NotRequired[int | None]
     max_uses: NotRequired[int]
     """How many times one run may call the tool, when bounded."""
+    max_concurrency: NotRequired[int | ConcurrencyLimitDict]
+    """How many of its calls may run at once: a number (a limit of its own) or a shared limit."""
     metadata: NotRequired[dict[str, Any]]
     return_schema: NotRequired[dict[str, Any]]
     """The JSON Schema of the value the tool returns, when it declares one; never sent to
@@ -222,6 +235,9 @@ class ToolDefinitionOptions(TypedDict, total=False):
     timeout_ms: int | None
     max_retries: int | None
     max_uses: int | None
+    max_concurrency: int | ConcurrencyLimit | None
+    """At most this many of its calls run at once across the process: a number (a limit of
+    its own) or a shared ``ConcurrencyLimit``."""
     metadata: Mapping[str, object] | None
 
 
@@ -383,6 +399,9 @@ class ToolCallEvent(_EventHead):
     rewritten_by: NotRequired[str]
     #: The hook that answered in the tool's place (the tool did not run).
     answered_by: NotRequired[str]
+    #: The concurrency limits that were full when the call came, so it waited for a place
+    #: before it started: a shared limit's name, or ``tool:<name>``, ``toolset:<name>``, ``run``.
+    queued_for: NotRequired[list[str]]
 
 
 class ToolRetryEvent(_EventHead):

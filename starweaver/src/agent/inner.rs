@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::concurrency::{ConcurrencyLimit, Limit};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::hitl::ApprovalPolicy;
@@ -29,7 +30,7 @@ pub(crate) struct AgentInner {
     pub instructions: Option<String>,
     pub max_steps: u32,
     pub usage_limits: UsageLimits,
-    pub max_concurrency: Option<usize>,
+    pub max_concurrency: Option<ConcurrencyLimit>,
     pub dependencies: Dependencies,
     /// Hooks every call of the agent runs through.
     pub hooks: Vec<Arc<dyn Hooks>>,
@@ -45,6 +46,11 @@ pub(crate) struct StepTools {
 }
 
 impl AgentInner {
+    /// The cap on one run's calls: a number is each run's own, a shared limit everyone's.
+    pub(crate) fn run_limit(&self) -> Option<Limit> {
+        self.max_concurrency.as_ref().map(|limit| Limit::new(&limit.per_run(), || "run".to_owned()))
+    }
+
     /// The tools of one step: the agent's, the run's own, and what every dynamic toolset
     /// lists now. Without dynamic toolsets or run tools, the agent's registry as built.
     ///

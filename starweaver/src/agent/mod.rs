@@ -24,6 +24,7 @@ pub(crate) use run::{Claim, Start, drive};
 pub(crate) use state::{SessionState, Suspended};
 pub use task::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
 
+use crate::concurrency::ConcurrencyLimit;
 use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::hook::Hooks;
@@ -267,7 +268,7 @@ pub struct AgentBuilder {
     approval_rules: Vec<ApprovalRule>,
     max_steps: u32,
     usage_limits: UsageLimits,
-    max_concurrency: Option<usize>,
+    max_concurrency: Option<ConcurrencyLimit>,
     dependencies: Dependencies,
     store: Option<Arc<dyn SessionStore>>,
     rules: RegistrationRules,
@@ -339,9 +340,10 @@ impl AgentBuilder {
         self
     }
 
-    /// The most tool calls that may run at once in a run (unbounded by default).
-    pub fn max_concurrency(mut self, limit: usize) -> Self {
-        self.max_concurrency = Some(limit);
+    /// The most tool calls that may run at once (unbounded by default): a number caps each
+    /// run on its own; a shared [`ConcurrencyLimit`] caps every run of every agent naming it.
+    pub fn max_concurrency(mut self, limit: impl Into<ConcurrencyLimit>) -> Self {
+        self.max_concurrency = Some(limit.into());
         self
     }
 
@@ -381,7 +383,7 @@ impl AgentBuilder {
         if self.max_steps == 0 {
             return Err(Error::InvalidOption { option: "max_steps", message: "must be at least 1".into() });
         }
-        if self.max_concurrency == Some(0) {
+        if self.max_concurrency.as_ref().is_some_and(ConcurrencyLimit::is_zero) {
             return Err(Error::InvalidOption { option: "max_concurrency", message: "must be at least 1".into() });
         }
         let policy = ApprovalPolicy::new(self.approval_rules);

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -15,6 +14,7 @@ use super::limits::Bounds;
 use super::machine::{End, Machine, Next, ReadyCall, resolve_decisions};
 use super::options::RunOptions;
 use super::state::{SessionState, Suspended};
+use crate::concurrency::Limit;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
@@ -24,7 +24,7 @@ use crate::model::ModelRequest;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke};
-use crate::tool::{Dependencies, ToolError};
+use crate::tool::{Dependencies, panic_message};
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
@@ -103,7 +103,7 @@ pub(crate) async fn drive(
         refused: tools.refused,
         extra,
         listed_step,
-        limit: agent.max_concurrency.map(Semaphore::new),
+        limit: agent.run_limit(),
         hooks,
         bounds: Bounds { max_steps: agent.max_steps, usage: options.usage_limits.unwrap_or(agent.usage_limits) },
     };
@@ -133,7 +133,8 @@ struct Run<'a> {
     extra: ToolList,
     /// The step `registry` was listed for.
     listed_step: u32,
-    limit: Option<Semaphore>,
+    /// The cap on the run's calls, if the agent has one.
+    limit: Option<Limit>,
     bounds: Bounds,
     /// The run's hooks, then the agent's.
     hooks: Vec<Arc<dyn Hooks>>,
@@ -216,7 +217,7 @@ impl Run<'_> {
             definitions = match prepared {
                 Ok(Ok(definitions)) => definitions,
                 Ok(Err(error)) => return Err(failed(error.message())),
-                Err(panic) => return Err(failed(ToolError::panicked(hook.name(), &*panic).message())),
+                Err(panic) => return Err(failed(&format!("it panicked: {}", panic_message(&*panic)))),
             };
         }
         self.registry.prepared(definitions).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))

@@ -12,6 +12,7 @@ use futures::future::{BoxFuture, ready};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::concurrency::ConcurrencyLimit;
 use crate::event::EventKind;
 use crate::hitl::ApprovalDecision;
 use crate::message::ToolCallPart;
@@ -40,13 +41,20 @@ pub struct ToolListing {
 pub(crate) struct ListedTool {
     source: Source,
     definition: ToolDefinition,
+    /// Its toolset's concurrency limit, which the run's side counts its calls against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    limit: Option<ConcurrencyLimit>,
 }
 
 impl ToolListing {
     pub(crate) fn new(step: u32, listed: &[Registration], refused: Vec<EventKind>) -> Self {
         let tools = listed
             .iter()
-            .map(|entry| ListedTool { source: entry.source.clone(), definition: entry.tool.definition().clone() })
+            .map(|entry| ListedTool {
+                source: entry.source.clone(),
+                definition: entry.tool.definition().clone(),
+                limit: entry.limit.clone(),
+            })
             .collect();
         Self { step, tools, refused }
     }
@@ -58,10 +66,11 @@ impl ToolListing {
         let listed = self
             .tools
             .into_iter()
-            .map(|ListedTool { source, definition }| Registration {
+            .map(|ListedTool { source, definition, limit }| Registration {
                 tool: Arc::new(Listed(definition)),
                 source,
                 hooks: Arc::new([]),
+                limit,
             })
             .collect();
         (listed, self.refused)

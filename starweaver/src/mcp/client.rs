@@ -611,6 +611,7 @@ impl Toolset for McpServer {
                     sequential: false,
                     timeout_ms: self.0.timeout_ms,
                     max_retries: None,
+                    max_concurrency: None,
                     max_uses: None,
                     metadata: annotations(tool.annotations.as_ref()),
                     return_schema: tool.output_schema.map(|schema| Value::Object((*schema).clone())),

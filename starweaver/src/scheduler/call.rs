@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::concurrency::{self, Entry, Limit};
 use crate::event::{EventKind, EventLog};
 use crate::hitl::ApprovalDecision;
 use crate::hook::{HookCall, Hooks};
@@ -37,7 +38,8 @@ pub(crate) struct CallEnv<'a> {
     pub run_id: &'a Arc<str>,
     pub cancellation: &'a CancellationToken,
     pub dependencies: &'a Dependencies,
-    pub limit: Option<&'a Semaphore>,
+    /// The run's cap on its calls, if it has one.
+    pub limit: Option<&'a Limit>,
     /// The run's hooks, then the agent's (a tool's toolset's follow, from its registration).
     pub hooks: &'a [Arc<dyn Hooks>],
 }
@@ -187,7 +189,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         env.run.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
-            announce(env, &request, None, None);
+            announce(env, &request, None, None, Vec::new());
             let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
             let message = format!("unknown tool `{}`; available tools: {available}", call.name);
             return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
@@ -195,7 +197,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         let arguments = match object_arguments(arguments_of(&request)) {
             Ok(arguments) => arguments,
             Err(error) => {
-                announce(env, &request, None, None);
+                announce(env, &request, None, None, Vec::new());
                 return ToolReturn::failure(call, error, Map::new()).into();
             }
         };
@@ -204,15 +206,18 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
             // Boxed, so calls without hooks do not carry the hooks' state in their future.
             return Box::pin(hooked(env, tool, &request, hooks, arguments)).await;
         }
-        announce(env, &request, None, None);
         if let Some(error) = unbound(&request, &arguments) {
+            announce(env, &request, None, None, Vec::new());
             return ToolReturn::failure(call, error, Map::new()).into();
         }
         let arguments = match gate(tool, &request, arguments) {
             Ok(arguments) => arguments,
-            Err(reason) => return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None },
+            Err(reason) => {
+                announce(env, &request, None, None, Vec::new());
+                return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None };
+            }
         };
-        let _permit = permit(env).await;
+        let _places = take_places(env, tool, |queued| announce(env, &request, None, None, queued)).await;
         match attempts(env, tool, &request, ahead, &arguments).await {
             Ok(result) => ToolReturn::success(call, result).into(),
             Err((error, extra)) => ended(call, error, extra, None),
@@ -248,20 +253,28 @@ async fn hooked(
     let call = request.part;
     let ctx = context(env, tool, request, 1, env.cancellation.clone());
     let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
+    let stopped = entered.stopped.take();
+    let entered = entered;
     let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
     let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
-    announce(env, request, Some(&entered), rewritten.clone());
-    let outcome = match entered.stopped.take() {
-        Some(Ok(answer)) => Ok(answer),
-        Some(Err(error)) => Err((error, Map::new())),
+    let announce = |queued| announce(env, request, Some(&entered), rewritten.clone(), queued);
+    let outcome = match stopped {
+        Some(stopped) => {
+            announce(Vec::new());
+            stopped.map_err(|error| (error, Map::new()))
+        }
         None => match unbound(request, hook_call.arguments) {
-            Some(error) => Err((error, Map::new())),
+            Some(error) => {
+                announce(Vec::new());
+                Err((error, Map::new()))
+            }
             None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
                 Ok(arguments) => {
-                    let _permit = permit(env).await;
+                    let _places = take_places(env, tool, announce).await;
                     attempts(env, tool, request, None, &arguments).await
                 }
                 Err(reason) => {
+                    announce(Vec::new());
                     return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
                 }
             },
@@ -300,8 +313,14 @@ fn unbound(request: &CallRequest<'_>, arguments: &Value) -> Option<ToolError> {
 }
 
 /// The `tool_call` event: what the model asked for, with the arguments hooks rewrote and
-/// the hooks that rewrote or answered, if any.
-fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, entered: Option<&hooks::Entered>, arguments: Option<Value>) {
+/// the hooks that rewrote or answered, if any, and the concurrency limits it queues for.
+fn announce(
+    env: &CallEnv<'_>,
+    request: &CallRequest<'_>,
+    entered: Option<&hooks::Entered>,
+    arguments: Option<Value>,
+    queued_for: Vec<Arc<str>>,
+) {
     let call = request.part;
     env.run.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
@@ -310,15 +329,26 @@ fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, entered: Option<&hooks
         arguments,
         rewritten_by: entered.and_then(|e| e.rewritten_by.clone()),
         answered_by: entered.and_then(|e| e.answered_by.clone()),
+        queued_for,
     });
 }
 
-/// A place under the run's concurrency cap, if it has one.
-async fn permit<'s>(env: &CallEnv<'s>) -> Option<tokio::sync::SemaphorePermit<'s>> {
-    match env.limit {
-        Some(limit) => Some(limit.acquire().await.expect("the run's semaphore is never closed")),
-        None => None,
+/// A place under each concurrency limit the call runs under (its tool's, its toolset's,
+/// the run's), held until the result is dropped. `announce` is told, before the call
+/// waits, which limits were full.
+async fn take_places(
+    env: &CallEnv<'_>,
+    tool: &RegisteredTool,
+    announce: impl FnOnce(Vec<Arc<str>>),
+) -> Vec<OwnedSemaphorePermit> {
+    if tool.limits.is_empty() && env.limit.is_none() {
+        announce(Vec::new());
+        return Vec::new();
     }
+    let limits = concurrency::in_order(tool.limits.iter().chain(env.limit));
+    let mut entry = Entry::try_enter(&limits);
+    announce(std::mem::take(&mut entry.queued_for));
+    entry.enter().await
 }
 
 /// Whether an error of this kind suspends the call (for a human) instead of ending it.
@@ -413,7 +443,8 @@ pub(crate) fn chain_ahead<'c>(
     let tool = env.registry.get(&first.1.part.name)?;
     let runs_ahead = tool.tool.runs_ahead()?;
     // Hooks run around each call as it starts, which a chain run ahead would skip.
-    if tool.timeout.is_some() || env.limit.is_some() || !env.hooks.is_empty() || !tool.hooks.is_empty() {
+    let limited = env.limit.is_some() || !tool.limits.is_empty();
+    if tool.timeout.is_some() || limited || !env.hooks.is_empty() || !tool.hooks.is_empty() {
         return None;
     }
     let (indices, calls): (Vec<usize>, Vec<ChainedCall>) = std::iter::once(first)

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::hook::{Before, HookCall, Hooked, Hooks};
 use crate::message::ToolCallPart;
-use crate::tool::{ToolContext, ToolError, ToolErrorKind, ToolResult};
+use crate::tool::{ToolContext, ToolError, ToolErrorKind, ToolResult, panic_message};
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
 #[derive(Clone, Copy)]
@@ -132,7 +132,9 @@ async fn guarded<'h, T>(
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) if blame && error.kind() == ToolErrorKind::Execution => Err(failed(hook, stage, error)),
         Ok(Err(error)) => Err(error),
-        Err(panic) => Err(failed(hook, stage, ToolError::panicked(hook.name(), &*panic))),
+        Err(panic) => {
+            Err(failed(hook, stage, ToolError::execution(format!("it panicked: {}", panic_message(&*panic)))))
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::concurrency::ConcurrencyLimit;
 use crate::error::{DefinitionError, DefinitionErrorKind};
 use crate::schema;
 
@@ -56,6 +57,10 @@ pub struct ToolDefinition {
     /// return instead of running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_uses: Option<u32>,
+    /// How many of its calls may run at once, across every run in the process: a limit of
+    /// its own (a number) or a shared [`ConcurrencyLimit`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<ConcurrencyLimit>,
     /// Model-facing metadata; a JSON object (`null` reads as none).
     #[serde(default, deserialize_with = "null_as_empty", skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
@@ -77,6 +82,7 @@ impl ToolDefinition {
             timeout_ms: None,
             max_retries: None,
             max_uses: None,
+            max_concurrency: None,
             metadata: Map::new(),
             return_schema: None,
         }
@@ -126,6 +132,9 @@ impl ToolDefinition {
         }
         if self.max_uses == Some(0) {
             return fail(DefinitionErrorKind::ZeroMaxUses);
+        }
+        if self.max_concurrency.as_ref().is_some_and(ConcurrencyLimit::is_zero) {
+            return fail(DefinitionErrorKind::ZeroMaxConcurrency);
         }
         schema::validate_parameters(&self.parameters)
             .map_err(|err| DefinitionError::new(&self.name, DefinitionErrorKind::Schema(err)))?;

@@ -150,12 +150,7 @@ impl ToolError {
     /// The `Execution` error for a tool that panicked, naming the tool and the panic's
     /// message.
     pub fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> Self {
-        let detail = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a non-string payload".to_owned());
-        Self::execution(format!("tool `{tool}` panicked: {detail}"))
+        Self::execution(format!("tool `{tool}` panicked: {}", panic_message(payload)))
     }
 
     /// An unexpected failure; retried internally.
@@ -310,4 +305,13 @@ impl From<&str> for ToolError {
     fn from(message: &str) -> Self {
         Self::execution(message)
     }
+}
+
+/// What a panic said: its message, when it is a string.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string payload".to_owned())
 }

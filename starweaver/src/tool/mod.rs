@@ -20,6 +20,7 @@ pub(crate) use context::Channel;
 pub use context::{CallChannel, Dependencies, ElicitationHandler, SamplingHandler, ToolContext};
 pub use contract::Tool;
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
+pub(crate) use error::panic_message;
 pub use error::{ToolError, ToolErrorKind};
 pub use options::TOOL_OPTIONS;
 pub use report::{LogLevel, LogMessage, Progress};

@@ -57,6 +57,9 @@ tool_options! {
     /// How many times one run may call the tool (later calls get a `limit_reached` error
     /// return, which is not a retry).
     max_uses / with_max_uses(max_uses: u32) => Some(max_uses);
+    /// How many of its calls may run at once across the process: a number (a limit of its
+    /// own) or a shared [`ConcurrencyLimit`](crate::ConcurrencyLimit).
+    max_concurrency / with_max_concurrency(limit: impl Into<crate::ConcurrencyLimit>) => Some(limit.into());
     /// Model-facing metadata.
     metadata / with_metadata(metadata: Map<String, Value>) => metadata;
 }
@@ -76,6 +79,7 @@ mod tests {
             .with_timeout_ms(1)
             .with_max_retries(1)
             .with_max_uses(1)
+            .with_max_concurrency(1)
             .with_metadata(Map::from_iter([("k".to_owned(), json!(1))]))
             .with_return_schema(json!({"type": "string"}));
         let Value::Object(fields) = serde_json::to_value(full).unwrap() else { unreachable!() };

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from starweaver.elicitation import Accepted, Elicited
 from starweaver.mcp import MCPServerStdio
 from starweaver.temporal import TemporalAgent
 from starweaver.testing import FunctionModel
+from starweaver.toolsets import Toolset
 
 TASK_QUEUE = "starweaver-tests"
 
@@ -49,6 +51,8 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "ten": [{"tool_calls": [_call(f"c{i}", "fetch", {"i": i}) for i in range(10)]}, {"text": "ten"}],
     "survey": [{"tool_calls": [_call("c1", "survey", {"sites": 3})]}, {"text": "surveyed"}],
     "rollout": [{"tool_calls": [_call("c1", "rollout")]}, {"text": "rolled out"}],
+    # Fifty calls over ten tools, which a limit of three lets run three at a time.
+    "fifty": [{"tool_calls": [_call(f"c{i}", f"probe_{i % 10}") for i in range(50)]}, {"text": "fifty"}],
     "desk": [
         {"tool_calls": [_call("c1", "lookup", {"order": 7})]},
         {"tool_calls": [_call("c2", "hang")]},
@@ -162,5 +166,24 @@ TEMPORAL_AGENTS = [temporal_agent, temporal_agent_remote_model]
 desk = MCPServerStdio("desk", sys.executable, args=[str(Path(__file__).with_name("mcp_desk.py"))])
 mcp_agent = create_agent(model=FunctionModel(_respond), tools=[], toolsets=[desk])
 temporal_mcp_agent = TemporalAgent(mcp_agent, name="starweaver_tests_mcp", heartbeat=timedelta(seconds=2))
+
+
+def _probe(n: int) -> Any:
+    @tool(name=f"probe_{n}")
+    async def probe() -> int:
+        """Takes a moment, noting in $STARWEAVER_MODEL_LOG.probes when it ran."""
+        started = time.time()
+        await asyncio.sleep(0.1)
+        with open(os.environ["STARWEAVER_MODEL_LOG"] + ".probes", "a") as out:
+            out.write(f"{started} {time.time()}\n")
+        return n
+
+    return probe
+
+
+# Ten tools whose calls run at most three at a time, wherever they run.
+probes = Toolset("probes", [_probe(n) for n in range(10)], max_concurrency=3)
+limited_agent = create_agent(model=FunctionModel(_respond), toolsets=[probes])
+temporal_limited_agent = TemporalAgent(limited_agent, name="starweaver_tests_limited", heartbeat=timedelta(seconds=2))
 # What the workers run.
-WORKER_AGENTS = [*TEMPORAL_AGENTS, temporal_mcp_agent]
+WORKER_AGENTS = [*TEMPORAL_AGENTS, temporal_mcp_agent, temporal_limited_agent]

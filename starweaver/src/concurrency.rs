@@ -1,0 +1,336 @@
+//! Caps on how many tool calls run at once, beside the run-wide one: a tool's own
+//! (`max_concurrency` in its definition), a toolset's, and named limits that every tool,
+//! toolset and agent of the process naming them shares ([`ConcurrencyLimit::shared`]).
+//!
+//! A call takes a place under each limit that applies to it before it starts, in one
+//! global order (so two calls never hold a place the other waits for), and keeps them until
+//! it ends. Calls waiting for a place queue first come, first served: the calls of one
+//! response ask in model order. A queued call is still cancellable, and its timeout starts
+//! when it starts. A durable run, whose calls run elsewhere, counts the same limits with
+//! [`Admission`] and starts no call past them.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::{Error, Result};
+
+/// How many calls may run at once: a limit of its own, or one shared by name.
+///
+/// A limit of its own (`ConcurrencyLimit::from(2)`, or an integer `max_concurrency`) is
+/// shared by every copy of the tool, toolset or agent that carries it. A shared limit is
+/// the same for everything in the process that names it, whichever agent or run it is in.
+///
+/// ```
+/// use starweaver::{ConcurrencyLimit, ToolDefinition};
+/// use serde_json::json;
+///
+/// let search_api = ConcurrencyLimit::shared("search-api", 4).unwrap();
+/// let search = ToolDefinition::new("search", json!({"type": "object"})).with_max_concurrency(search_api.clone());
+/// let lookup = ToolDefinition::new("lookup", json!({"type": "object"})).with_max_concurrency(search_api);
+/// assert_eq!(search.max_concurrency, lookup.max_concurrency);
+/// assert_eq!(serde_json::to_value(&search.max_concurrency).unwrap(), json!({"name": "search-api", "max_running": 4}));
+/// // One name is one limit: naming it with another size is a mistake, caught at once.
+/// assert!(ConcurrencyLimit::shared("search-api", 5).is_err());
+/// ```
+#[derive(Clone)]
+pub struct ConcurrencyLimit(Arc<Gate>);
+
+/// The places of one limit.
+struct Gate {
+    /// The order limits are entered in, so that no two calls wait on each other.
+    order: u64,
+    /// A shared limit's name.
+    name: Option<Arc<str>>,
+    max_running: u32,
+    places: Arc<Semaphore>,
+}
+
+static NEXT_ORDER: AtomicU64 = AtomicU64::new(0);
+
+/// The shared limits of the process, by name, while anything holds them.
+static SHARED: LazyLock<Mutex<HashMap<Arc<str>, Weak<Gate>>>> = LazyLock::new(Mutex::default);
+
+impl Gate {
+    fn new(name: Option<Arc<str>>, max_running: u32) -> Arc<Self> {
+        Arc::new(Self {
+            order: NEXT_ORDER.fetch_add(1, Ordering::Relaxed),
+            name,
+            max_running,
+            places: Arc::new(Semaphore::new(max_running as usize)),
+        })
+    }
+}
+
+impl ConcurrencyLimit {
+    /// The limit called `name`, of `max_running` calls at once, shared with everything in
+    /// the process that names it.
+    ///
+    /// # Errors
+    /// `max_running` is 0, or the name is held by a limit of another size.
+    pub fn shared(name: impl Into<String>, max_running: u32) -> Result<Self> {
+        let name: String = name.into();
+        let invalid = |message: String| Error::InvalidOption { option: "max_concurrency", message };
+        if name.is_empty() {
+            return Err(invalid("a shared ConcurrencyLimit needs a name".into()));
+        }
+        if max_running == 0 {
+            return Err(invalid(format!("ConcurrencyLimit `{name}` must let at least 1 call run")));
+        }
+        let mut shared = SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        shared.retain(|_, gate| gate.strong_count() > 0);
+        if let Some(gate) = shared.get(name.as_str()).and_then(Weak::upgrade) {
+            if gate.max_running != max_running {
+                return Err(invalid(format!(
+                    "ConcurrencyLimit `{name}` is {} in this process already; one name is one limit, so it cannot \
+                     also be {max_running}",
+                    gate.max_running
+                )));
+            }
+            return Ok(Self(gate));
+        }
+        let name: Arc<str> = name.into();
+        let gate = Gate::new(Some(name.clone()), max_running);
+        shared.insert(name, Arc::downgrade(&gate));
+        Ok(Self(gate))
+    }
+
+    /// The shared limit's name; `None` for a limit of its own.
+    #[must_use]
+    pub fn name(&self) -> Option<&str> {
+        self.0.name.as_deref()
+    }
+
+    /// How many calls may run at once.
+    #[must_use]
+    pub fn max_running(&self) -> u32 {
+        self.0.max_running
+    }
+
+    /// What events and durable runs call this limit: a shared one by its name, one of its
+    /// own by what it belongs to (`tool:search`, `toolset:ops`, `run`).
+    fn label(&self, owner: impl FnOnce() -> String) -> Arc<str> {
+        self.0.name.clone().unwrap_or_else(|| owner().into())
+    }
+
+    /// The check a definition or builder makes: a limit of its own of 0 would start nothing.
+    pub(crate) fn is_zero(&self) -> bool {
+        self.0.max_running == 0
+    }
+
+    /// A limit of the same size, of its own, with places of its own: a run's cap, which
+    /// each run gets afresh unless it is shared.
+    pub(crate) fn per_run(&self) -> Self {
+        match self.0.name {
+            Some(_) => self.clone(),
+            None => Self(Gate::new(None, self.0.max_running)),
+        }
+    }
+}
+
+/// A limit of its own of `max_running` calls.
+impl From<u32> for ConcurrencyLimit {
+    fn from(max_running: u32) -> Self {
+        Self(Gate::new(None, max_running))
+    }
+}
+
+/// A limit of its own, from any integer (so a literal `2` is one); a count below 1 or
+/// past `u32::MAX` is kept as 0 or `u32::MAX`, and 0 is refused where the limit is set.
+macro_rules! from_integers {
+    ($($int:ty),*) => {$(
+        impl From<$int> for ConcurrencyLimit {
+            fn from(max_running: $int) -> Self {
+                let max_running = u32::try_from(max_running).unwrap_or(if max_running < 1 { 0 } else { u32::MAX });
+                Self::from(max_running)
+            }
+        }
+    )*};
+}
+
+from_integers!(i32, i64, usize, u64);
+
+/// Equal limits have the same name (or none) and size: what a definition compares.
+impl PartialEq for ConcurrencyLimit {
+    fn eq(&self, other: &Self) -> bool {
+        (self.0.name.as_deref(), self.0.max_running) == (other.0.name.as_deref(), other.0.max_running)
+    }
+}
+
+impl std::fmt::Debug for ConcurrencyLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0.name {
+            Some(name) => write!(f, "ConcurrencyLimit({name:?}, {})", self.0.max_running),
+            None => write!(f, "ConcurrencyLimit({})", self.0.max_running),
+        }
+    }
+}
+
+/// A limit of its own is its size; a shared one `{"name", "max_running"}`, which reads
+/// back as the process's limit of that name.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Stored<'a> {
+    Own(u32),
+    Shared { name: std::borrow::Cow<'a, str>, max_running: u32 },
+}
+
+impl Serialize for ConcurrencyLimit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match &self.0.name {
+            Some(name) => Stored::Shared { name: (&**name).into(), max_running: self.0.max_running },
+            None => Stored::Own(self.0.max_running),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ConcurrencyLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        match Stored::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "expected a number of calls, or a shared limit {\"name\": ..., \"max_running\": ...}",
+            )
+        })? {
+            Stored::Own(max_running) => Ok(Self::from(max_running)),
+            Stored::Shared { name, max_running } => {
+                Self::shared(name, max_running).map_err(|error| serde::de::Error::custom(error.to_string()))
+            }
+        }
+    }
+}
+
+/// A limit as one call sees it: its places, and what to call it.
+#[derive(Clone)]
+pub(crate) struct Limit {
+    gate: Arc<Gate>,
+    pub label: Arc<str>,
+}
+
+impl Limit {
+    /// `limit`, labelled for what it belongs to if it is of its own.
+    pub(crate) fn new(limit: &ConcurrencyLimit, owner: impl FnOnce() -> String) -> Self {
+        Self { label: limit.label(owner), gate: limit.0.clone() }
+    }
+
+    pub(crate) fn max_running(&self) -> u32 {
+        self.gate.max_running
+    }
+}
+
+/// The limits a call runs under, in the order they are entered, each once.
+pub(crate) fn in_order<'l>(limits: impl IntoIterator<Item = &'l Limit>) -> Vec<&'l Limit> {
+    let mut limits: Vec<&Limit> = limits.into_iter().collect();
+    limits.sort_by_key(|limit| limit.gate.order);
+    limits.dedup_by_key(|limit| limit.gate.order);
+    limits
+}
+
+/// A call's way in: the places it holds already and the limits it still waits for.
+pub(crate) struct Entry {
+    held: Vec<OwnedSemaphorePermit>,
+    waiting: Vec<Arc<Semaphore>>,
+    /// The limits that were full when the call came (what its `tool_call` event names).
+    pub queued_for: Vec<Arc<str>>,
+}
+
+impl Entry {
+    /// Takes what places are free now, in order, up to the first limit that is full.
+    pub(crate) fn try_enter(limits: &[&Limit]) -> Self {
+        let mut entry = Self { held: Vec::new(), waiting: Vec::new(), queued_for: Vec::new() };
+        for limit in limits {
+            let places = &limit.gate.places;
+            if entry.waiting.is_empty()
+                && let Ok(permit) = places.clone().try_acquire_owned()
+            {
+                entry.held.push(permit);
+                continue;
+            }
+            if places.available_permits() == 0 {
+                entry.queued_for.push(limit.label.clone());
+            }
+            entry.waiting.push(places.clone());
+        }
+        entry
+    }
+
+    /// Waits for a place under each limit still full, in order; the places are held until
+    /// the returned value is dropped.
+    pub(crate) async fn enter(self) -> Vec<OwnedSemaphorePermit> {
+        let Self { mut held, waiting, .. } = self;
+        for places in waiting {
+            held.push(places.acquire_owned().await.expect("a limit's places are never closed"));
+        }
+        held
+    }
+}
+
+/// The same limits for a driver whose calls run elsewhere (a durable run): counts of
+/// running calls by limit, and the calls held back until their limits have room, in the
+/// order they came.
+pub(crate) struct Admission<T> {
+    running: HashMap<Arc<str>, u32>,
+    held: VecDeque<Held<T>>,
+    /// Each admitted call's limits, by its index, until it ends.
+    admitted: HashMap<usize, Vec<Arc<str>>>,
+}
+
+/// A call held back, with its limits (label and size).
+struct Held<T> {
+    index: usize,
+    call: T,
+    limits: Vec<(Arc<str>, u32)>,
+}
+
+impl<T> Default for Admission<T> {
+    fn default() -> Self {
+        Self { running: HashMap::new(), held: VecDeque::new(), admitted: HashMap::new() }
+    }
+}
+
+impl<T> Admission<T> {
+    /// Offers `calls` (each with its index and its limits' labels and sizes) after those
+    /// held already; the calls that may start now, in the order they came.
+    pub(crate) fn offer(&mut self, calls: impl IntoIterator<Item = (usize, Vec<(Arc<str>, u32)>, T)>) -> Vec<T> {
+        self.held.extend(calls.into_iter().map(|(index, limits, call)| Held { index, call, limits }));
+        self.release()
+    }
+
+    /// Call `index` ended: its places are free for the calls held back.
+    pub(crate) fn finished(&mut self, index: usize) {
+        for label in self.admitted.remove(&index).into_iter().flatten() {
+            if let Some(running) = self.running.get_mut(&label) {
+                *running = running.saturating_sub(1);
+            }
+        }
+    }
+
+    /// The held calls whose limits all have room now, in the order they came, counted as
+    /// running.
+    pub(crate) fn release(&mut self) -> Vec<T> {
+        let mut released = Vec::new();
+        let mut still_held = VecDeque::new();
+        for held in self.held.drain(..) {
+            let room = held.limits.iter().all(|(label, max)| self.running.get(label).copied().unwrap_or(0) < *max);
+            if !room {
+                still_held.push_back(held);
+                continue;
+            }
+            for (label, _) in &held.limits {
+                *self.running.entry(label.clone()).or_insert(0) += 1;
+            }
+            self.admitted.insert(held.index, held.limits.into_iter().map(|(label, _)| label).collect());
+            released.push(held.call);
+        }
+        self.held = still_held;
+        released
+    }
+
+    /// Forgets the calls held back (the run was cancelled: they never start).
+    pub(crate) fn drop_held(&mut self) {
+        self.held.clear();
+    }
+}
