@@ -304,17 +304,24 @@ impl PySession {
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
-    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None))]
+    /// `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
+    /// run's are (give the ones it was started with, so its calls meet the same tools and hooks).
+    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    #[allow(clippy::too_many_arguments)]
     fn resume(
         &self,
         py: Python<'_>,
         approvals: Option<Vec<Bound<'_, PyAny>>>,
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
         elicitations: Option<Vec<Bound<'_, PyAny>>>,
+        tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+        toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
+        usage_limits: Option<PyRef<'_, PyUsageLimits>>,
+        hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
-        self.start(py, Action::Resume(decisions), run_options(None, None, None, None))
+        self.start(py, Action::Resume(decisions), run_options(tools, toolsets, usage_limits, hooks))
     }
 
     /// What the waiting run needs, or `None` when no run waits.

@@ -257,6 +257,18 @@ impl ToolRegistry {
         Ok(registry)
     }
 
+    /// The hooks of each toolset with hooks among these tools, once each, in the order
+    /// their first tools come.
+    pub(crate) fn toolset_hooks(&self) -> Vec<Arc<[Arc<dyn Hooks>]>> {
+        let mut seen: Vec<Arc<[Arc<dyn Hooks>]>> = Vec::new();
+        for tool in &self.tools {
+            if !tool.hooks.is_empty() && !seen.iter().any(|hooks| Arc::ptr_eq(hooks, &tool.hooks)) {
+                seen.push(tool.hooks.clone());
+            }
+        }
+        seen
+    }
+
     /// The registered names, for error messages.
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.definitions.iter().map(|d| d.name.as_str())

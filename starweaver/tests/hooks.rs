@@ -288,6 +288,54 @@ async fn prepare_tools_decides_what_the_model_sees_and_what_it_can_call() {
     assert_eq!(log.entries(), ["ran with {}"]);
 }
 
+/// Offers every tool it is shown, plus one it was not shown.
+struct AddsStranger;
+
+impl Hooks for AddsStranger {
+    fn prepare_tools<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        mut definitions: Vec<ToolDefinition>,
+    ) -> Hooked<'a, Result<Vec<ToolDefinition>, ToolError>> {
+        definitions.push(ToolDefinition::new("echo", json!({"type": "object"})));
+        Hooked::ready(Ok(definitions))
+    }
+}
+
+#[tokio::test]
+async fn a_toolsets_prepare_tools_sees_and_may_drop_only_its_own_tools() {
+    let log = Log::default();
+    let model = calls_then_text(vec![call("c1", "admin_drop", json!({}))], "done");
+    let admin = StaticToolset::new("admin")
+        .tool(echo("admin_drop", &log))
+        .tool(echo("admin_list", &log))
+        .tool(echo("list", &log))
+        .with_hooks([Arc::new(HideAdmin) as Arc<dyn Hooks>]);
+    let agent = Agent::builder(model.clone())
+        .tool(echo("admin_echo", &log))
+        .toolset(admin)
+        .tool(echo("echo", &log))
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    let offered: Vec<(String, Option<String>)> =
+        model.requests()[0].tools.iter().map(|d| (d.name.clone(), d.description.clone())).collect();
+    let described = |name: &str, description: Option<&str>| (name.to_owned(), description.map(str::to_owned));
+    assert_eq!(
+        offered,
+        [described("admin_echo", None), described("list", Some("checked")), described("echo", None)],
+        "the agent's own `admin_echo` stays; the toolset's tools keep their place"
+    );
+    let returns = tool_returns(result.messages.messages());
+    assert_eq!(returns[0].content["kind"], "not_found", "{}", returns[0].content);
+
+    let strays = StaticToolset::new("strays").tool(echo("stray", &log)).with_hooks([Arc::new(AddsStranger) as _]);
+    let agent =
+        Agent::builder(calls_then_text(vec![], "done")).tool(echo("echo", &log)).toolset(strays).build().unwrap();
+    let error = agent.run("go").await.unwrap().error.unwrap().to_string();
+    assert!(error.contains("returned the tool `echo`, which is not the toolset's"), "{error}");
+}
+
 /// An agent whose `deploy` needs approval, and whose hook rewrites every `env` to `prod`;
 /// the model asks to deploy `staging`.
 fn gated_prod_deploy(log: &Log) -> Agent {

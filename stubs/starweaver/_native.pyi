@@ -589,9 +589,11 @@ class NativeSession:
         Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
         for this run only.
         """
-    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None) -> typing.Awaitable[RunResult]:
+    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
         r"""
         Continues the waiting run: one decision (object or canonical dict) per pending item.
+        `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
+        run's are (give the ones it was started with, so its calls meet the same tools and hooks).
         """
     def export_state(self) -> types.SessionState:
         r"""

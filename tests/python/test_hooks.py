@@ -218,6 +218,32 @@ def test_approval_shows_and_is_bound_to_the_arguments_a_hook_rewrote() -> None:
     asyncio.run(go())
 
 
+def test_a_run_hooks_rewrite_needs_the_same_hooks_on_resume() -> None:
+    """A run's own hooks are the resume's too only when given again: resumed with them,
+    the approved call runs with the arguments they rewrote; without them, the call would
+    run with other arguments than were approved, so it does not run."""
+
+    async def go(resume_hooks: list[ToProd]) -> list[str]:
+        ran.clear()
+        agent = create_agent(
+            model=calls_then_text([call("c1", "deploy", {"env": "staging"})]),
+            tools=[deploy],
+            approval_required_tools=["deploy"],
+        )
+        session = agent.session()
+        waiting = await session.run("deploy", hooks=[ToProd()])
+        pending = waiting.hitl.approvals[0]
+        assert pending.arguments == {"env": "prod"}
+        done = await session.resume_after_hitl(approvals=[pending.approve()], hooks=resume_hooks)
+        assert done.status == "completed"
+        return [r["content"]["kind"] if isinstance(r["content"], dict) else "ok" for r in returns(done.messages)]
+
+    assert asyncio.run(go([ToProd()])) == ["ok"]
+    assert ran == ["prod"]
+    assert asyncio.run(go([])) == ["approval_denied"]
+    assert ran == []
+
+
 def test_an_object_with_no_hook_methods_is_refused_by_name() -> None:
     class Nothing:
         pass

@@ -173,14 +173,21 @@ class HitlControls:
         approvals: Sequence[Decision] = (),
         deferred_results: Sequence[DeferredDecision] = (),
         elicitations: Sequence[ElicitationAnswer] = (),
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunResult:
         """Continues the waiting run with one decision per pending item (decision objects,
         or canonical JSON dicts): approval decisions, deferred results, and answers to
-        pending elicitations (``pending.accept(value)``, ``.decline()``, ``.cancel()``)."""
+        pending elicitations (``pending.accept(value)``, ``.decline()``, ``.cancel()``).
+        ``tools``, ``toolsets``, ``usage_limits`` and ``hooks`` are the resumed run's own, as
+        ``run``'s are: give those the run started with, so its calls meet the same ones."""
         return await self._native.resume(
             approvals=decision_list(approvals, "approvals"),
             deferred_results=decision_list(deferred_results, "deferred_results"),
             elicitations=decision_list(elicitations, "elicitations"),
+            **_run_tools(tools, toolsets, usage_limits, hooks),
         )
 
 
@@ -243,9 +250,21 @@ class AgentSession(_AsyncContext):
         approvals: Sequence[Decision] = (),
         deferred_results: Sequence[DeferredDecision] = (),
         elicitations: Sequence[ElicitationAnswer] = (),
+        tools: Iterable[ToolLike] = (),
+        toolsets: Iterable[Toolset] = (),
+        usage_limits: UsageLimits | None = None,
+        hooks: Iterable[HookLike] = (),
     ) -> RunResult:
         """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
-        return await self.hitl.resume(approvals=approvals, deferred_results=deferred_results, elicitations=elicitations)
+        return await self.hitl.resume(
+            approvals=approvals,
+            deferred_results=deferred_results,
+            elicitations=elicitations,
+            tools=tools,
+            toolsets=toolsets,
+            usage_limits=usage_limits,
+            hooks=hooks,
+        )
 
     def export_state(self) -> SessionState:
         """The session as canonical JSON: history (host-only fields included), decisions

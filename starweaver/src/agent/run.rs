@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -23,8 +23,8 @@ use crate::message::ToolCallPart;
 use crate::model::ModelRequest;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke};
-use crate::tool::{Dependencies, panic_message};
+use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke, prepare};
+use crate::tool::{Dependencies, ToolDefinition};
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
@@ -200,25 +200,39 @@ impl Run<'_> {
             self.listed_step = step;
             refused = tools.refused;
         }
-        if !self.hooks.is_empty() {
-            self.registry = Arc::new(self.prepared(run_id).await?);
+        let toolset_hooks = self.registry.toolset_hooks();
+        if !self.hooks.is_empty() || !toolset_hooks.is_empty() {
+            self.registry = Arc::new(self.prepared(run_id, &toolset_hooks).await?);
         }
         Ok(refused)
     }
 
-    /// The step's tools as the hooks' `prepare_tools` leave them, in order.
-    async fn prepared(&self, run_id: &Arc<str>) -> std::result::Result<ToolRegistry, String> {
+    /// The step's tools as the hooks' `prepare_tools` leave them: the run's and the agent's
+    /// see every tool, then each toolset's hooks see (and may drop) only their toolset's,
+    /// which stay where the toolset's first tool was.
+    async fn prepared(
+        &self,
+        run_id: &Arc<str>,
+        toolset_hooks: &[Arc<[Arc<dyn Hooks>]>],
+    ) -> std::result::Result<ToolRegistry, String> {
         let mut ctx = crate::tool::ToolContext::detached("");
         (ctx.run_id, ctx.tool_call_id, ctx.dependencies) = (run_id.clone(), Arc::from(""), self.dependencies.clone());
-        let mut definitions = self.registry.definitions().to_vec();
-        for hook in &self.hooks {
-            let failed = |message: &str| format!("hook `{}` failed in `prepare_tools`: {message}", hook.name());
-            let prepared = std::panic::AssertUnwindSafe(hook.prepare_tools(&ctx, definitions)).catch_unwind().await;
-            definitions = match prepared {
-                Ok(Ok(definitions)) => definitions,
-                Ok(Err(error)) => return Err(failed(error.message())),
-                Err(panic) => return Err(failed(&format!("it panicked: {}", panic_message(&*panic)))),
+        let mut definitions = prepare(&self.hooks, &ctx, self.registry.definitions().to_vec()).await?;
+        for hooks in toolset_hooks {
+            let of_toolset = |definition: &ToolDefinition| {
+                self.registry.get(&definition.name).is_some_and(|t| Arc::ptr_eq(&t.hooks, hooks))
             };
+            let Some(at) = definitions.iter().position(of_toolset) else { continue };
+            let (own, mut rest): (Vec<_>, Vec<_>) = definitions.into_iter().partition(of_toolset);
+            let own = prepare(hooks, &ctx, own).await?;
+            if let Some(stranger) = own.iter().find(|definition| !of_toolset(definition)) {
+                return Err(format!(
+                    "a toolset's hooks' `prepare_tools` returned the tool `{}`, which is not the toolset's",
+                    stranger.name
+                ));
+            }
+            rest.splice(at..at, own);
+            definitions = rest;
         }
         self.registry.prepared(definitions).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))
     }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::hook::{Before, HookCall, Hooked, Hooks};
 use crate::message::ToolCallPart;
-use crate::tool::{ToolContext, ToolError, ToolErrorKind, ToolResult, panic_message};
+use crate::tool::{ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message};
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
 #[derive(Clone, Copy)]
@@ -136,6 +136,26 @@ async fn guarded<'h, T>(
             Err(failed(hook, stage, ToolError::execution(format!("it panicked: {}", panic_message(&*panic)))))
         }
     }
+}
+
+/// The definitions a step offers after `hooks`' `prepare_tools`, each given what the one
+/// before it left; or why the run cannot go on (a hook's failure or panic, named).
+pub(crate) async fn prepare(
+    hooks: &[Arc<dyn Hooks>],
+    ctx: &ToolContext,
+    mut definitions: Vec<ToolDefinition>,
+) -> Result<Vec<ToolDefinition>, String> {
+    for hook in hooks {
+        definitions = guarded(&**hook, "prepare_tools", true, || hook.prepare_tools(ctx, definitions))
+            .await
+            // `guarded` names the hook in `execution` failures (a panic is one); any failure
+            // here ends the run, so the others are named too.
+            .map_err(|error| match error.kind() {
+                ToolErrorKind::Execution => error.message().to_owned(),
+                _ => format!("hook `{}` failed in `prepare_tools`: {}", hook.name(), error.message()),
+            })?;
+    }
+    Ok(definitions)
 }
 
 /// A hook's unexpected failure as the call's `execution` failure: named, and not retried

@@ -14,4 +14,5 @@ pub(crate) use call::{
     Ahead, CallEnv, CallOutcome, CallRequest, Served, ToolReturn, chain_ahead, invoke, invoke_alone,
 };
 pub(crate) use channel::RunChannel;
+pub(crate) use hooks::prepare;
 pub use plan::{CallPlan, PlannedCall};
