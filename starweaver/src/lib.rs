@@ -219,5 +219,7 @@ pub use tool::{
     DEFAULT_MAX_RETRIES, Dependencies, FnTool, IntoToolResult, RunsAhead, TOOL_OPTIONS, Tool, ToolBuilder, ToolContext,
     ToolDefinition, ToolError, ToolErrorKind, ToolResult, decode_args, run_ahead,
 };
-pub use toolset::{DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError, WithHooks};
+pub use toolset::{
+    Configured, DynamicToolset, RefusedTool, StaticToolset, Toolset, ToolsetContext, ToolsetError, WithHooks,
+};
 pub use trace::{SpanKind, Trace, TraceSpan};

@@ -161,6 +161,52 @@ pub trait Toolset: Send + Sync + 'static {
         Arc::new([])
     }
 
+    /// Instructions for the model about these tools, sent with the agent's in every
+    /// request that offers at least one of them. Read each time the tools are listed, so a
+    /// dynamic toolset (an MCP server, whose `initialize` result gives them) may change
+    /// them from step to step.
+    fn instructions(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// The most characters of model-facing content a return of its tools may have, for
+    /// tools that set no `max_return_chars` of their own (it wins over the agent's).
+    fn max_return_chars(&self) -> Option<u32> {
+        None
+    }
+
+    /// The same tools, with `instructions` sent with the agent's while they are offered
+    /// (in place of any the toolset has).
+    ///
+    /// ```
+    /// use starweaver::{StaticToolset, Toolset};
+    ///
+    /// let ops = StaticToolset::new("ops").with_instructions("Deploy only after `status` says green.");
+    /// assert_eq!(ops.instructions().as_deref(), Some("Deploy only after `status` says green."));
+    /// ```
+    fn with_instructions(self, instructions: impl Into<Arc<str>>) -> Configured<Self>
+    where
+        Self: Sized,
+    {
+        Configured { inner: self, instructions: Some(instructions.into()), max_return_chars: None }
+    }
+
+    /// The same tools, each return's model-facing content cut to `max` characters unless
+    /// the tool sets its own `max_return_chars` (0 is refused when the agent is built).
+    ///
+    /// ```
+    /// use starweaver::{StaticToolset, Toolset};
+    ///
+    /// let search = StaticToolset::new("search").with_max_return_chars(2000);
+    /// assert_eq!(search.max_return_chars(), Some(2000));
+    /// ```
+    fn with_max_return_chars(self, max: u32) -> Configured<Self>
+    where
+        Self: Sized,
+    {
+        Configured { inner: self, instructions: None, max_return_chars: Some(max) }
+    }
+
     /// Every call of its tools runs through `hooks` too (after those it has already), in
     /// this order on the way in.
     ///
@@ -246,6 +292,14 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
 
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
         (**self).hooks()
+    }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        (**self).instructions()
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        (**self).max_return_chars()
     }
 }
 
@@ -410,6 +464,14 @@ impl<T: Toolset> Toolset for Mapped<T> {
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
         self.inner.hooks()
     }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        self.inner.instructions()
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        self.inner.max_return_chars()
+    }
 }
 
 /// A toolset every tool of which needs approval before every call (see
@@ -439,6 +501,14 @@ impl<T: Toolset> Toolset for ApprovalRequired<T> {
 
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
         self.0.hooks()
+    }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        self.0.instructions()
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        self.0.max_return_chars()
     }
 }
 
@@ -471,6 +541,56 @@ impl<T: Toolset> Toolset for WithHooks<T> {
 
     fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
         self.hooks.clone()
+    }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        self.inner.instructions()
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        self.inner.max_return_chars()
+    }
+}
+
+/// A toolset with instructions or a return-size limit of its own (see
+/// [`Toolset::with_instructions`], [`Toolset::with_max_return_chars`]).
+pub struct Configured<T> {
+    inner: T,
+    instructions: Option<Arc<str>>,
+    max_return_chars: Option<u32>,
+}
+
+impl<T: Toolset> Toolset for Configured<T> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
+        self.inner.list_tools(ctx)
+    }
+
+    fn static_tools(&self) -> Option<Vec<Arc<dyn Tool>>> {
+        self.inner.static_tools()
+    }
+
+    fn requires_approval(&self) -> bool {
+        self.inner.requires_approval()
+    }
+
+    fn hooks(&self) -> Arc<[Arc<dyn Hooks>]> {
+        self.inner.hooks()
+    }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        self.instructions.clone().or_else(|| self.inner.instructions())
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        self.max_return_chars.or_else(|| self.inner.max_return_chars())
     }
 }
 
