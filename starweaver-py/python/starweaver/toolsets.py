@@ -1,9 +1,14 @@
 """Toolsets: named groups of tools with an id, static (a list) or dynamic (listed again at
 every step), with combinators, the same as Rust's.
 
-    ops = Toolset("ops", [deploy, status]).prefixed("ops_").approval_required()
+    ops = Toolset("ops", [deploy, status], instructions="Check status before deploying.")
+    ops = ops.prefixed("ops_").approval_required().with_max_return_chars(2000)
     agent = create_agent(model=model, toolsets=[ops])
     await agent.run("...", tools=[extra], toolsets=[more])   # for this run only
+
+A toolset's ``instructions`` are sent with the agent's in every request that offers at
+least one of its tools; ``max_return_chars`` cuts the model-facing content of its tools'
+returns (a tool's own limit wins, and either wins over the agent's).
 """
 
 from __future__ import annotations
@@ -34,9 +39,18 @@ class Toolset:
     """The tool objects it was made of (none for a dynamic one or an MCP server's), whatever
     its prefix, filter or names: ``serve-mcp`` serves these through the toolset alone."""
 
-    def __init__(self, name: str, tools: Iterable[ToolLike] = (), *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
+    def __init__(
+        self,
+        name: str,
+        tools: Iterable[ToolLike] = (),
+        *,
+        id: str | None = None,  # noqa: A002 (the toolset's id)
+        instructions: str | None = None,
+        max_return_chars: int | None = None,
+    ) -> None:
         self.members = tuple(tools)
-        self.native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self.members], id=id)
+        native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self.members], id=id)
+        self.native = _configured(native, instructions, max_return_chars)
 
     def _wrap(self, native: NativeToolset) -> Toolset:
         """A toolset derived from this one: its native form, the same members."""
@@ -52,6 +66,17 @@ class Toolset:
     @property
     def id(self) -> str:
         return self.native.id
+
+    @property
+    def instructions(self) -> str | None:
+        """The instructions sent with the agent's while its tools are offered (an MCP
+        server's are known once it has started)."""
+        return self.native.instructions
+
+    @property
+    def max_return_chars(self) -> int | None:
+        """The return-size limit of its tools that set none of their own."""
+        return self.native.max_return_chars
 
     @property
     def definitions(self) -> list[ToolDefinition] | None:
@@ -74,6 +99,17 @@ class Toolset:
         """The same tools, each call needing a human decision first."""
         return self._wrap(self.native.approval_required())
 
+    def with_instructions(self, instructions: str) -> Toolset:
+        """The same tools, with ``instructions`` sent to the model with the agent's while any
+        of them is offered (in place of the toolset's own, such as an MCP server's)."""
+        return self._wrap(self.native.with_instructions(instructions))
+
+    def with_max_return_chars(self, max_return_chars: int) -> Toolset:
+        """The same tools, each return's model-facing content cut to ``max_return_chars``
+        characters (with a marker saying how many were cut) unless the tool sets its own
+        limit; the whole value stays host-only. Raises ``ValueError`` for 0."""
+        return self._wrap(self.native.with_max_return_chars(max_return_chars))
+
     def with_hooks(self, *hooks: HookLike) -> Toolset:
         """The same tools, each call running through ``hooks`` too (``starweaver.hooks``),
         after the run's and the agent's hooks."""
@@ -89,7 +125,15 @@ ListTools = Callable[[ToolsetContext], "Sequence[ToolLike] | Awaitable[Sequence[
 class DynamicToolset(Toolset):
     """A toolset whose tools ``list_tools(ctx)`` gives at every step (sync or async)."""
 
-    def __init__(self, name: str, list_tools: ListTools, *, id: str | None = None) -> None:  # noqa: A002 (the toolset's id)
+    def __init__(
+        self,
+        name: str,
+        list_tools: ListTools,
+        *,
+        id: str | None = None,  # noqa: A002 (the toolset's id)
+        instructions: str | None = None,
+        max_return_chars: int | None = None,
+    ) -> None:
         async def listed(ctx: ToolsetContext) -> list[NativeTool]:
             tools = list_tools(ctx)
             import inspect  # loaded by pydantic with the first tool
@@ -98,4 +142,13 @@ class DynamicToolset(Toolset):
                 tools = await tools
             return [native_tool(tool) for tool in tools]
 
-        self.native = NativeToolset.dynamic(name, listed, id=id)
+        self.native = _configured(NativeToolset.dynamic(name, listed, id=id), instructions, max_return_chars)
+
+
+def _configured(native: NativeToolset, instructions: str | None, max_return_chars: int | None) -> NativeToolset:
+    """``native`` with the instructions and return-size limit given to a constructor."""
+    if instructions is not None:
+        native = native.with_instructions(instructions)
+    if max_return_chars is not None:
+        native = native.with_max_return_chars(max_return_chars)
+    return native
