@@ -269,3 +269,19 @@ fn max_concurrency_is_a_tool_option_of_the_macro() {
     let limit = definition.max_concurrency.expect("the macro set it");
     assert_eq!((limit.name(), limit.max_running()), (None, 2));
 }
+
+/// Reads a long page; the model sees its first 12 characters.
+#[starweaver::tool(max_return_chars = 12)]
+async fn read_page() -> String {
+    "0123456789".repeat(5)
+}
+
+#[tokio::test]
+async fn max_return_chars_is_a_tool_option_of_the_macro_and_cuts_what_the_model_sees() {
+    assert_eq!(read_page_tool().definition().max_return_chars, Some(12));
+    let calls = vec![ToolCallPart::new("c1", "read_page", json!({}))];
+    let agent = Agent::builder(script(calls)).tool(read_page_tool()).build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(returns(&result)[0].content, json!("012345678901… [38 more characters cut]"));
+    assert_eq!(result.messages.to_json()[2]["parts"][0]["value"], json!("0123456789".repeat(5)));
+}

@@ -13,6 +13,7 @@ pub(crate) const DESCRIPTION: Symbol = Symbol("description");
 pub(crate) const STRICT: Symbol = Symbol("strict");
 const SEQUENTIAL: Symbol = Symbol("sequential");
 pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
+const MAX_RETURN_CHARS: Symbol = Symbol("max_return_chars");
 pub(crate) const MAX_USES: Symbol = Symbol("max_uses");
 pub(crate) const MAX_CONCURRENCY: Symbol = Symbol("max_concurrency");
 pub(crate) const MAX_RETRIES: Symbol = Symbol("max_retries");
@@ -49,6 +50,7 @@ pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
     (STRICT, Kind::Flag),
     (SEQUENTIAL, Kind::Flag),
     (TIMEOUT_MS, Kind::Int),
+    (MAX_RETURN_CHARS, Kind::Int),
     (MAX_RETRIES, Kind::Int),
     (MAX_USES, Kind::Int),
     (MAX_CONCURRENCY, Kind::Limit),

@@ -76,7 +76,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -98,6 +98,7 @@ impl PyAgent {
         elicitation_handler: Option<Py<PyAny>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
+        max_return_chars: Option<u32>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -134,6 +135,9 @@ impl PyAgent {
         }
         if let Some(limits) = usage_limits {
             builder = builder.usage_limits(limits.0);
+        }
+        if let Some(max) = max_return_chars {
+            builder = builder.max_return_chars(max);
         }
         builder = builder.hooks(hook_list(hooks));
         if let Some(deps) = dependencies {

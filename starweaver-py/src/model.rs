@@ -48,7 +48,9 @@ pub(crate) struct CallbackModel(Py<PyAny>);
 #[pymethods]
 impl PyFunctionModel {
     /// `callback(messages, info)`: `messages` is a read-only sequence of canonical message
-    /// dicts (converted as they are read), `info` a dict with `tools`, `step` and `run_id`.
+    /// dicts (converted as they are read), `info` a dict with `tools`,
+    /// `toolset_instructions` (what the toolsets whose tools are offered say, sent with the
+    /// agent's instructions), `step` and `run_id`.
     /// It returns (or, if async, resolves to) a response dict.
     #[new]
     fn new(callback: Py<PyAny>) -> Self {
@@ -67,6 +69,10 @@ impl Model for CallbackModel {
         let answer = Python::attach(|py| -> PyResult<Answer> {
             let info = PyDict::new(py);
             info.set_item("tools", convert::serialize_to_py(py, request.tools)?)?;
+            info.set_item(
+                "toolset_instructions",
+                request.toolset_instructions.iter().map(|t| &**t).collect::<Vec<_>>(),
+            )?;
             info.set_item("step", request.step)?;
             info.set_item("run_id", request.run_id)?;
             let answer = self.0.bind(py).call1((Messages(request.messages.clone()), info))?;

@@ -34,8 +34,9 @@ pub struct PyToolDefinition(pub(crate) ToolDefinition);
 impl PyToolDefinition {
     /// Builds and validates a definition; raises `RegistrationError` naming what is wrong
     /// (the option, or the JSON path in a schema). `options` are the definition's other
-    /// fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
-    /// `max_uses`, `metadata`), read by the same serde rules as the definition's JSON form;
+    /// fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_return_chars`,
+    /// `max_retries`, `max_uses`, `metadata`), read by the same serde rules as the
+    /// definition's JSON form;
     /// `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
     /// `outputSchema`, never sent to models).
     #[new]
@@ -141,6 +142,13 @@ impl PyToolDefinition {
         self.0.max_retries
     }
 
+    /// The most characters of model-facing content a return may have (`None`: no limit of
+    /// its own); longer content is cut, with a marker saying how much was cut.
+    #[getter]
+    fn max_return_chars(&self) -> Option<u32> {
+        self.0.max_return_chars
+    }
+
     /// How many times one run may call the tool (`None`: no bound); later calls get a
     /// `limit_reached` error return.
     #[getter]
@@ -188,7 +196,8 @@ impl PyToolDefinition {
     }
 
     /// `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
-    /// and `"max_uses"`, `"max_concurrency"` and `"return_schema"` when the tool has them.
+    /// and `"max_return_chars"`, `"max_uses"`, `"max_concurrency"` and `"return_schema"` when
+    /// the tool has them.
     #[gen_stub(override_return_type(type_repr = "types.ToolDefinitionDict", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let mut json =

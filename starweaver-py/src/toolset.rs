@@ -132,6 +132,34 @@ impl PyToolset {
         Self(Arc::new(self.0.clone().with_max_concurrency(limit.0)))
     }
 
+    /// The same tools, with `instructions` sent to the model with the agent's while any
+    /// of them is offered (in place of the toolset's own, such as an MCP server's).
+    fn with_instructions(&self, instructions: String) -> Self {
+        Self(Arc::new(self.0.clone().with_instructions(instructions)))
+    }
+
+    /// The same tools, each return's model-facing content cut to `max_return_chars`
+    /// characters unless the tool sets its own; raises `ValueError` for 0.
+    fn with_max_return_chars(&self, max_return_chars: u32) -> PyResult<Self> {
+        if max_return_chars == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err("`max_return_chars` must be at least 1"));
+        }
+        Ok(Self(Arc::new(self.0.clone().with_max_return_chars(max_return_chars))))
+    }
+
+    /// The instructions sent with the agent's while its tools are offered (an MCP
+    /// server's are known once it has started).
+    #[getter]
+    fn instructions(&self) -> Option<String> {
+        self.0.instructions().map(|text| text.to_string())
+    }
+
+    /// The return-size limit of its tools that set none of their own.
+    #[getter]
+    fn max_return_chars(&self) -> Option<u32> {
+        self.0.max_return_chars()
+    }
+
     /// The toolset's name.
     #[getter]
     fn name(&self) -> &str {

@@ -227,7 +227,14 @@ impl DurableRun {
             Next::RequestModel { step } => {
                 let messages = machine.state.history.to_json();
                 let tools = lists_tools.then(|| self.tools.definitions().to_vec());
-                Step::RequestModel(ModelTask { run_id: self.run_id.to_string(), step, messages, tools })
+                let toolset_instructions = self.tools.instructions().to_vec();
+                Step::RequestModel(ModelTask {
+                    run_id: self.run_id.to_string(),
+                    step,
+                    messages,
+                    tools,
+                    toolset_instructions,
+                })
             }
             Next::StartCalls(ready) => {
                 let tasks = machine.call_tasks(ready);

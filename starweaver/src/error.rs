@@ -38,6 +38,9 @@ pub enum DefinitionErrorKind {
     /// `timeout_ms: 0` would cancel every call before it starts.
     #[error("`timeout_ms` must be at least 1")]
     ZeroTimeout,
+    /// `max_return_chars: 0` would leave the model nothing of any return.
+    #[error("`max_return_chars` must be at least 1")]
+    ZeroMaxReturnChars,
     /// `max_uses: 0` would refuse every call.
     #[error("`max_uses` must be at least 1")]
     ZeroMaxUses,

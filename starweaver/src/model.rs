@@ -19,6 +19,10 @@ pub struct ModelRequest<'a> {
     pub messages: &'a Messages,
     /// The tools the model may call.
     pub tools: &'a [ToolDefinition],
+    /// The instructions of the toolsets whose tools this request offers, each once: a
+    /// provider sends them with the agent's instructions (the system prompt). They are not
+    /// part of the history, since the tools offered may change from step to step.
+    pub toolset_instructions: &'a [Arc<str>],
     /// The run asking.
     pub run_id: &'a str,
     /// Model request number within the run, from 1.
@@ -34,6 +38,7 @@ impl fmt::Debug for ModelRequest<'_> {
         f.debug_struct("ModelRequest")
             .field("messages", &self.messages.len())
             .field("tools", &self.tools.len())
+            .field("toolset_instructions", &self.toolset_instructions.len())
             .field("run_id", &self.run_id)
             .field("step", &self.step)
             .field("streamed", &self.deltas.is_some())

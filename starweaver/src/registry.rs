@@ -23,8 +23,18 @@ pub(crate) struct Registration {
     pub source: Source,
     /// Its toolset's hooks (none for a tool given directly).
     pub hooks: Arc<[Arc<dyn Hooks>]>,
-    /// Its toolset's concurrency limit, if any.
-    pub limit: Option<ConcurrencyLimit>,
+    /// What it takes from its toolset besides hooks.
+    pub toolset: ToolsetTraits,
+}
+
+/// What a tool takes from its toolset besides hooks: the instructions sent while the tool
+/// is offered, the return-size limit for a tool that sets none, and the concurrency limit
+/// its calls share with the toolset's other tools.
+#[derive(Clone, Default)]
+pub(crate) struct ToolsetTraits {
+    pub instructions: Option<Arc<str>>,
+    pub max_return_chars: Option<u32>,
+    pub max_concurrency: Option<ConcurrencyLimit>,
 }
 
 /// Where a registered tool came from: collisions and approval rules name it. It
@@ -46,12 +56,17 @@ pub(crate) enum Source {
 impl Registration {
     /// The tools of `toolset`, each with the toolset as its source and its hooks.
     pub(crate) fn all(tools: Vec<Arc<dyn Tool>>, toolset: &dyn Toolset) -> impl Iterator<Item = Self> {
-        let (source, hooks, limit) = (Source::of(toolset), toolset.hooks(), toolset.max_concurrency());
+        let (source, hooks) = (Source::of(toolset), toolset.hooks());
+        let traits = ToolsetTraits {
+            instructions: toolset.instructions(),
+            max_return_chars: toolset.max_return_chars(),
+            max_concurrency: toolset.max_concurrency(),
+        };
         tools.into_iter().map(move |tool| Self {
             tool,
             source: source.clone(),
             hooks: hooks.clone(),
-            limit: limit.clone(),
+            toolset: traits.clone(),
         })
     }
 }
@@ -109,7 +124,8 @@ impl ToolList {
 
     /// Adds a tool given directly.
     pub(crate) fn tool(&mut self, tool: Arc<dyn Tool>) {
-        self.entries.push(Registration { tool, source: self.source.clone(), hooks: Arc::new([]), limit: None });
+        let (source, hooks) = (self.source.clone(), Arc::new([]));
+        self.entries.push(Registration { tool, source, hooks, toolset: ToolsetTraits::default() });
     }
 
     /// Adds a toolset: a static one's tools, labelled with the toolset; a dynamic one as it is.
@@ -141,6 +157,10 @@ pub(crate) struct RegisteredTool {
     pub hooks: Arc<[Arc<dyn Hooks>]>,
     /// Its own concurrency limit and its toolset's, if any.
     pub limits: Arc<[Limit]>,
+    /// The return-size limit in force: the tool's own, else its toolset's, else the agent's.
+    pub max_return_chars: Option<u32>,
+    /// Its toolset's instructions, sent while the tool is offered.
+    pub instructions: Option<Arc<str>>,
     /// Whether a `null` argument may stand for a schema `default` (strict mode's optionals).
     pub fills_defaults: bool,
 }
@@ -162,27 +182,39 @@ fn limits_of(definition: &ToolDefinition, source: &Source, toolset: Option<&Conc
     Ok(own.into_iter().chain(toolset).collect())
 }
 
-/// Agent-wide rules every tool must meet at registration, beyond the definition's own.
+/// Agent-wide rules every tool must meet at registration, beyond the definition's own,
+/// and the agent's defaults for tools that set none.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct RegistrationRules {
     pub require_parameter_descriptions: bool,
+    /// The agent's return-size limit.
+    pub max_return_chars: Option<u32>,
 }
 
 /// The tools of an agent: unique names, validated definitions.
+#[derive(Default)]
 pub struct ToolRegistry {
     tools: Vec<RegisteredTool>,
     index: NameMap<String, usize>,
     definitions: Vec<ToolDefinition>,
+    /// The instructions of the toolsets offering tools here, each once, in tool order.
+    instructions: Vec<Arc<str>>,
 }
 
 impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
-        let mut registry = Self { tools: Vec::new(), index: NameMap::default(), definitions: Vec::new() };
+        let mut registry = Self::default();
         let mut sources: Vec<Source> = Vec::new();
-        for Registration { tool, source, hooks, limit } in entries {
+        for Registration { tool, source, hooks, toolset } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
+            if toolset.max_return_chars == Some(0) {
+                return Err(Error::InvalidOption {
+                    option: "max_return_chars",
+                    message: format!("{source} has 0, and must have at least 1"),
+                });
+            }
             if rules.require_parameter_descriptions
                 && let Some(name) = definition.undescribed_parameters().into_iter().next()
             {
@@ -204,7 +236,7 @@ impl ToolRegistry {
                 Source::Toolset { name, id, .. } => policy.matching_rule(&definition, Some((name, id))),
                 Source::Agent | Source::Run | Source::Served => policy.matching_rule(&definition, None),
             };
-            let limits = limits_of(&definition, &source, limit.as_ref())?;
+            let limits = limits_of(&definition, &source, toolset.max_concurrency.as_ref())?;
             registry.index.insert(definition.name.clone(), registry.tools.len());
             sources.push(source);
             registry.tools.push(RegisteredTool {
@@ -216,10 +248,13 @@ impl ToolRegistry {
                 fills_defaults: crate::schema::has_defaults(&definition.parameters),
                 hooks,
                 limits,
+                max_return_chars: definition.max_return_chars.or(toolset.max_return_chars).or(rules.max_return_chars),
+                instructions: toolset.instructions,
                 tool,
             });
             registry.definitions.push(definition);
         }
+        registry.collect_instructions();
         Ok(registry)
     }
 
@@ -239,7 +274,7 @@ impl ToolRegistry {
     /// # Errors
     /// What is wrong with `definitions`: a tool this registry does not have, or one given twice.
     pub(crate) fn prepared(&self, definitions: Vec<ToolDefinition>) -> std::result::Result<Self, String> {
-        let mut registry = Self { tools: Vec::new(), index: NameMap::default(), definitions: Vec::new() };
+        let mut registry = Self::default();
         for definition in definitions {
             let Some(tool) = self.get(&definition.name) else {
                 return Err(format!(
@@ -254,6 +289,7 @@ impl ToolRegistry {
             registry.tools.push(tool.clone());
             registry.definitions.push(definition);
         }
+        registry.collect_instructions();
         Ok(registry)
     }
 
@@ -267,6 +303,20 @@ impl ToolRegistry {
             }
         }
         seen
+    }
+
+    /// The instructions of the toolsets that offer at least one tool here (what a model
+    /// request sends with the agent's), each once, in the order of their first tool.
+    pub fn instructions(&self) -> &[Arc<str>] {
+        &self.instructions
+    }
+
+    fn collect_instructions(&mut self) {
+        for text in self.tools.iter().filter_map(|tool| tool.instructions.as_ref()) {
+            if !self.instructions.contains(text) {
+                self.instructions.push(text.clone());
+            }
+        }
     }
 
     /// The registered names, for error messages.

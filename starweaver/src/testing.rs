@@ -1,6 +1,6 @@
 //! Models for tests: a scripted [`TestModel`] and a closure-driven [`FunctionModel`].
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -19,6 +19,10 @@ pub struct RecordedRequest {
     pub messages: Messages,
     /// The tool definitions.
     pub tools: Vec<ToolDefinition>,
+    /// The instructions of the toolsets whose tools the request offers (sent with the
+    /// agent's); left out of the JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub toolset_instructions: Vec<Arc<str>>,
 }
 
 /// A model that plays back a script and records every request.
@@ -89,7 +93,11 @@ impl Model for TestModel {
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let mut requests = self.lock();
         let index = requests.len();
-        requests.push(RecordedRequest { messages: request.messages.clone(), tools: request.tools.to_vec() });
+        requests.push(RecordedRequest {
+            messages: request.messages.clone(),
+            tools: request.tools.to_vec(),
+            toolset_instructions: request.toolset_instructions.to_vec(),
+        });
         let answer = self.script.get(index).cloned().ok_or_else(|| {
             ModelError::new(format!(
                 "TestModel script exhausted: request {} has no scripted response (the script has {})",

@@ -162,6 +162,52 @@ pub trait Toolset: Send + Sync + 'static {
         Arc::new([])
     }
 
+    /// Instructions for the model about these tools, sent with the agent's in every
+    /// request that offers at least one of them. Read each time the tools are listed, so a
+    /// dynamic toolset (an MCP server, whose `initialize` result gives them) may change
+    /// them from step to step.
+    fn instructions(&self) -> Option<Arc<str>> {
+        None
+    }
+
+    /// The most characters of model-facing content a return of its tools may have, for
+    /// tools that set no `max_return_chars` of their own (it wins over the agent's).
+    fn max_return_chars(&self) -> Option<u32> {
+        None
+    }
+
+    /// The same tools, with `instructions` sent with the agent's while they are offered
+    /// (in place of any the toolset has).
+    ///
+    /// ```
+    /// use starweaver::{StaticToolset, Toolset};
+    ///
+    /// let ops = StaticToolset::new("ops").with_instructions("Deploy only after `status` says green.");
+    /// assert_eq!(ops.instructions().as_deref(), Some("Deploy only after `status` says green."));
+    /// ```
+    fn with_instructions(self, instructions: impl Into<Arc<str>>) -> Configured<Self>
+    where
+        Self: Sized,
+    {
+        Configured { instructions: Some(instructions.into()), ..Configured::new(self) }
+    }
+
+    /// The same tools, each return's model-facing content cut to `max` characters unless
+    /// the tool sets its own `max_return_chars` (0 is refused when the agent is built).
+    ///
+    /// ```
+    /// use starweaver::{StaticToolset, Toolset};
+    ///
+    /// let search = StaticToolset::new("search").with_max_return_chars(2000);
+    /// assert_eq!(search.max_return_chars(), Some(2000));
+    /// ```
+    fn with_max_return_chars(self, max: u32) -> Configured<Self>
+    where
+        Self: Sized,
+    {
+        Configured { max_return_chars: Some(max), ..Configured::new(self) }
+    }
+
     /// Every call of its tools runs through `hooks` too (after those it has already), in
     /// this order on the way in.
     ///
@@ -273,6 +319,14 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
 
     fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
         (**self).max_concurrency()
+    }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        (**self).instructions()
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        (**self).max_return_chars()
     }
 }
 
@@ -441,21 +495,40 @@ impl<T: Toolset> Toolset for Mapped<T> {
     fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
         self.inner.max_concurrency()
     }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        self.inner.instructions()
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        self.inner.max_return_chars()
+    }
 }
 
-/// A toolset with options of its own over another's: its approval requirement, hooks or
-/// concurrency limit, each the inner toolset's unless set here (see
-/// [`Toolset::approval_required`], [`Toolset::with_hooks`], [`Toolset::with_max_concurrency`]).
+/// A toolset with options of its own over another's: its approval requirement, hooks,
+/// concurrency limit, instructions or return-size limit, each the inner toolset's unless
+/// set here (see [`Toolset::approval_required`], [`Toolset::with_hooks`],
+/// [`Toolset::with_max_concurrency`], [`Toolset::with_instructions`],
+/// [`Toolset::with_max_return_chars`]).
 pub struct Configured<T> {
     inner: T,
     requires_approval: bool,
     hooks: Option<Arc<[Arc<dyn Hooks>]>>,
     max_concurrency: Option<ConcurrencyLimit>,
+    instructions: Option<Arc<str>>,
+    max_return_chars: Option<u32>,
 }
 
 impl<T: Toolset> Configured<T> {
     fn new(inner: T) -> Self {
-        Self { inner, requires_approval: false, hooks: None, max_concurrency: None }
+        Self {
+            inner,
+            requires_approval: false,
+            hooks: None,
+            max_concurrency: None,
+            instructions: None,
+            max_return_chars: None,
+        }
     }
 }
 
@@ -486,6 +559,14 @@ impl<T: Toolset> Toolset for Configured<T> {
 
     fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
         self.max_concurrency.clone().or_else(|| self.inner.max_concurrency())
+    }
+
+    fn instructions(&self) -> Option<Arc<str>> {
+        self.instructions.clone().or_else(|| self.inner.instructions())
+    }
+
+    fn max_return_chars(&self) -> Option<u32> {
+        self.max_return_chars.or_else(|| self.inner.max_return_chars())
     }
 }
 

@@ -361,3 +361,27 @@ async fn tools_that_cannot_be_listed_fail_a_step_and_leave_a_resume_waiting() {
         Some(RunError::Tools { message: "toolset `phases` could not list its tools: the server is gone".into() })
     );
 }
+
+#[tokio::test]
+async fn a_durable_runs_model_requests_carry_the_toolset_instructions_and_its_calls_are_cut() {
+    use starweaver::Toolset as _;
+    let page: Arc<dyn Tool> = Arc::new(
+        ToolBuilder::new("page").handler(|_: ToolContext, _: Args| async { Ok(json!("p".repeat(30))) }).unwrap(),
+    );
+    let docs = DynamicToolset::new("docs", move |_| {
+        let tools = vec![page.clone()];
+        Box::pin(async move { Ok(tools) })
+    })
+    .with_instructions("Quote pages exactly.")
+    .with_max_return_chars(5);
+    let model = calls_then_text(vec![call("c1", "page", json!({}))], "done");
+    let agent = Agent::builder(model.clone()).toolset(docs).build().unwrap();
+    let mut run = DurableRun::start(&agent, "read", "run_x").unwrap();
+    let result = drive(&agent, &mut run).await;
+    assert_eq!(result.status, RunStatus::Completed);
+    let sent: Vec<Vec<String>> =
+        model.requests().iter().map(|r| r.toolset_instructions.iter().map(ToString::to_string).collect()).collect();
+    assert_eq!(sent, [["Quote pages exactly."], ["Quote pages exactly."]]);
+    let returned = tool_returns(result.messages.messages())[0].content.clone();
+    assert_eq!(returned, json!("ppppp… [25 more characters cut]"));
+}

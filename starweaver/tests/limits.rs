@@ -11,7 +11,9 @@ use common::*;
 use serde_json::json;
 use starweaver::durable::DurableRun;
 use starweaver::testing::TestModel;
-use starweaver::{Agent, ModelResponse, RunError, RunOptions, RunStatus, ToolBuilder, ToolContext, Usage, UsageLimits};
+use starweaver::{
+    Agent, ModelResponse, RunError, RunOptions, RunStatus, ToolBuilder, ToolContext, Toolset as _, Usage, UsageLimits,
+};
 
 fn counted(runs: &Counter) -> impl starweaver::Tool {
     let runs = runs.clone();
@@ -162,4 +164,138 @@ async fn a_call_waiting_for_approval_is_not_a_use_until_it_runs_and_the_count_su
     assert_eq!(runs.get(), 1, "the approved call ran; the second call was past the budget");
     let kinds: Vec<_> = tool_returns(done.messages.messages()).iter().map(|r| r.content.get("kind").cloned()).collect();
     assert_eq!(kinds, [None, Some(json!("limit_reached"))]);
+}
+
+/// A tool `name` returning `value`, with a `max_return_chars` of its own when given.
+fn returning(name: &str, value: serde_json::Value, max: Option<u32>) -> impl starweaver::Tool {
+    let builder = ToolBuilder::new(name);
+    let builder = match max {
+        Some(max) => builder.max_return_chars(max),
+        None => builder,
+    };
+    raw_tool(builder, move |_: ToolContext, _: Args| {
+        let value = value.clone();
+        async move { Ok(value) }
+    })
+}
+
+/// The model-facing content and the host-only value of each return of `result`, in order.
+fn contents_and_values(result: &starweaver::RunResult) -> Vec<(serde_json::Value, Option<serde_json::Value>)> {
+    let history = result.messages.to_json();
+    let returns = history.as_array().unwrap().iter().flat_map(|m| m["parts"].as_array().unwrap().clone());
+    returns.filter(|p| p["kind"] == "tool_return").map(|p| (p["content"].clone(), p.get("value").cloned())).collect()
+}
+
+#[tokio::test]
+async fn a_return_past_max_return_chars_is_cut_for_the_model_and_kept_whole_for_the_host() {
+    let long = "a".repeat(30);
+    let model = calls_then_text(vec![call("c1", "page", json!({}))], "done");
+    let agent = Agent::builder(model.clone()).tool(returning("page", json!(long), Some(10))).build().unwrap();
+    let result = agent.run("read").await.unwrap();
+    let cut = json!(format!("{}… [20 more characters cut]", "a".repeat(10)));
+    assert_eq!(contents_and_values(&result), [(cut.clone(), Some(json!(long)))]);
+    // The model got the cut text, and nothing of the whole value.
+    let sent = serde_json::to_string(&model.requests()[1].messages).unwrap();
+    assert!(sent.contains(cut.as_str().unwrap()) && !sent.contains(&long), "{sent}");
+    // The `tool_return` event carries both, as the history does.
+    let event = result.events.iter().find_map(|e| match &e.kind {
+        starweaver::EventKind::ToolReturn(record) => Some(record),
+        _ => None,
+    });
+    let event = event.unwrap();
+    assert_eq!(event.part.content, cut);
+    assert_eq!(event.host.as_ref().unwrap().value, Some(json!(long)));
+}
+
+#[tokio::test]
+async fn the_most_specific_max_return_chars_wins_tool_then_toolset_then_agent() {
+    let long = json!("b".repeat(40));
+    let model = calls_then_text(
+        ["own", "grouped", "grouped_own", "plain"].iter().map(|n| call(n, n, json!({}))).collect(),
+        "done",
+    );
+    let toolset = starweaver::StaticToolset::new("docs")
+        .tool(returning("grouped", long.clone(), None))
+        .tool(returning("grouped_own", long.clone(), Some(3)))
+        .with_max_return_chars(8);
+    let agent = Agent::builder(model)
+        .tool(returning("own", long.clone(), Some(5)))
+        .toolset(toolset)
+        .tool(returning("plain", long.clone(), None))
+        .max_return_chars(12)
+        .build()
+        .unwrap();
+    let result = agent.run("read").await.unwrap();
+    let kept: Vec<usize> = contents_and_values(&result)
+        .iter()
+        .map(|(content, _)| content.as_str().unwrap().split('…').next().unwrap().chars().count())
+        .collect();
+    assert_eq!(kept, [5, 8, 3, 12], "own, toolset's, own over the toolset's, agent's");
+    assert!(contents_and_values(&result).iter().all(|(_, value)| value.as_ref() == Some(&long)));
+}
+
+#[tokio::test]
+async fn cuts_count_characters_not_bytes_and_json_values_are_cut_as_their_text() {
+    let text = json!("日本語のテキスト🦀🦀");
+    let value = json!({"rows": [1, 2, 3], "note": "ünïcode"});
+    let model = calls_then_text(vec![call("c1", "text", json!({})), call("c2", "rows", json!({}))], "done");
+    let agent = Agent::builder(model)
+        .tool(returning("text", text.clone(), Some(4)))
+        .tool(returning("rows", value.clone(), Some(20)))
+        .build()
+        .unwrap();
+    let result = agent.run("read").await.unwrap();
+    assert_eq!(
+        contents_and_values(&result),
+        [
+            (json!("日本語の… [6 more characters cut]"), Some(text)),
+            (json!("{\"rows\":[1,2,3],\"not… [13 more characters cut]"), Some(value)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn content_within_the_limit_and_model_content_keep_their_form() {
+    let model = calls_then_text(vec![call("c1", "short", json!({})), call("c2", "summarised", json!({}))], "done");
+    let summarised = raw_tool(ToolBuilder::new("summarised").max_return_chars(6), |_: ToolContext, _: Args| async {
+        Ok(starweaver::ToolResult::new(json!({"raw": 1})).with_model_content(json!("a long summary")))
+    });
+    let agent =
+        Agent::builder(model).tool(returning("short", json!({"a": 1}), Some(7))).tool(summarised).build().unwrap();
+    let result = agent.run("read").await.unwrap();
+    assert_eq!(
+        contents_and_values(&result),
+        [(json!({"a": 1}), None), (json!("a long… [8 more characters cut]"), Some(json!({"raw": 1})))]
+    );
+}
+
+#[tokio::test]
+async fn max_return_chars_of_zero_is_refused_naming_the_option() {
+    let zero = starweaver::ToolDefinition::new("t", json!({"type": "object"})).with_max_return_chars(0).validate();
+    assert_eq!(zero.unwrap_err().to_string(), "invalid tool `t`: `max_return_chars` must be at least 1");
+    let model = calls_then_text(vec![], "done");
+    let agent = Agent::builder(model.clone()).max_return_chars(0).build();
+    assert!(agent.err().unwrap().to_string().contains("max_return_chars"));
+    let toolset = starweaver::StaticToolset::new("docs").tool(returning("t", json!(1), None)).with_max_return_chars(0);
+    let err = Agent::builder(model).toolset(toolset).build().err().unwrap().to_string();
+    assert!(err.contains("max_return_chars") && err.contains("toolset `docs`"), "{err}");
+}
+
+#[tokio::test]
+async fn a_durable_runs_calls_are_cut_as_in_process() {
+    let long = "c".repeat(50);
+    let agent = Agent::builder(calls_then_text(vec![], "done"))
+        .tool(returning("page", json!(long), None))
+        .max_return_chars(10)
+        .build()
+        .unwrap();
+    let task: starweaver::durable::CallTask = serde_json::from_value(json!({
+        "index": 0, "call": {"id": "c1", "name": "page", "arguments": {}}, "retry": 0, "max_retries": 0
+    }))
+    .unwrap();
+    let result = agent.run_call("run_1", &task, starweaver::CancellationToken::new(), None).await;
+    let result = serde_json::to_value(&result).unwrap();
+    let ret = &result["outcome"]["part"];
+    assert_eq!(ret["content"], json!(format!("{}… [40 more characters cut]", "c".repeat(10))));
+    assert_eq!(result["outcome"]["host"]["value"], json!(long));
 }

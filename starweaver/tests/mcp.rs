@@ -202,6 +202,7 @@ fn rmcp_tool(name: &str) -> RmcpTool {
 impl rmcp::ServerHandler for Growing {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_instructions("Call `grow` before any grown tool.")
     }
 
     async fn list_tools(
@@ -309,6 +310,24 @@ async fn a_changed_tool_list_is_seen_at_the_next_step() {
     assert_eq!(listed(1), ["grow", "nap", "media", "grown_1"]);
     let returns = tool_returns(result.messages.messages());
     assert_eq!((returns[0].content.clone(), returns[1].content.clone()), (json!("grown_1"), json!("grown_1 ran")));
+}
+
+#[tokio::test]
+async fn a_servers_instructions_are_sent_with_the_agents_while_its_tools_are_offered() {
+    let (url, _server) = serve_rmcp(Growing::default());
+    let model = calls_then_text(vec![call("c1", "nap_not", json!({}))], "done");
+    let server = McpServer::http("growing", url.clone());
+    assert_eq!(starweaver::Toolset::instructions(&server), None, "known once the server has started");
+    let agent = Agent::builder(model.clone()).instructions("Be brief.").toolset(server).build().unwrap();
+    agent.run("go").await.unwrap();
+    let sent: Vec<Vec<String>> =
+        model.requests().iter().map(|r| r.toolset_instructions.iter().map(ToString::to_string).collect()).collect();
+    assert_eq!(sent, [["Call `grow` before any grown tool."], ["Call `grow` before any grown tool."]]);
+    // Turned off, the server's instructions are not sent.
+    let model = calls_then_text(vec![], "done");
+    let quiet = McpServer::http("growing", url).use_instructions(false);
+    Agent::builder(model.clone()).toolset(quiet).build().unwrap().run("go").await.unwrap();
+    assert!(model.requests()[0].toolset_instructions.is_empty());
 }
 
 #[tokio::test]

@@ -224,6 +224,7 @@ fn any_explicit_schema_is_accepted_or_refused_by_name_and_accepted_ones_render_o
             strict: None,
             sequential: false,
             timeout_ms: None,
+            max_return_chars: None,
             max_retries: None,
             max_uses: None,
             max_concurrency: None,

@@ -262,6 +262,7 @@ async fn agent_once(model: Arc<dyn Model>) -> Message {
     let request = starweaver::ModelRequest {
         messages: history.messages(),
         tools: &tools,
+        toolset_instructions: &[],
         run_id: "run_x",
         step: 1,
         deltas: None,
@@ -1091,4 +1092,28 @@ async fn a_part_a_provider_cannot_take_is_a_named_error_before_anything_is_sent(
         assert!(message.contains("(`add`)"), "{}: {message}", protocol.dir);
         assert_eq!(requests(&server).await.len(), 1, "{}: the refused request is never sent", protocol.dir);
     }
+}
+
+/// DESIGN.md §18: a toolset's instructions go with the agent's, in the place each API
+/// takes instructions (a system message after the agent's for OpenAI Chat and Responses,
+/// `system` for Anthropic, `systemInstruction` for Gemini).
+#[tokio::test]
+async fn toolset_instructions_reach_each_provider_with_the_agents() {
+    use starweaver::Toolset as _;
+    let mut bodies = serde_json::Map::new();
+    for protocol in PROTOCOLS {
+        let server = serve(protocol.path, vec![json_body(protocol.dir, "text.json")]).await;
+        let status = ToolBuilder::new("status")
+            .description("The deploy status.")
+            .handler(|_: ToolContext, _: Args| async move { Ok(json!("green")) })
+            .unwrap();
+        let ops = starweaver::StaticToolset::new("ops").tool(status).with_instructions("Deploy only on green.");
+        let agent =
+            Agent::builder(protocol.model(&server.uri())).instructions("Be brief.").toolset(ops).build().unwrap();
+        agent.run("is it green?").await.unwrap();
+        bodies.insert(protocol.dir.into(), body(&requests(&server).await[0]));
+    }
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_json_snapshot!("rust__toolset_instructions_requests", bodies);
+    });
 }

@@ -229,3 +229,68 @@ async fn a_tool_a_toolset_refuses_is_reported_by_name_at_each_listing_and_the_re
         assert_eq!(kind, refused);
     }
 }
+
+/// What each request of `model` sent as toolset instructions.
+fn instructions_sent(model: &TestModel) -> Vec<Vec<String>> {
+    model.requests().iter().map(|r| r.toolset_instructions.iter().map(ToString::to_string).collect()).collect()
+}
+
+#[tokio::test]
+async fn toolset_instructions_are_sent_with_the_agents_while_their_tools_are_offered() {
+    let runs = Counter::default();
+    let ops = StaticToolset::new("ops").shared_tool(named("deploy", &runs)).with_instructions("Deploy only on green.");
+    let same =
+        StaticToolset::new("ops2").shared_tool(named("status", &runs)).with_instructions("Deploy only on green.");
+    let late = named("late", &runs);
+    // Offers its tool from step 2 on: no instructions before then.
+    let phased = DynamicToolset::new("phased", move |ctx| {
+        let tools = if ctx.step >= 2 { vec![late.clone()] } else { Vec::new() };
+        Box::pin(async move { Ok(tools) })
+    })
+    .with_instructions("Use `late` last.");
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "deploy", json!({}))]),
+        ModelResponse::text("done"),
+    ]));
+    let agent = Agent::builder(model.clone())
+        .instructions("Be brief.")
+        .toolset(ops)
+        .toolset(same)
+        .toolset(phased)
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(
+        instructions_sent(&model),
+        [vec!["Deploy only on green."], vec!["Deploy only on green.", "Use `late` last."]],
+        "each text once; a toolset with no tool offered contributes none"
+    );
+    // The agent's own instructions stay in the history; the toolsets' are per request.
+    let first = serde_json::to_value(&model.requests()[0].messages[0]).unwrap();
+    assert_eq!(first["parts"][0], json!({"kind": "system_prompt", "text": "Be brief."}));
+}
+
+#[tokio::test]
+async fn a_toolset_whose_tools_prepare_tools_drops_contributes_no_instructions() {
+    struct DropDeploy;
+    impl starweaver::Hooks for DropDeploy {
+        fn prepare_tools<'a>(
+            &'a self,
+            _: &'a ToolContext,
+            definitions: Vec<starweaver::ToolDefinition>,
+        ) -> starweaver::hook::Hooked<'a, Result<Vec<starweaver::ToolDefinition>, starweaver::ToolError>> {
+            starweaver::hook::Hooked::ready(Ok(definitions.into_iter().filter(|d| d.name != "deploy").collect()))
+        }
+    }
+    let runs = Counter::default();
+    let ops = StaticToolset::new("ops").shared_tool(named("deploy", &runs)).with_instructions("Deploy only on green.");
+    let model = Arc::new(TestModel::new([ModelResponse::text("done")]));
+    let agent = Agent::builder(model.clone())
+        .toolset(ops)
+        .shared_tool(named("status", &runs))
+        .hook(DropDeploy)
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(instructions_sent(&model), [Vec::<String>::new()]);
+}

@@ -280,7 +280,7 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -382,7 +382,9 @@ class NativeFunctionModel:
     def __new__(cls, callback: typing.Any) -> NativeFunctionModel:
         r"""
         `callback(messages, info)`: `messages` is a read-only sequence of canonical message
-        dicts (converted as they are read), `info` a dict with `tools`, `step` and `run_id`.
+        dicts (converted as they are read), `info` a dict with `tools`,
+        `toolset_instructions` (what the toolsets whose tools are offered say, sent with the
+        agent's instructions), `step` and `run_id`.
         It returns (or, if async, resolves to) a response dict.
         """
 
@@ -641,6 +643,17 @@ class NativeToolset:
     A named group of tools with an id. Use `starweaver.toolsets`.
     """
     @property
+    def instructions(self) -> typing.Optional[builtins.str]:
+        r"""
+        The instructions sent with the agent's while its tools are offered (an MCP
+        server's are known once it has started).
+        """
+    @property
+    def max_return_chars(self) -> typing.Optional[builtins.int]:
+        r"""
+        The return-size limit of its tools that set none of their own.
+        """
+    @property
     def name(self) -> builtins.str:
         r"""
         The toolset's name.
@@ -691,6 +704,16 @@ class NativeToolset:
         r"""
         The same tools, at most `limit` of their calls running at once (together): a number
         (a limit of this toolset's own) or a shared `ConcurrencyLimit`.
+        """
+    def with_instructions(self, instructions: builtins.str) -> NativeToolset:
+        r"""
+        The same tools, with `instructions` sent to the model with the agent's while any
+        of them is offered (in place of the toolset's own, such as an MCP server's).
+        """
+    def with_max_return_chars(self, max_return_chars: builtins.int) -> NativeToolset:
+        r"""
+        The same tools, each return's model-facing content cut to `max_return_chars`
+        characters unless the tool sets its own; raises `ValueError` for 0.
         """
     def __repr__(self) -> builtins.str: ...
 
@@ -1204,6 +1227,12 @@ class ToolDefinition:
         Retries after the first attempt (`None`: the default of 3).
         """
     @property
+    def max_return_chars(self) -> typing.Optional[builtins.int]:
+        r"""
+        The most characters of model-facing content a return may have (`None`: no limit of
+        its own); longer content is cut, with a marker saying how much was cut.
+        """
+    @property
     def max_uses(self) -> typing.Optional[builtins.int]:
         r"""
         How many times one run may call the tool (`None`: no bound); later calls get a
@@ -1231,8 +1260,9 @@ class ToolDefinition:
         r"""
         Builds and validates a definition; raises `RegistrationError` naming what is wrong
         (the option, or the JSON path in a schema). `options` are the definition's other
-        fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_retries`,
-        `max_uses`, `metadata`), read by the same serde rules as the definition's JSON form;
+        fields (`description`, `strict`, `sequential`, `timeout_ms`, `max_return_chars`,
+        `max_retries`, `max_uses`, `metadata`), read by the same serde rules as the
+        definition's JSON form;
         `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
         `outputSchema`, never sent to models).
         """
@@ -1246,7 +1276,8 @@ class ToolDefinition:
     def to_dict(self) -> types.ToolDefinitionDict:
         r"""
         `{"name", "description", "parameters", "strict", "sequential", "timeout_ms", "max_retries", "metadata"}`,
-        and `"max_uses"`, `"max_concurrency"` and `"return_schema"` when the tool has them.
+        and `"max_return_chars"`, `"max_uses"`, `"max_concurrency"` and `"return_schema"` when
+        the tool has them.
         """
     def to_json(self) -> builtins.str:
         r"""

@@ -9,7 +9,15 @@ import asyncio
 import pytest
 from conftest import call, calls_then_text, returns
 
-from starweaver import RegistrationError, RunFailedError, UsageLimitExceeded, UsageLimits, create_agent, tool
+from starweaver import (
+    RegistrationError,
+    RunFailedError,
+    Toolset,
+    UsageLimitExceeded,
+    UsageLimits,
+    create_agent,
+    tool,
+)
 from starweaver.testing import TestModel
 
 ran: list[int] = []
@@ -99,3 +107,83 @@ def test_calls_past_a_tools_max_uses_get_a_limit_reached_return_and_the_run_goes
         @tool(max_uses=0)
         def never() -> None:
             """Cannot be called."""
+
+
+def _returned(result_messages: object) -> list[tuple[object, object]]:
+    """Each tool return's model-facing content and host-only value, in order."""
+    return [(r["content"], r.get("value")) for r in returns(result_messages)]  # type: ignore[arg-type]
+
+
+@tool(max_return_chars=10)
+def page() -> str:
+    """Reads a long page."""
+    return "a" * 30
+
+
+def test_a_return_past_max_return_chars_is_cut_for_the_model_and_kept_whole_for_the_host() -> None:
+    """DESIGN.md §18, return size: the model sees the first characters and a marker with
+    how many were cut; the whole value stays host-only (the history's `value`)."""
+    assert page.definition.max_return_chars == 10 and page.definition.to_dict()["max_return_chars"] == 10
+    model = calls_then_text([call("c1", "page")])
+    result = create_agent(model=model, tools=[page]).run_sync("read")
+    cut = "a" * 10 + "… [20 more characters cut]"
+    assert _returned(result.messages) == [(cut, "a" * 30)]
+    sent = str(model.requests[1]["messages"])
+    assert cut in sent and "a" * 30 not in sent, "the model never sees the whole value"
+
+
+def test_the_most_specific_max_return_chars_wins_tool_then_toolset_then_agent() -> None:
+    long = "b" * 40
+
+    @tool(max_return_chars=5)
+    def own() -> str:
+        return long
+
+    @tool
+    def grouped() -> str:
+        return long
+
+    @tool(max_return_chars=3)
+    def grouped_own() -> str:
+        return long
+
+    @tool
+    def plain() -> str:
+        return long
+
+    docs = Toolset("docs", [grouped, grouped_own], max_return_chars=8)
+    assert docs.max_return_chars == 8
+    model = calls_then_text([call(n, n) for n in ["own", "grouped", "grouped_own", "plain"]])
+    agent = create_agent(model=model, tools=[own, plain], toolsets=[docs], max_return_chars=12)
+    kept = [str(content).split("…")[0] for content, _ in _returned(agent.run_sync("read").messages)]
+    assert [len(k) for k in kept] == [5, 8, 3, 12]
+
+
+def test_cuts_count_characters_and_a_dict_is_cut_as_its_json_text() -> None:
+    @tool(max_return_chars=4)
+    def text() -> str:
+        return "日本語のテキスト🦀🦀"
+
+    @tool(max_return_chars=20)
+    def rows() -> dict[str, object]:
+        return {"rows": [1, 2, 3], "note": "ünïcode"}
+
+    model = calls_then_text([call("c1", "text"), call("c2", "rows")])
+    result = create_agent(model=model, tools=[text, rows]).run_sync("read")
+    assert _returned(result.messages) == [
+        ("日本語の… [6 more characters cut]", "日本語のテキスト🦀🦀"),
+        ('{"rows":[1,2,3],"not… [13 more characters cut]', {"rows": [1, 2, 3], "note": "ünïcode"}),
+    ]
+
+
+def test_max_return_chars_of_zero_is_refused_by_name() -> None:
+    with pytest.raises(RegistrationError, match="`max_return_chars` must be at least 1"):
+
+        @tool(max_return_chars=0)
+        def never() -> str:
+            return ""
+
+    with pytest.raises(ValueError, match="`max_return_chars` must be at least 1"):
+        Toolset("docs", [page]).with_max_return_chars(0)
+    with pytest.raises(RegistrationError, match="max_return_chars"):
+        create_agent(model=calls_then_text([]), tools=[page], max_return_chars=0)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import call, returns
+from conftest import call, calls_then_text, returns
 
 from starweaver import Hooks, ToolCall, ToolContext, ToolDefinition, ToolsetError, create_agent, tool
 from starweaver.content import Image, from_dict
@@ -52,6 +52,24 @@ def test_an_mcp_servers_tools_are_listed_and_called_through_the_scheduler() -> N
         assert tools["add"]["description"] == "Add two integers."
         add_schema = tools["add"]["parameters"]
         assert isinstance(add_schema, dict) and add_schema["required"] == ["left", "right"]
+
+    asyncio.run(scenario())
+
+
+def test_an_mcp_servers_instructions_are_sent_with_the_agents_while_its_tools_are_offered() -> None:
+    """DESIGN.md §18, toolset instructions: an MCP server's `instructions` (from its
+    `initialize` result) go with the agent's in each request that offers its tools."""
+
+    async def scenario() -> None:
+        model = calls_then_text([call("c1", "add", {"left": 2, "right": 3})])
+        async with echo() as server:
+            result = await create_agent(model=model, instructions="Be brief.", toolsets=[server]).run("go")
+            assert server.instructions == "Use `add` for arithmetic; never guess a sum."
+        assert result.status == "completed"
+        sent = [request.get("toolset_instructions") for request in model.requests]
+        assert sent == [["Use `add` for arithmetic; never guess a sum."]] * 2
+        first = model.requests[0]["messages"][0]
+        assert first["kind"] == "request" and first["parts"][0] == {"kind": "system_prompt", "text": "Be brief."}
 
     asyncio.run(scenario())
 

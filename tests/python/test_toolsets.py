@@ -4,6 +4,7 @@ what they define, and tools a run adds for itself."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from conftest import call, returns
@@ -137,3 +138,39 @@ def test_tools_a_run_adds_leave_the_agent_unchanged() -> None:
         assert [d.name for d in agent.definitions] == ["deploy"]
 
     asyncio.run(scenario())
+
+
+def test_toolset_instructions_are_sent_with_the_agents_while_their_tools_are_offered() -> None:
+    """DESIGN.md §18, toolset instructions: static and dynamic toolsets' instructions go
+    with the agent's in each request that offers at least one of their tools (each text
+    once); a dynamic toolset that offers no tool at a step sends none then. Snapshot: the
+    requests the model got."""
+
+    @tool
+    def late() -> str:
+        """Runs last."""
+        return "late"
+
+    ops = Toolset("ops", [deploy], instructions="Deploy only on green.")
+    twin = Toolset("twin", [status]).with_instructions("Deploy only on green.")
+    phased = DynamicToolset("phased", lambda ctx: [late] if ctx["step"] >= 2 else [], instructions="Use `late` last.")
+    assert (ops.instructions, twin.instructions, phased.instructions) == (
+        "Deploy only on green.",
+        "Deploy only on green.",
+        "Use `late` last.",
+    )
+    model = TestModel.responses([TestModel.tool_call_response([call("c1", "status")]), {"text": "done"}])
+    agent = create_agent(model=model, instructions="Be brief.", toolsets=[ops, twin, phased])
+    assert agent.run_sync("go").status == "completed"
+    sent = [request.get("toolset_instructions") for request in model.requests]
+    assert sent == [["Deploy only on green."], ["Deploy only on green.", "Use `late` last."]]
+    requests = [
+        {
+            "messages": r["messages"],
+            "tools": [t["name"] for t in r["tools"]],
+            "toolset_instructions": r.get("toolset_instructions", []),
+        }
+        for r in model.requests
+    ]
+    body = json.dumps(requests, indent=2, ensure_ascii=False)
+    assert_snapshot("python__toolset_instructions_requests", body, "tests/python/test_toolsets.py")

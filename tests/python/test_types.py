@@ -71,6 +71,7 @@ def test_the_definition_options_are_the_definitions_fields_past_name_and_paramet
         strict=False,
         sequential=True,
         timeout_ms=5,
+        max_return_chars=100,
         max_retries=1,
         max_uses=2,
         max_concurrency=2,

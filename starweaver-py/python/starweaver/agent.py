@@ -303,6 +303,7 @@ def create_agent(
     elicitation_handler: ElicitationHandler | None = None,
     usage_limits: UsageLimits | None = None,
     hooks: Iterable[HookLike] = (),
+    max_return_chars: int | None = None,
 ) -> Agent:
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
@@ -316,7 +317,10 @@ def create_agent(
     taking ``(ctx, message, schema)`` and returning ``Accepted(data)``, ``Declined()``,
     ``Cancelled()`` (``starweaver.elicitation``) or a dict (accepted). ``usage_limits``
     bound what each run may spend (a run's own replace them). ``hooks`` run around every
-    call of the agent (``starweaver.hooks.Hooks``), after a run's own. Raises
+    call of the agent (``starweaver.hooks.Hooks``), after a run's own.
+    ``max_return_chars`` cuts the model-facing content of any tool return longer than that
+    (a tool's or toolset's own limit wins), ending it with ``… [N more characters cut]``;
+    the whole value stays host-only. Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
     be opened."""
     if isinstance(model, str):
@@ -343,6 +347,7 @@ def create_agent(
         elicitation_handler=asking,
         usage_limits=usage_limits,
         hooks=native_hooks(hooks),
+        max_return_chars=max_return_chars,
     )
     return Agent(native)
 

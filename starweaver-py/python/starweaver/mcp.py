@@ -35,7 +35,7 @@ from ._served import (
     resource_template,
     resource_updated,
 )
-from .toolsets import Toolset, limited
+from .toolsets import Toolset, configured
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -160,7 +160,7 @@ class MCPServerStdio(_MCPServer):
             timeout_ms=timeout_ms,
             **_handlers(elicitation_handler, sampling_handler),
         )
-        self.native = limited(self.server.toolset(), max_concurrency)
+        self.native = configured(self.server.toolset(), max_concurrency=max_concurrency)
 
 
 class OAuth:
@@ -295,4 +295,4 @@ class MCPServerHTTP(_MCPServer):
             auth=auth.native if auth is not None else None,
             **_handlers(elicitation_handler, sampling_handler),
         )
-        self.native = limited(self.server.toolset(), max_concurrency)
+        self.native = configured(self.server.toolset(), max_concurrency=max_concurrency)

@@ -1,9 +1,14 @@
 """Toolsets: named groups of tools with an id, static (a list) or dynamic (listed again at
 every step), with combinators, the same as Rust's.
 
-    ops = Toolset("ops", [deploy, status]).prefixed("ops_").approval_required()
+    ops = Toolset("ops", [deploy, status], instructions="Check status before deploying.")
+    ops = ops.prefixed("ops_").approval_required().with_max_return_chars(2000)
     agent = create_agent(model=model, toolsets=[ops])
     await agent.run("...", tools=[extra], toolsets=[more])   # for this run only
+
+A toolset's ``instructions`` are sent with the agent's in every request that offers at
+least one of its tools; ``max_return_chars`` cuts the model-facing content of its tools'
+returns (a tool's own limit wins, and either wins over the agent's).
 """
 
 from __future__ import annotations
@@ -40,11 +45,13 @@ class Toolset:
         tools: Iterable[ToolLike] = (),
         *,
         id: str | None = None,  # noqa: A002 (the toolset's id)
+        instructions: str | None = None,
+        max_return_chars: int | None = None,
         max_concurrency: int | ConcurrencyLimit | None = None,
     ) -> None:
         self.members = tuple(tools)
         native = NativeToolset.of_tools(name, [native_tool(tool) for tool in self.members], id=id)
-        self.native = limited(native, max_concurrency)
+        self.native = configured(native, instructions, max_return_chars, max_concurrency)
 
     def _wrap(self, native: NativeToolset) -> Toolset:
         """A toolset derived from this one: its native form, the same members."""
@@ -60,6 +67,17 @@ class Toolset:
     @property
     def id(self) -> str:
         return self.native.id
+
+    @property
+    def instructions(self) -> str | None:
+        """The instructions sent with the agent's while its tools are offered (an MCP
+        server's are known once it has started)."""
+        return self.native.instructions
+
+    @property
+    def max_return_chars(self) -> int | None:
+        """The return-size limit of its tools that set none of their own."""
+        return self.native.max_return_chars
 
     @property
     def definitions(self) -> list[ToolDefinition] | None:
@@ -82,6 +100,17 @@ class Toolset:
         """The same tools, each call needing a human decision first."""
         return self._wrap(self.native.approval_required())
 
+    def with_instructions(self, instructions: str) -> Toolset:
+        """The same tools, with ``instructions`` sent to the model with the agent's while any
+        of them is offered (in place of the toolset's own, such as an MCP server's)."""
+        return self._wrap(self.native.with_instructions(instructions))
+
+    def with_max_return_chars(self, max_return_chars: int) -> Toolset:
+        """The same tools, each return's model-facing content cut to ``max_return_chars``
+        characters (with a marker saying how many were cut) unless the tool sets its own
+        limit; the whole value stays host-only. Raises ``ValueError`` for 0."""
+        return self._wrap(self.native.with_max_return_chars(max_return_chars))
+
     def with_hooks(self, *hooks: HookLike) -> Toolset:
         """The same tools, each call running through ``hooks`` too (``starweaver.hooks``),
         after the run's and the agent's hooks."""
@@ -96,9 +125,20 @@ class Toolset:
         return repr(self.native)
 
 
-def limited(native: NativeToolset, max_concurrency: int | ConcurrencyLimit | None) -> NativeToolset:
-    """``native`` under ``max_concurrency``, when one is given (the toolsets' keyword)."""
-    return native if max_concurrency is None else native.with_max_concurrency(max_concurrency)
+def configured(
+    native: NativeToolset,
+    instructions: str | None = None,
+    max_return_chars: int | None = None,
+    max_concurrency: int | ConcurrencyLimit | None = None,
+) -> NativeToolset:
+    """``native`` with the options given to a toolset's constructor (each left as it is when ``None``)."""
+    if instructions is not None:
+        native = native.with_instructions(instructions)
+    if max_return_chars is not None:
+        native = native.with_max_return_chars(max_return_chars)
+    if max_concurrency is not None:
+        native = native.with_max_concurrency(max_concurrency)
+    return native
 
 
 ListTools = Callable[[ToolsetContext], "Sequence[ToolLike] | Awaitable[Sequence[ToolLike]]"]
@@ -113,6 +153,8 @@ class DynamicToolset(Toolset):
         list_tools: ListTools,
         *,
         id: str | None = None,  # noqa: A002 (the toolset's id)
+        instructions: str | None = None,
+        max_return_chars: int | None = None,
         max_concurrency: int | ConcurrencyLimit | None = None,
     ) -> None:
         async def listed(ctx: ToolsetContext) -> list[NativeTool]:
@@ -123,4 +165,5 @@ class DynamicToolset(Toolset):
                 tools = await tools
             return [native_tool(tool) for tool in tools]
 
-        self.native = limited(NativeToolset.dynamic(name, listed, id=id), max_concurrency)
+        native = NativeToolset.dynamic(name, listed, id=id)
+        self.native = configured(native, instructions, max_return_chars, max_concurrency)

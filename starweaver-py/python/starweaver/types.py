@@ -213,6 +213,8 @@ class ToolDefinitionDict(TypedDict):
     strict: bool | None
     sequential: bool
     timeout_ms: NotRequired[int | None]
+    max_return_chars: NotRequired[int]
+    """The most characters of model-facing content a return may have, when limited."""
     max_retries: NotRequired[int | None]
     max_uses: NotRequired[int]
     """How many times one run may call the tool, when bounded."""
@@ -233,6 +235,7 @@ class ToolDefinitionOptions(TypedDict, total=False):
     strict: bool | None
     sequential: bool
     timeout_ms: int | None
+    max_return_chars: int | None
     max_retries: int | None
     max_uses: int | None
     max_concurrency: int | ConcurrencyLimit | None
@@ -302,6 +305,9 @@ class ModelRequestRecord(TypedDict):
 
     messages: list[Message]
     tools: list[ToolDefinitionDict]
+    toolset_instructions: NotRequired[list[str]]
+    """The instructions of the toolsets whose tools the request offers, sent with the
+    agent's (absent when there are none)."""
 
 
 class UsageDict(TypedDict):

@@ -57,8 +57,14 @@ impl CallChannel for Answerer {
                     }
                 });
             }
-            let asked =
-                ModelRequest { messages: history.messages(), tools: &[], run_id: call.run_id(), step: 0, deltas: None };
+            let asked = ModelRequest {
+                messages: history.messages(),
+                tools: &[],
+                toolset_instructions: &[],
+                run_id: call.run_id(),
+                step: 0,
+                deltas: None,
+            };
             let response = self.model.request(asked).await.map_err(|error| {
                 ToolError::execution(format!(
                     "tool `{}` asked the model for a completion, which failed: {error}",

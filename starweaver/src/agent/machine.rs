@@ -342,7 +342,10 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     ToolReturn::failure(call, ToolError::new(ToolErrorKind::ApprovalDenied, reason), extra)
                 }
                 Resolution::Deferred(result) => match result.outcome {
-                    DeferredOutcome::Completed { value } => ToolReturn::success(call, ToolResult::new(value)),
+                    DeferredOutcome::Completed { value } => {
+                        let max_chars = registry.get(&call.name).and_then(|tool| tool.max_return_chars);
+                        ToolReturn::success(call, ToolResult::new(value), max_chars)
+                    }
                     DeferredOutcome::Failed { error } => {
                         ToolReturn::failure(call, ToolError::new(ToolErrorKind::DeferredFailed, error), Map::new())
                     }

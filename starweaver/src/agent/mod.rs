@@ -206,6 +206,7 @@ impl Agent {
         let request = ModelRequest {
             messages: history.messages(),
             tools: task.tools.as_deref().unwrap_or_else(|| self.inner.registry.definitions()),
+            toolset_instructions: &task.toolset_instructions,
             run_id: &task.run_id,
             step: task.step,
             deltas: None,
@@ -347,6 +348,36 @@ impl AgentBuilder {
         self
     }
 
+    /// The most characters of model-facing content any tool return may have, for tools
+    /// whose definition and toolset set no `max_return_chars`. Longer content is cut, ending
+    /// with a marker such as `… [1234 more characters cut]`; the whole value stays
+    /// host-only (the return's `value` in the history and events).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use starweaver::testing::TestModel;
+    /// use starweaver::{Agent, ModelResponse, ToolBuilder, ToolCallPart, ToolContext};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let page = ToolBuilder::new("page")
+    ///     .handler(|_: ToolContext, _: serde_json::Map<String, serde_json::Value>| async { Ok("x".repeat(5000)) })
+    ///     .unwrap();
+    /// let model = TestModel::new([
+    ///     TestModel::tool_call_response([ToolCallPart::new("c1", "page", json!({}))]),
+    ///     ModelResponse::text("done"),
+    /// ]);
+    /// let agent = Agent::builder(model).tool(page).max_return_chars(100).build().unwrap();
+    /// let result = agent.run("read it").await.unwrap();
+    /// let ret = &result.messages.to_json()[2]["parts"][0];
+    /// assert_eq!(ret["content"], format!("{}… [4900 more characters cut]", "x".repeat(100)));
+    /// assert_eq!(ret["value"], "x".repeat(5000));
+    /// # });
+    /// ```
+    pub fn max_return_chars(mut self, max: u32) -> Self {
+        self.rules.max_return_chars = Some(max);
+        self
+    }
+
     /// Values tools can read with [`crate::ToolContext::dependency`].
     pub fn dependencies(mut self, dependencies: Dependencies) -> Self {
         self.dependencies = dependencies;
@@ -385,6 +416,9 @@ impl AgentBuilder {
         }
         if self.max_concurrency.as_ref().is_some_and(ConcurrencyLimit::is_zero) {
             return Err(Error::InvalidOption { option: "max_concurrency", message: "must be at least 1".into() });
+        }
+        if self.rules.max_return_chars == Some(0) {
+            return Err(Error::InvalidOption { option: "max_return_chars", message: "must be at least 1".into() });
         }
         let policy = ApprovalPolicy::new(self.approval_rules);
         let registry = Arc::new(ToolRegistry::new(self.tools.entries.clone(), &policy, self.rules)?);

@@ -244,6 +244,7 @@ impl Run<'_> {
         let request = ModelRequest {
             messages: machine.state.history.messages(),
             tools: self.registry.definitions(),
+            toolset_instructions: self.registry.instructions(),
             run_id: &machine.run_id,
             step,
             deltas: events.is_live().then_some(&deltas as &(dyn Fn(_) + Send + Sync)),

@@ -6,6 +6,7 @@
 //! [`Agent::run_call`](crate::Agent::run_call) take and give. Each call task carries its
 //! call's policy (timeout, retry budget), so an engine can enforce it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::{BoxFuture, ready};
@@ -16,7 +17,7 @@ use crate::concurrency::ConcurrencyLimit;
 use crate::event::EventKind;
 use crate::hitl::ApprovalDecision;
 use crate::message::ToolCallPart;
-use crate::registry::{Registration, Source};
+use crate::registry::{Registration, Source, ToolsetTraits};
 use crate::scheduler::CallOutcome;
 use crate::tool::{Answered, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
@@ -34,13 +35,20 @@ pub struct ToolListing {
     pub(crate) tools: Vec<ListedTool>,
     /// A `tool_refused` event for each tool a toolset left out.
     pub(crate) refused: Vec<EventKind>,
+    /// The instructions of the toolsets that listed tools, by toolset name (once each, not
+    /// with every tool: an MCP server's may be long).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) instructions: BTreeMap<String, Arc<str>>,
 }
 
-/// One listed tool: its definition, and the toolset that listed it.
+/// One listed tool: its definition, the toolset that listed it, and that toolset's
+/// return-size limit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ListedTool {
     source: Source,
     definition: ToolDefinition,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_return_chars: Option<u32>,
     /// Its toolset's concurrency limit, which the run's side counts its calls against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     limit: Option<ConcurrencyLimit>,
@@ -48,15 +56,22 @@ pub(crate) struct ListedTool {
 
 impl ToolListing {
     pub(crate) fn new(step: u32, listed: &[Registration], refused: Vec<EventKind>) -> Self {
+        let mut instructions = BTreeMap::new();
         let tools = listed
             .iter()
-            .map(|entry| ListedTool {
-                source: entry.source.clone(),
-                definition: entry.tool.definition().clone(),
-                limit: entry.limit.clone(),
+            .map(|entry| {
+                if let (Source::Toolset { name, .. }, Some(text)) = (&entry.source, &entry.toolset.instructions) {
+                    instructions.insert(name.clone(), text.clone());
+                }
+                ListedTool {
+                    source: entry.source.clone(),
+                    definition: entry.tool.definition().clone(),
+                    max_return_chars: entry.toolset.max_return_chars,
+                    limit: entry.toolset.max_concurrency.clone(),
+                }
             })
             .collect();
-        Self { step, tools, refused }
+        Self { step, tools, refused, instructions }
     }
 
     /// The listed tools as registrations, known by their definitions: the run's side
@@ -66,11 +81,17 @@ impl ToolListing {
         let listed = self
             .tools
             .into_iter()
-            .map(|ListedTool { source, definition, limit }| Registration {
-                tool: Arc::new(Listed(definition)),
-                source,
-                hooks: Arc::new([]),
-                limit,
+            .map(|ListedTool { source, definition, max_return_chars, limit }| {
+                let instructions = match &source {
+                    Source::Toolset { name, .. } => self.instructions.get(name).cloned(),
+                    _ => None,
+                };
+                Registration {
+                    tool: Arc::new(Listed(definition)),
+                    source,
+                    hooks: Arc::new([]),
+                    toolset: ToolsetTraits { instructions, max_return_chars, max_concurrency: limit },
+                }
             })
             .collect();
         (listed, self.refused)
@@ -103,6 +124,9 @@ pub struct ModelTask {
     /// agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
+    /// The instructions of the toolsets whose tools the step offers, sent with the agent's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolset_instructions: Vec<Arc<str>>,
 }
 
 /// One tool call of a run, with what it runs under.

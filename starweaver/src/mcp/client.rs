@@ -121,6 +121,11 @@ struct Inner {
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     /// Answers the server's sampling before the run's model would.
     sampling: Option<Arc<dyn SamplingHandler>>,
+    /// The `instructions` of the server's last handshake, sent with the agent's while its
+    /// tools are offered (unless turned off).
+    instructions: Mutex<Option<Arc<str>>>,
+    /// Whether the server's instructions reach the model.
+    use_instructions: bool,
 }
 
 /// A session with a server, as rmcp runs it.
@@ -182,6 +187,8 @@ impl McpServer {
             calls: Arc::default(),
             elicitation: None,
             sampling: None,
+            instructions: Mutex::default(),
+            use_instructions: true,
         }))
     }
 
@@ -197,6 +204,8 @@ impl McpServer {
             calls: Arc::default(),
             elicitation: shared.elicitation.clone(),
             sampling: shared.sampling.clone(),
+            instructions: Mutex::default(),
+            use_instructions: shared.use_instructions,
         });
         change(&mut inner);
         Self(Arc::new(inner))
@@ -291,6 +300,13 @@ impl McpServer {
     #[must_use]
     pub fn timeout_ms(self, timeout_ms: u64) -> Self {
         self.edit(|inner| inner.timeout_ms = Some(timeout_ms))
+    }
+
+    /// Whether the `instructions` the server gives in its handshake are sent with the
+    /// agent's while its tools are offered (they are unless turned off here).
+    #[must_use]
+    pub fn use_instructions(self, use_instructions: bool) -> Self {
+        self.edit(|inner| inner.use_instructions = use_instructions)
     }
 
     /// Starts the server now if it is not running (it also starts on first use).
@@ -444,7 +460,12 @@ impl Inner {
     ) -> Result<Session, String> {
         let limit = self.request_timeout();
         match tokio::time::timeout(limit, handshake).await {
-            Ok(Ok(service)) => Ok(service),
+            Ok(Ok(service)) => {
+                let instructions = service.peer().peer_info().and_then(|info| info.instructions.clone());
+                *self.instructions.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    instructions.filter(|text| !text.trim().is_empty()).map(Arc::from);
+                Ok(service)
+            }
             Ok(Err(e)) => Err(self.failure(&format!("did not complete the MCP handshake: {}", self.fault_or(e)))),
             Err(_) => Err(self.failure(&format!("did not complete the MCP handshake within {} ms", limit.as_millis()))),
         }
@@ -598,6 +619,15 @@ impl Toolset for McpServer {
         &self.0.name
     }
 
+    /// The `instructions` the server gave in its last handshake (read after each listing,
+    /// so they are the running session's).
+    fn instructions(&self) -> Option<Arc<str>> {
+        if !self.0.use_instructions {
+            return None;
+        }
+        self.0.instructions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
     fn list_tools<'a>(&'a self, ctx: &'a ToolsetContext) -> BoxFuture<'a, Result<Vec<Arc<dyn Tool>>, ToolsetError>> {
         Box::pin(async move {
             let mut seen = std::collections::HashSet::new();
@@ -610,6 +640,7 @@ impl Toolset for McpServer {
                     strict: None,
                     sequential: false,
                     timeout_ms: self.0.timeout_ms,
+                    max_return_chars: None,
                     max_retries: None,
                     max_concurrency: None,
                     max_uses: None,

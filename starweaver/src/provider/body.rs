@@ -22,8 +22,8 @@ pub(crate) fn tools(request: &ModelRequest<'_>, provider: crate::render::Provide
         .map_err(|e| ModelError::of(ModelErrorKind::Other, e.to_string()))
 }
 
-/// The text of consecutive system prompts, joined (for providers that take it apart
-/// from the messages).
+/// The text of the system prompts, then the toolset instructions, joined (for providers
+/// that take it apart from the messages).
 #[cfg(any(feature = "anthropic", feature = "gemini"))]
 pub(crate) fn instructions(request: &ModelRequest<'_>) -> Option<String> {
     let texts: Vec<&str> = request
@@ -37,8 +37,22 @@ pub(crate) fn instructions(request: &ModelRequest<'_>) -> Option<String> {
             crate::message::RequestPart::SystemPrompt { text } => Some(text.as_str()),
             _ => None,
         })
+        .chain(request.toolset_instructions.iter().map(|text| &**text))
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n\n"))
+}
+
+/// Puts the request's toolset instructions among OpenAI `messages` (or Responses input
+/// items) as one system message, right after the leading system messages (the agent's
+/// instructions), so they are read with them.
+#[cfg(feature = "openai")]
+pub(crate) fn insert_toolset_instructions(messages: &mut Vec<Value>, request: &ModelRequest<'_>) {
+    if request.toolset_instructions.is_empty() {
+        return;
+    }
+    let text = request.toolset_instructions.join("\n\n");
+    let at = messages.iter().take_while(|m| m.get("role").is_some_and(|role| role == "system")).count();
+    messages.insert(at, serde_json::json!({"role": "system", "content": text}));
 }
 
 /// The content parts of a tool return, if its content is parts, with each embedded

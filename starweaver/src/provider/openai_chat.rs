@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{data_url, refused, return_parts, text_of, texts_of, tools};
+use super::body::{data_url, insert_toolset_instructions, refused, return_parts, text_of, texts_of, tools};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
@@ -141,6 +141,7 @@ fn messages(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
             }
         }
     }
+    insert_toolset_instructions(&mut out, request);
     Ok(out)
 }
 

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{data_url, refused, return_parts, text_of, tools};
+use super::body::{data_url, insert_toolset_instructions, refused, return_parts, text_of, tools};
 use super::openai_chat::{OpenAIUsage, sampling, tool_choice_value};
 use super::protocol::{Protocol, StreamState};
 use super::settings::Settings;
@@ -173,6 +173,7 @@ fn input(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
             }
         }
     }
+    insert_toolset_instructions(&mut out, request);
     Ok(out)
 }
 

@@ -103,11 +103,17 @@ impl ToolReturn {
         EventKind::ToolReturn(ToolReturnRecord { part: self.part.clone(), host: self.host.clone() })
     }
 
-    pub(crate) fn success(call: &ToolCallPart, result: ToolResult) -> Self {
+    /// A success return; model-facing content longer than `max_chars` is cut, and the
+    /// tool's whole value is then kept host-only (in `value`).
+    pub(crate) fn success(call: &ToolCallPart, result: ToolResult, max_chars: Option<u32>) -> Self {
         let ToolResult { value, model_content, app_value, user_content, metadata, private_metadata } = result;
         let (content, value) = match model_content {
             Some(content) => (content, Some(value)),
             None => (value, None),
+        };
+        let (content, value) = match max_chars.and_then(|max| super::cut::cut(&content, max)) {
+            Some(shorter) => (shorter, value.or(Some(content))),
+            None => (content, value),
         };
         Self {
             part: Arc::new(ToolReturnPart {
@@ -219,7 +225,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         };
         let _places = take_places(env, tool, |queued| announce(env, &request, None, None, queued)).await;
         match attempts(env, tool, &request, ahead, &arguments).await {
-            Ok(result) => ToolReturn::success(call, result).into(),
+            Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
             Err((error, extra)) => ended(call, error, extra, None),
         }
     }
@@ -291,7 +297,7 @@ async fn hooked(
         },
     };
     match outcome {
-        Ok(result) => ToolReturn::success(call, result).into(),
+        Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
         Err((error, extra)) => ended(call, error, extra, rewritten),
     }
 }

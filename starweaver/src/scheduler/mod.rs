@@ -7,6 +7,7 @@
 
 mod call;
 mod channel;
+mod cut;
 mod hooks;
 mod plan;
 

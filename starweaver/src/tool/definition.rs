@@ -50,6 +50,10 @@ pub struct ToolDefinition {
     /// Each attempt is cancelled after this many milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The most characters of model-facing content a return may have; longer content is
+    /// cut, with a marker saying how much was cut, and the whole value stays host-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_return_chars: Option<u32>,
     /// Retries after the first attempt; [`DEFAULT_MAX_RETRIES`] when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
@@ -80,6 +84,7 @@ impl ToolDefinition {
             strict: None,
             sequential: false,
             timeout_ms: None,
+            max_return_chars: None,
             max_retries: None,
             max_uses: None,
             max_concurrency: None,
@@ -129,6 +134,9 @@ impl ToolDefinition {
         }
         if self.timeout_ms == Some(0) {
             return fail(DefinitionErrorKind::ZeroTimeout);
+        }
+        if self.max_return_chars == Some(0) {
+            return fail(DefinitionErrorKind::ZeroMaxReturnChars);
         }
         if self.max_uses == Some(0) {
             return fail(DefinitionErrorKind::ZeroMaxUses);

@@ -52,6 +52,9 @@ tool_options! {
     sequential / with_sequential(sequential: bool) => sequential;
     /// Cancels each attempt after this many milliseconds.
     timeout_ms / with_timeout_ms(timeout_ms: u64) => Some(timeout_ms);
+    /// The most characters of model-facing content a return may have (longer content is
+    /// cut, with a marker saying how much; the whole value stays host-only).
+    max_return_chars / with_max_return_chars(max_return_chars: u32) => Some(max_return_chars);
     /// Retries after the first attempt.
     max_retries / with_max_retries(max_retries: u32) => Some(max_retries);
     /// How many times one run may call the tool (later calls get a `limit_reached` error
@@ -77,6 +80,7 @@ mod tests {
         let full = ToolDefinition::new("t", json!({"type": "object"}))
             .with_description("d")
             .with_timeout_ms(1)
+            .with_max_return_chars(1)
             .with_max_retries(1)
             .with_max_uses(1)
             .with_max_concurrency(1)

@@ -20,7 +20,7 @@ if "--garbage" in sys.argv:
     print("this is not JSON-RPC", flush=True)
     sys.exit(3)
 
-server = MCPServer("echo")
+server = MCPServer("echo", instructions="Use `add` for arithmetic; never guess a sum.")
 
 
 @server.tool()
