@@ -195,9 +195,14 @@ fn builder(tool: &ToolFn<'_>) -> TokenStream {
             Value::Str(lit) => lit.to_token_stream(),
             Value::Flag(lit) => lit.to_token_stream(),
             Value::Int(lit) => lit.to_token_stream(),
+            // One limit for every handle the function gives, as one `@tool` object has one.
             Value::Limit(lit) => {
                 let calls = syn::LitInt::new(&format!("{}u32", lit.base10_digits()), lit.span());
-                quote_spanned!(lit.span()=> #krate::ConcurrencyLimit::from(#calls))
+                quote_spanned!(lit.span()=> {
+                    static LIMIT: ::std::sync::LazyLock<#krate::ConcurrencyLimit> =
+                        ::std::sync::LazyLock::new(|| #krate::ConcurrencyLimit::from(#calls));
+                    ::std::clone::Clone::clone(&*LIMIT)
+                })
             }
             Value::Json(lit) => quote_spanned!(lit.span()=> #krate::__private::json(#lit)),
             Value::Path(path) => path.to_token_stream(),

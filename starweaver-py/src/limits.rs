@@ -89,16 +89,23 @@ impl PyUsageLimits {
 /// Raises `ValueError` for `max_running` below 1, an empty name, or a name already held by
 /// a limit of another size.
 #[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "ConcurrencyLimit", frozen, eq)]
+#[pyclass(module = "starweaver._native", name = "ConcurrencyLimit", frozen, eq, hash)]
 #[derive(Clone, PartialEq)]
 pub struct PyConcurrencyLimit(pub(crate) ConcurrencyLimit);
+
+/// Equal limits (one name, one size) hash alike.
+impl std::hash::Hash for PyConcurrencyLimit {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.0.name(), self.0.max_running()).hash(state);
+    }
+}
 
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyConcurrencyLimit {
     #[new]
     fn new(name: String, max_running: i64) -> PyResult<Self> {
-        let max_running = u32::try_from(max_running).unwrap_or(0);
+        let max_running = u32::try_from(max_running).unwrap_or(if max_running < 1 { 0 } else { u32::MAX });
         ConcurrencyLimit::shared(name, max_running)
             .map(Self)
             .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))

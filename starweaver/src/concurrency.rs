@@ -98,6 +98,12 @@ impl ConcurrencyLimit {
         Ok(Self(gate))
     }
 
+    /// The process's shared limit called `name`, if anything holds it.
+    fn existing(name: &str) -> Option<Self> {
+        let shared = SHARED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        shared.get(name).and_then(Weak::upgrade).map(Self)
+    }
+
     /// The shared limit's name; `None` for a limit of its own.
     #[must_use]
     pub fn name(&self) -> Option<&str> {
@@ -175,13 +181,22 @@ impl std::fmt::Debug for ConcurrencyLimit {
 #[serde(untagged)]
 enum Stored<'a> {
     Own(u32),
-    Shared { name: std::borrow::Cow<'a, str>, max_running: u32 },
+    #[serde(borrow)]
+    Shared(Named<'a>),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Named<'a> {
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
+    max_running: u32,
 }
 
 impl Serialize for ConcurrencyLimit {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match &self.0.name {
-            Some(name) => Stored::Shared { name: (&**name).into(), max_running: self.0.max_running },
+            Some(name) => Stored::Shared(Named { name: (&**name).into(), max_running: self.0.max_running }),
             None => Stored::Own(self.0.max_running),
         }
         .serialize(serializer)
@@ -196,9 +211,12 @@ impl<'de> Deserialize<'de> for ConcurrencyLimit {
             )
         })? {
             Stored::Own(max_running) => Ok(Self::from(max_running)),
-            Stored::Shared { name, max_running } => {
-                Self::shared(name, max_running).map_err(|error| serde::de::Error::custom(error.to_string()))
-            }
+            // What was stored (a durable run's recorded listing, say) may predate a change of
+            // the limit's size: the process's limit of that name is the one that applies.
+            Stored::Shared(Named { name, max_running }) => match Self::existing(&name) {
+                Some(limit) => Ok(limit),
+                None => Self::shared(name, max_running).map_err(|error| serde::de::Error::custom(error.to_string())),
+            },
         }
     }
 }
@@ -218,6 +236,16 @@ impl Limit {
 
     pub(crate) fn max_running(&self) -> u32 {
         self.gate.max_running
+    }
+
+    /// What a durable run counts this limit's calls under: a shared limit's name, or, for
+    /// one of its own, its identity (one limit given to two tools is one limit; two of
+    /// their own are two, whatever they belong to).
+    pub(crate) fn key(&self) -> Arc<str> {
+        match &self.gate.name {
+            Some(name) => name.clone(),
+            None => format!("#{}", self.gate.order).into(),
+        }
     }
 }
 
@@ -274,15 +302,31 @@ impl Entry {
 pub(crate) struct Admission<T> {
     running: HashMap<Arc<str>, u32>,
     held: VecDeque<Held<T>>,
-    /// Each admitted call's limits, by its index, until it ends.
+    /// Each admitted call's limits (their keys), by its index, until it ends.
     admitted: HashMap<usize, Vec<Arc<str>>>,
 }
 
-/// A call held back, with its limits (label and size).
+/// One limit a call counts against, as [`Admission`] sees it.
+pub(crate) struct Counted {
+    /// What the limit is counted under ([`Limit::key`]).
+    pub key: Arc<str>,
+    /// What events call it ([`Limit::label`]).
+    pub label: Arc<str>,
+    pub max_running: u32,
+}
+
+impl From<&Limit> for Counted {
+    fn from(limit: &Limit) -> Self {
+        Self { key: limit.key(), label: limit.label.clone(), max_running: limit.max_running() }
+    }
+}
+
+/// A call offered, with its limits, and those that were full when it came.
 struct Held<T> {
     index: usize,
     call: T,
-    limits: Vec<(Arc<str>, u32)>,
+    limits: Vec<Counted>,
+    queued_for: Vec<Arc<str>>,
 }
 
 impl<T> Default for Admission<T> {
@@ -292,38 +336,52 @@ impl<T> Default for Admission<T> {
 }
 
 impl<T> Admission<T> {
-    /// Offers `calls` (each with its index and its limits' labels and sizes) after those
-    /// held already; the calls that may start now, in the order they came.
-    pub(crate) fn offer(&mut self, calls: impl IntoIterator<Item = (usize, Vec<(Arc<str>, u32)>, T)>) -> Vec<T> {
-        self.held.extend(calls.into_iter().map(|(index, limits, call)| Held { index, call, limits }));
-        self.release()
+    /// Offers `calls` (each with its index and its limits) after those held already; the
+    /// calls that may start now, in the order they came, each with the limits it was held
+    /// back for (none if it starts at once).
+    pub(crate) fn offer(
+        &mut self,
+        calls: impl IntoIterator<Item = (usize, Vec<Counted>, T)>,
+    ) -> Vec<(T, Vec<Arc<str>>)> {
+        let mut released = Vec::new();
+        // One at a time, so each call sees the places the ones before it took.
+        for (index, limits, call) in calls {
+            let queued_for =
+                limits.iter().filter(|limit| !self.has_room(limit)).map(|limit| limit.label.clone()).collect();
+            self.held.push_back(Held { index, call, limits, queued_for });
+            released.extend(self.release());
+        }
+        released
     }
 
     /// Call `index` ended: its places are free for the calls held back.
     pub(crate) fn finished(&mut self, index: usize) {
-        for label in self.admitted.remove(&index).into_iter().flatten() {
-            if let Some(running) = self.running.get_mut(&label) {
+        for key in self.admitted.remove(&index).into_iter().flatten() {
+            if let Some(running) = self.running.get_mut(&key) {
                 *running = running.saturating_sub(1);
             }
         }
     }
 
+    fn has_room(&self, limit: &Counted) -> bool {
+        self.running.get(&limit.key).copied().unwrap_or(0) < limit.max_running
+    }
+
     /// The held calls whose limits all have room now, in the order they came, counted as
     /// running.
-    pub(crate) fn release(&mut self) -> Vec<T> {
+    pub(crate) fn release(&mut self) -> Vec<(T, Vec<Arc<str>>)> {
         let mut released = Vec::new();
         let mut still_held = VecDeque::new();
-        for held in self.held.drain(..) {
-            let room = held.limits.iter().all(|(label, max)| self.running.get(label).copied().unwrap_or(0) < *max);
-            if !room {
+        for held in std::mem::take(&mut self.held) {
+            if !held.limits.iter().all(|limit| self.has_room(limit)) {
                 still_held.push_back(held);
                 continue;
             }
-            for (label, _) in &held.limits {
-                *self.running.entry(label.clone()).or_insert(0) += 1;
+            for limit in &held.limits {
+                *self.running.entry(limit.key.clone()).or_insert(0) += 1;
             }
-            self.admitted.insert(held.index, held.limits.into_iter().map(|(label, _)| label).collect());
-            released.push(held.call);
+            self.admitted.insert(held.index, held.limits.into_iter().map(|limit| limit.key).collect());
+            released.push((held.call, held.queued_for));
         }
         self.held = still_held;
         released

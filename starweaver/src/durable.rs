@@ -57,7 +57,7 @@ use serde_json::Value;
 
 use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
 pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
-use crate::concurrency::{Admission, Limit};
+use crate::concurrency::{Admission, Counted, Limit};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{Hitl, HitlDecisions, Resolution};
@@ -254,22 +254,31 @@ impl DurableRun {
         }
     }
 
-    /// The concurrency limits (label and size) a call to `tool` counts against: its own,
-    /// its toolset's, the run's.
-    fn limits_of(&self, tool: &str) -> Vec<(Arc<str>, u32)> {
+    /// The concurrency limits a call to `tool` counts against: its own, its toolset's, the
+    /// run's, each once.
+    fn limits_of(&self, tool: &str) -> Vec<Counted> {
         let run = self.agent.inner.max_concurrency.as_ref().map(|limit| Limit::new(limit, || "run".to_owned()));
         let own = self.tools.get(tool).map(|tool| tool.limits.clone()).unwrap_or_default();
-        let mut limits: Vec<(Arc<str>, u32)> =
-            own.iter().chain(&run).map(|limit| (limit.label.clone(), limit.max_running())).collect();
-        // A call counts once against a limit that several of its owners name.
-        limits.sort_unstable();
-        limits.dedup();
+        let mut limits: Vec<Counted> = own.iter().chain(&run).map(Counted::from).collect();
+        limits.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        limits.dedup_by(|a, b| a.key == b.key);
         limits
     }
 
-    /// The calls that may start now, or a wait for a running one to end.
-    fn starting(tasks: Vec<CallTask>) -> Step {
-        if tasks.is_empty() { Step::AwaitCalls } else { Step::StartCalls(tasks) }
+    /// The calls that may start now (each naming the limits it was held back for), or a
+    /// wait for a running one to end.
+    fn starting(released: Vec<(CallTask, Vec<Arc<str>>)>) -> Step {
+        if released.is_empty() {
+            return Step::AwaitCalls;
+        }
+        let tasks = released
+            .into_iter()
+            .map(|(mut task, queued_for)| {
+                task.queued_for = queued_for.iter().map(ToString::to_string).collect();
+                task
+            })
+            .collect();
+        Step::StartCalls(tasks)
     }
 
     /// A resume's machine, under the tools listed last, emitting `refused` (the listing's

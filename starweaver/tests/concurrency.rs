@@ -190,24 +190,22 @@ fn a_definitions_limit_reads_back_as_the_same_shared_limit() {
     let own: starweaver::ToolDefinition =
         serde_json::from_value(json!({"name": "t", "parameters": {"type": "object"}, "max_concurrency": 2})).unwrap();
     assert_eq!(own.max_concurrency.unwrap().max_running(), 2);
-    let clash = json!({"name": "t", "parameters": {"type": "object"}, "max_concurrency": {"name": "test-serde", "max_running": 5}});
-    let error = serde_json::from_value::<starweaver::ToolDefinition>(clash).unwrap_err().to_string();
-    assert!(error.contains("`test-serde` is 4"), "{error}");
+    // A definition stored when the limit had another size (a durable run's recorded
+    // listing) reads back as the process's limit of that name.
+    let older = json!({"name": "t", "parameters": {"type": "object"}, "max_concurrency": {"name": "test-serde", "max_running": 5}});
+    let read: starweaver::ToolDefinition = serde_json::from_value(older).unwrap();
+    assert_eq!(read.max_concurrency.unwrap().max_running(), 4);
+    let unknown = json!({"name": "t", "parameters": {"type": "object"}, "max_concurrency": {"name": "x", "max_running": 1, "queue": 3}});
+    assert!(serde_json::from_value::<starweaver::ToolDefinition>(unknown).is_err());
 }
 
-#[tokio::test]
-async fn a_durable_run_starts_no_more_calls_than_the_limits_allow() {
-    let mut ops = StaticToolset::new("ops");
-    let names: Vec<String> = (0..6).map(|i| format!("t{i}")).collect();
-    for name in &names {
-        ops = ops.tool(raw_tool(ToolBuilder::new(name.as_str()), |_: ToolContext, _: Args| async { Ok(ok()) }));
-    }
-    let calls = names.iter().map(|n| call(&format!("call_{n}"), n, json!({}))).collect();
-    let agent = Agent::builder(calls_then_text(calls, "done")).toolset(ops.with_max_concurrency(2)).build().unwrap();
-    let mut run = DurableRun::start(&agent, "go", "run_limits").unwrap();
+/// Drives a durable run of `agent` to its end, reporting the newest started call first;
+/// the result, and the most calls started and not yet reported at once.
+async fn drive_durably(agent: &Agent) -> (starweaver::RunResult, usize) {
+    let mut run = DurableRun::start(agent, "go", "run_limits").unwrap();
     let mut running = Vec::new();
     let mut peak = 0;
-    let result = loop {
+    loop {
         match run.next_step() {
             Step::ListTools(_) => unreachable!("no dynamic toolsets"),
             Step::RequestModel(task) => run.model_responded(agent.request_model(&task).await.unwrap()),
@@ -216,16 +214,45 @@ async fn a_durable_run_starts_no_more_calls_than_the_limits_allow() {
                 peak = peak.max(running.len());
             }
             Step::AwaitCalls => {
-                // The engine reports the newest call first, so held calls are released by
-                // whichever call ends.
                 let task = running.pop().expect("a run awaits only while a call runs");
                 let result = agent.run_call("run_limits", &task, CancellationToken::default(), None).await;
                 run.call_finished(task.index, result);
             }
-            Step::Done(result) => break result,
+            Step::Done(result) => return (result, peak),
         }
-    };
+    }
+}
+
+fn quick(name: &str) -> impl starweaver::Tool + use<> {
+    raw_tool(ToolBuilder::new(name), |_: ToolContext, _: Args| async { Ok(ok()) })
+}
+
+#[tokio::test]
+async fn a_durable_run_starts_no_more_calls_than_the_limits_allow() {
+    let mut ops = StaticToolset::new("ops");
+    let names: Vec<String> = (0..6).map(|i| format!("t{i}")).collect();
+    for name in &names {
+        ops = ops.tool(quick(name));
+    }
+    let calls = names.iter().map(|n| call(&format!("call_{n}"), n, json!({}))).collect();
+    let agent = Agent::builder(calls_then_text(calls, "done")).toolset(ops.with_max_concurrency(2)).build().unwrap();
+    let (result, peak) = drive_durably(&agent).await;
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(peak, 2, "never more than two calls started and unreported");
     assert_eq!(tool_returns(result.messages.messages()).len(), 6);
+    let waited: Vec<_> = queued(&result.events).into_iter().filter(|(_, limits)| !limits.is_empty()).collect();
+    assert_eq!(waited.len(), 4, "the four calls held back say what for: {waited:?}");
+    assert!(waited.iter().all(|(_, limits)| limits == &["toolset:ops".to_owned()]));
+}
+
+#[tokio::test]
+async fn a_durable_run_counts_one_limit_of_its_own_given_to_two_tools_once() {
+    let one = ConcurrencyLimit::from(1);
+    let model = calls_then_text(vec![call("c1", "a", json!({})), call("c2", "b", json!({}))], "done");
+    let (a, b) = (ToolBuilder::new("a").max_concurrency(one.clone()), ToolBuilder::new("b").max_concurrency(one));
+    let ok_tool = |builder| raw_tool(builder, |_: ToolContext, _: Args| async { Ok(ok()) });
+    let agent = Agent::builder(model).tool(ok_tool(a)).tool(ok_tool(b)).build().unwrap();
+    let (result, peak) = drive_durably(&agent).await;
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(peak, 1, "the two tools share one limit of 1");
 }

@@ -119,6 +119,9 @@ def test_bad_limits_are_refused_by_name() -> None:
         ConcurrencyLimit("py-test-zero", 0)
     held = ConcurrencyLimit("py-test-sizes", 2)
     assert ConcurrencyLimit("py-test-sizes", 2) == held, "one name, one limit"
+    assert {held, ConcurrencyLimit("py-test-sizes", 2)} == {held}, "equal limits hash alike"
+    with pytest.raises(ValueError, match="`py-test-sizes` is 2 in this process already"):
+        ConcurrencyLimit("py-test-sizes", 2**40)
     with pytest.raises(ValueError, match="`py-test-sizes` is 2 in this process already"):
         ConcurrencyLimit("py-test-sizes", 3)
     with pytest.raises(RegistrationError, match="`max_concurrency` must be at least 1"):

@@ -452,6 +452,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 retry: r.retry,
                 timeout_ms: r.policy.timeout_ms,
                 max_retries: r.policy.max_retries,
+                queued_for: Vec::new(),
             })
             .collect()
     }

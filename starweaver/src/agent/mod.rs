@@ -241,7 +241,8 @@ impl Agent {
         };
         let approval = task.approval.clone().map(Arc::new);
         let answered = (!task.answered.is_empty()).then(|| task.answered.as_slice().into());
-        let request = CallRequest { part: &task.call, approval, answered, retry: task.retry, ahead: None };
+        let queued_for = task.queued_for.iter().map(|label| Arc::from(label.as_str())).collect();
+        let request = CallRequest { part: &task.call, approval, answered, retry: task.retry, ahead: None, queued_for };
         let answers = inner.answerer.clone();
         let served = Served { registry: &registry, hooks: &inner.hooks, dependencies: &inner.dependencies };
         let (outcome, events) = invoke_alone(served, &run_id, &cancellation, request, listener, answers).await;

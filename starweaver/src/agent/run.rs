@@ -297,6 +297,7 @@ impl Run<'_> {
             answered: r.answered.clone(),
             retry: r.retry,
             ahead: None,
+            queued_for: Vec::new(),
         };
         let mut start = first;
         let cancelled = loop {

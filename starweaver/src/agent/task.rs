@@ -78,10 +78,20 @@ impl ToolListing {
     /// checks, plans and renders them; their calls run where they were listed, under their
     /// toolset's hooks there.
     pub(crate) fn registrations(self) -> (Vec<Registration>, Vec<EventKind>) {
+        let mut shared: Vec<(Source, ConcurrencyLimit)> = Vec::new();
         let listed = self
             .tools
             .into_iter()
             .map(|ListedTool { source, definition, max_return_chars, limit }| {
+                // Each listed tool carries its toolset's limit: read back, the tools of one
+                // toolset share the first one again.
+                let limit = limit.map(|limit| match shared.iter().find(|(of, _)| *of == source) {
+                    Some((_, first)) => first.clone(),
+                    None => {
+                        shared.push((source.clone(), limit.clone()));
+                        limit
+                    }
+                });
                 let instructions = match &source {
                     Source::Toolset { name, .. } => self.instructions.get(name).cloned(),
                     _ => None,
@@ -153,6 +163,10 @@ pub struct CallTask {
     /// The tool's retry budget, for how often the engine may start the call again after
     /// its worker was lost.
     pub max_retries: u32,
+    /// The concurrency limits the run held the call back for (full when it came), which
+    /// its `tool_call` event names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued_for: Vec<String>,
 }
 
 /// How a call ended, with the events it emitted; opaque, but it serialises.

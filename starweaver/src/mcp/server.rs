@@ -708,7 +708,8 @@ impl McpService {
         let (notifier, notes) = Notifier::new(job.progress_token, job.level, job.peer.clone(), job.request_id);
         let listener: Arc<dyn CallChannel> = Arc::new(notifier);
         let call = |approval| {
-            let request = CallRequest { part: &part, approval, answered: None, retry: 0, ahead: None };
+            let request =
+                CallRequest { part: &part, approval, answered: None, retry: 0, ahead: None, queued_for: Vec::new() };
             let served = Served { registry: &self.registry, hooks: &self.hooks, dependencies: &self.dependencies };
             let (run_id, cancellation) = (&run_id, &job.cancellation);
             // The client hears what the call reports, and answers what it asks.

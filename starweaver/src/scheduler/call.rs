@@ -54,6 +54,9 @@ pub(crate) struct CallRequest<'a> {
     pub answered: Option<Arc<[Answered]>>,
     pub retry: u32,
     pub ahead: Option<Claimed>,
+    /// The concurrency limits a driver held the call back for before it came here (a
+    /// durable run's), which its `tool_call` event names with any it queues for here.
+    pub queued_for: Vec<Arc<str>>,
 }
 
 /// How a call ended.
@@ -223,7 +226,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
                 return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None };
             }
         };
-        let _places = take_places(env, tool, |queued| announce(env, &request, None, None, queued)).await;
+        let _places = take_places(env, tool, &request, |queued| announce(env, &request, None, None, queued)).await;
         match attempts(env, tool, &request, ahead, &arguments).await {
             Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
             Err((error, extra)) => ended(call, error, extra, None),
@@ -260,7 +263,6 @@ async fn hooked(
     let ctx = context(env, tool, request, 1, env.cancellation.clone());
     let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
     let stopped = entered.stopped.take();
-    let entered = entered;
     let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
     let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
     let announce = |queued| announce(env, request, Some(&entered), rewritten.clone(), queued);
@@ -276,7 +278,7 @@ async fn hooked(
             }
             None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
                 Ok(arguments) => {
-                    let _places = take_places(env, tool, announce).await;
+                    let _places = take_places(env, tool, request, announce).await;
                     attempts(env, tool, request, None, &arguments).await
                 }
                 Err(reason) => {
@@ -345,15 +347,22 @@ fn announce(
 async fn take_places(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
+    request: &CallRequest<'_>,
     announce: impl FnOnce(Vec<Arc<str>>),
 ) -> Vec<OwnedSemaphorePermit> {
+    let mut queued_for = request.queued_for.clone();
     if tool.limits.is_empty() && env.limit.is_none() {
-        announce(Vec::new());
+        announce(queued_for);
         return Vec::new();
     }
     let limits = concurrency::in_order(tool.limits.iter().chain(env.limit));
     let mut entry = Entry::try_enter(&limits);
-    announce(std::mem::take(&mut entry.queued_for));
+    for label in std::mem::take(&mut entry.queued_for) {
+        if !queued_for.contains(&label) {
+            queued_for.push(label);
+        }
+    }
+    announce(queued_for);
     entry.enter().await
 }
 

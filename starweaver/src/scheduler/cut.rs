@@ -39,9 +39,9 @@ fn split(text: &str, max: usize) -> Option<(&str, usize)> {
     Some((kept, rest.chars().count()))
 }
 
-/// The text of a text part.
+/// The text of a part the model reads as text: a text part, or an embedded text resource.
 fn text_of(part: &Value) -> Option<&str> {
-    part.get("kind").filter(|kind| *kind == "text")?;
+    part.get("kind").filter(|kind| *kind == "text" || *kind == "resource")?;
     part.get("text")?.as_str()
 }
 
@@ -89,6 +89,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_embedded_text_resource_is_cut_as_text_is() {
+        let content =
+            json!([{"kind": "resource", "uri": "file:///log", "text": "abcdef"}, {"kind": "image", "url": "u"}]);
+        let cut_content = cut(&content, 2).unwrap();
+        assert_eq!(cut_content[0]["text"], json!(format!("ab{}", marker(4))));
+        assert_eq!(cut_content[0]["uri"], "file:///log");
+        assert_eq!(cut_content[1], content[1]);
+    }
 
     #[test]
     fn content_within_the_limit_is_left_alone() {
