@@ -56,7 +56,10 @@ pub(crate) enum Source {
 impl Registration {
     /// The tools of `toolset`, each with the toolset as its source and its hooks.
     pub(crate) fn all(tools: Vec<Arc<dyn Tool>>, toolset: &dyn Toolset) -> impl Iterator<Item = Self> {
-        let (source, hooks) = (Source::of(toolset), toolset.hooks());
+        // Hooks of their own, so that two toolsets made from one (prefixed twice, say) stay
+        // two where a step's hooks are grouped by toolset.
+        let hooks: Arc<[Arc<dyn Hooks>]> = toolset.hooks().iter().cloned().collect();
+        let source = Source::of(toolset);
         let traits = ToolsetTraits {
             instructions: toolset.instructions(),
             max_return_chars: toolset.max_return_chars(),
@@ -153,6 +156,8 @@ pub(crate) struct RegisteredTool {
     pub max_retries: u32,
     pub sequential: bool,
     pub timeout: Option<Duration>,
+    /// Where it came from.
+    pub source: Source,
     /// Its toolset's hooks, which run after the run's and the agent's.
     pub hooks: Arc<[Arc<dyn Hooks>]>,
     /// Its own concurrency limit and its toolset's, if any.
@@ -205,7 +210,6 @@ impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
         let mut registry = Self::default();
-        let mut sources: Vec<Source> = Vec::new();
         for Registration { tool, source, hooks, toolset } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
@@ -221,7 +225,7 @@ impl ToolRegistry {
                 let kind = DefinitionErrorKind::UndescribedParameter { name };
                 return Err(DefinitionError { tool: definition.name, kind }.into());
             }
-            if let Some(first) = registry.index.get(&definition.name).and_then(|&other| sources.get(other)) {
+            if let Some(first) = registry.get(&definition.name).map(|other| &other.source) {
                 if let Some(within) = source.scope().filter(|_| *first == source) {
                     return Err(Error::DuplicateTool { name: definition.name, within });
                 }
@@ -238,7 +242,6 @@ impl ToolRegistry {
             };
             let limits = limits_of(&definition, &source, toolset.max_concurrency.as_ref())?;
             registry.index.insert(definition.name.clone(), registry.tools.len());
-            sources.push(source);
             registry.tools.push(RegisteredTool {
                 name: Arc::from(definition.name.as_str()),
                 approval_rule,
@@ -246,6 +249,7 @@ impl ToolRegistry {
                 sequential: definition.sequential,
                 timeout: definition.timeout_ms.map(Duration::from_millis),
                 fills_defaults: crate::schema::has_defaults(&definition.parameters),
+                source,
                 hooks,
                 limits,
                 max_return_chars: definition.max_return_chars.or(toolset.max_return_chars).or(rules.max_return_chars),
@@ -297,8 +301,8 @@ impl ToolRegistry {
     /// their first tools come.
     pub(crate) fn toolset_hooks(&self) -> Vec<Arc<[Arc<dyn Hooks>]>> {
         let mut seen: Vec<Arc<[Arc<dyn Hooks>]>> = Vec::new();
-        for tool in &self.tools {
-            if !tool.hooks.is_empty() && !seen.iter().any(|hooks| Arc::ptr_eq(hooks, &tool.hooks)) {
+        for tool in self.tools.iter().filter(|tool| !tool.hooks.is_empty()) {
+            if !seen.iter().any(|hooks| Arc::ptr_eq(hooks, &tool.hooks)) {
                 seen.push(tool.hooks.clone());
             }
         }

@@ -336,6 +336,38 @@ async fn a_toolsets_prepare_tools_sees_and_may_drop_only_its_own_tools() {
     assert!(error.contains("returned the tool `echo`, which is not the toolset's"), "{error}");
 }
 
+/// Notes the names each `prepare_tools` call was shown.
+struct Shown(Log);
+
+impl Hooks for Shown {
+    fn prepare_tools<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        definitions: Vec<ToolDefinition>,
+    ) -> Hooked<'a, Result<Vec<ToolDefinition>, ToolError>> {
+        self.0.push(definitions.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(","));
+        Hooked::ready(Ok(definitions))
+    }
+}
+
+#[tokio::test]
+async fn two_toolsets_made_from_one_with_hooks_each_prepare_their_own_tools() {
+    let (log, shown) = (Log::default(), Log::default());
+    let ops = Arc::new(
+        StaticToolset::new("ops")
+            .tool(echo("x", &log))
+            .tool(echo("y", &log))
+            .with_hooks([Arc::new(Shown(shown.clone())) as Arc<dyn Hooks>]),
+    );
+    let model = calls_then_text(vec![], "done");
+    let agent =
+        Agent::builder(model.clone()).toolset(ops.clone().prefixed("a_")).toolset(ops.prefixed("b_")).build().unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(shown.entries(), ["a_x,a_y", "b_x,b_y"]);
+    let offered: Vec<String> = model.requests()[0].tools.iter().map(|d| d.name.clone()).collect();
+    assert_eq!(offered, ["a_x", "a_y", "b_x", "b_y"]);
+}
+
 /// An agent whose `deploy` needs approval, and whose hook rewrites every `env` to `prod`;
 /// the model asks to deploy `staging`.
 fn gated_prod_deploy(log: &Log) -> Agent {
