@@ -57,7 +57,7 @@ use serde_json::Value;
 
 use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
 pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
-use crate::concurrency::{Admission, Counted, Limit};
+use crate::concurrency::{self, Admission, Counted, Limit};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{Hitl, HitlDecisions, Resolution};
@@ -103,6 +103,8 @@ pub struct DurableRun {
     /// The calls started and held back under the concurrency limits: the engine is never
     /// asked to start more calls than they allow.
     admission: Admission<CallTask>,
+    /// The run's cap on its calls, as in process.
+    run_limit: Option<Limit>,
 }
 
 enum Stage {
@@ -167,14 +169,19 @@ impl DurableRun {
         let machine =
             Machine::start(state, run_id.clone(), Self::bounds(agent), instructions, prompt, Vec::new(), &events);
         let running = Stage::Running { machine: Box::new(machine), events };
-        Ok(Self {
+        Ok(Self::new(agent, run_id, running))
+    }
+
+    fn new(agent: &Agent, run_id: Arc<str>, stage: Stage) -> Self {
+        Self {
             agent: agent.clone(),
             run_id,
-            tools: inner.registry.clone(),
+            tools: agent.inner.registry.clone(),
             listed_step: None,
-            stage: running,
+            stage,
             admission: Admission::default(),
-        })
+            run_limit: agent.inner.run_limit(),
+        }
     }
 
     fn bounds(agent: &Agent) -> Bounds {
@@ -257,12 +264,8 @@ impl DurableRun {
     /// The concurrency limits a call to `tool` counts against: its own, its toolset's, the
     /// run's, each once.
     fn limits_of(&self, tool: &str) -> Vec<Counted> {
-        let run = self.agent.inner.max_concurrency.as_ref().map(|limit| Limit::new(limit, || "run".to_owned()));
         let own = self.tools.get(tool).map(|tool| tool.limits.clone()).unwrap_or_default();
-        let mut limits: Vec<Counted> = own.iter().chain(&run).map(Counted::from).collect();
-        limits.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        limits.dedup_by(|a, b| a.key == b.key);
-        limits
+        concurrency::in_order(own.iter().chain(&self.run_limit)).into_iter().map(Counted::from).collect()
     }
 
     /// The calls that may start now (each naming the limits it was held back for), or a
@@ -464,13 +467,6 @@ impl DurableRun {
             finish_reason: None,
         };
         let ended = Stage::Ended { state, result: Box::new(result) };
-        Ok(Self {
-            agent: agent.clone(),
-            run_id,
-            tools: agent.inner.registry.clone(),
-            listed_step: None,
-            stage: ended,
-            admission: Admission::default(),
-        })
+        Ok(Self::new(agent, run_id, ended))
     }
 }

@@ -37,6 +37,23 @@ pub(crate) struct ToolsetTraits {
     pub max_concurrency: Option<ConcurrencyLimit>,
 }
 
+impl ToolsetTraits {
+    /// Refuses a toolset option of 0 (no content, no call at once), naming the toolset.
+    fn check(&self, source: &Source) -> Result<()> {
+        if self.max_return_chars == Some(0) {
+            let message = format!("{source} has 0, and must have at least 1");
+            return Err(Error::InvalidOption { option: "max_return_chars", message });
+        }
+        if let (Some(limit), Source::Toolset { name, .. }) = (&self.max_concurrency, source)
+            && limit.is_zero()
+        {
+            let message = format!("toolset `{name}`'s `max_concurrency` must be at least 1");
+            return Err(Error::InvalidOption { option: "max_concurrency", message });
+        }
+        Ok(())
+    }
+}
+
 /// Where a registered tool came from: collisions and approval rules name it. It
 /// serialises with a durable run's tool listings.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -171,20 +188,14 @@ pub(crate) struct RegisteredTool {
 }
 
 /// The concurrency limits a tool's calls run under: its own, then its toolset's.
-fn limits_of(definition: &ToolDefinition, source: &Source, toolset: Option<&ConcurrencyLimit>) -> Result<Arc<[Limit]>> {
+fn limits_of(definition: &ToolDefinition, source: &Source, toolset: Option<&ConcurrencyLimit>) -> Arc<[Limit]> {
     let own =
         definition.max_concurrency.as_ref().map(|limit| Limit::new(limit, || format!("tool:{}", definition.name)));
     let toolset = match (toolset, source) {
-        (Some(limit), Source::Toolset { name, .. }) => {
-            if limit.is_zero() {
-                let message = format!("toolset `{name}`'s `max_concurrency` must be at least 1");
-                return Err(Error::InvalidOption { option: "max_concurrency", message });
-            }
-            Some(Limit::new(limit, || format!("toolset:{name}")))
-        }
+        (Some(limit), Source::Toolset { name, .. }) => Some(Limit::new(limit, || format!("toolset:{name}"))),
         _ => None,
     };
-    Ok(own.into_iter().chain(toolset).collect())
+    own.into_iter().chain(toolset).collect()
 }
 
 /// Agent-wide rules every tool must meet at registration, beyond the definition's own,
@@ -213,12 +224,7 @@ impl ToolRegistry {
         for Registration { tool, source, hooks, toolset } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
-            if toolset.max_return_chars == Some(0) {
-                return Err(Error::InvalidOption {
-                    option: "max_return_chars",
-                    message: format!("{source} has 0, and must have at least 1"),
-                });
-            }
+            toolset.check(&source)?;
             if rules.require_parameter_descriptions
                 && let Some(name) = definition.undescribed_parameters().into_iter().next()
             {
@@ -240,7 +246,7 @@ impl ToolRegistry {
                 Source::Toolset { name, id, .. } => policy.matching_rule(&definition, Some((name, id))),
                 Source::Agent | Source::Run | Source::Served => policy.matching_rule(&definition, None),
             };
-            let limits = limits_of(&definition, &source, toolset.max_concurrency.as_ref())?;
+            let limits = limits_of(&definition, &source, toolset.max_concurrency.as_ref());
             registry.index.insert(definition.name.clone(), registry.tools.len());
             registry.tools.push(RegisteredTool {
                 name: Arc::from(definition.name.as_str()),
