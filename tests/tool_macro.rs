@@ -107,7 +107,7 @@ async fn a_panicking_plain_fn_is_an_execution_error_and_the_runtime_carries_on()
     let returns = returns(&result);
     assert_eq!(returns[0].content["message"], "tool `explode` panicked: boom (failed after 1 attempt(s))");
     assert_eq!(returns[1].content, json!(2));
-    assert_eq!(result.output.as_deref(), Some("still here"));
+    assert_eq!(result.text(), Some("still here"));
 }
 
 #[tokio::test(start_paused = true)]

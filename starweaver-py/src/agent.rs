@@ -6,7 +6,9 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::{Agent, ApprovalRule, CancellationToken, Dependencies, HitlDecisions, Model, RunOptions, Session};
+use starweaver::{
+    Agent, ApprovalRule, CancellationToken, Dependencies, EndStrategy, HitlDecisions, Model, RunOptions, Session,
+};
 
 use crate::bridge::RustFuture;
 use crate::convert;
@@ -15,6 +17,7 @@ use crate::hitl::{self, PyHitl};
 use crate::hooks::{PyNativeHooks, hook_list};
 use crate::limits::{MaxConcurrency, PyUsageLimits};
 use crate::model::{PyFunctionModel, PyTestModel};
+use crate::output::{Decoder, PyOutputCheck};
 use crate::provider::PyProviderModel;
 use crate::result::result_to_py;
 use crate::store::{PyMemorySessionStore, PySessionStore};
@@ -27,6 +30,8 @@ use crate::toolset::PyToolset;
 #[pyclass(module = "starweaver._native", name = "NativeAgent", frozen)]
 pub struct PyAgent {
     agent: Agent,
+    /// Decodes a run's output into its Python type, when the agent has output types.
+    decoder: Option<Decoder>,
     /// The store as the caller passed it (or the default), so `session_store` returns
     /// that object with its own class.
     store: Py<PySessionStore>,
@@ -76,7 +81,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -99,6 +104,18 @@ impl PyAgent {
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
         max_return_chars: Option<u32>,
+        output_tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
+        output_text: bool,
+        output_retries: Option<u32>,
+        #[gen_stub(override_type(type_repr = "typing.Literal['early', 'exhaustive'] | None", imports = ("typing",)))]
+        end_strategy: Option<&str>,
+        #[gen_stub(override_type(
+            type_repr = "typing.Callable[[ToolContext, typing.Any], typing.Any] | None",
+            imports = ("typing",)
+        ))]
+        output_check: Option<Py<PyAny>>,
+        #[gen_stub(override_type(type_repr = "typing.Callable[[str, typing.Any], typing.Any] | None", imports = ("typing",)))]
+        output_decoder: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -140,6 +157,27 @@ impl PyAgent {
             builder = builder.max_return_chars(max);
         }
         builder = builder.hooks(hook_list(hooks));
+        for tool in output_tools.unwrap_or_default() {
+            builder = builder.shared_output_function(tool.tool.clone());
+        }
+        if output_text {
+            builder = builder.text_output();
+        }
+        if let Some(retries) = output_retries {
+            builder = builder.output_retries(retries);
+        }
+        builder = match end_strategy {
+            None | Some("early") => builder,
+            Some("exhaustive") => builder.end_strategy(EndStrategy::Exhaustive),
+            Some(other) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "`end_strategy` must be \"early\" or \"exhaustive\", got {other:?}"
+                )));
+            }
+        };
+        if let Some(check) = output_check {
+            builder = builder.output_validator(PyOutputCheck(check));
+        }
         if let Some(deps) = dependencies {
             builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
         }
@@ -151,7 +189,8 @@ impl PyAgent {
             None => Bound::new(py, PyMemorySessionStore::new())?.into_super().unbind(),
         };
         builder = builder.session_store(store.get().0.clone());
-        Ok(Self { agent: builder.build().into_py_result(py)?, store })
+        let decoder = output_decoder.map(|decoder| Decoder(Arc::new(decoder)));
+        Ok(Self { agent: builder.build().into_py_result(py)?, decoder, store })
     }
 
     /// Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
@@ -166,9 +205,9 @@ impl PyAgent {
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> RustFuture {
-        let agent = self.agent.clone();
+        let (agent, decoder) = (self.agent.clone(), self.decoder.clone());
         let (options, cancellation) = run_options(tools, toolsets, usage_limits, hooks);
-        let run = async move { result_to_py(agent.run_with(prompt, options).await) };
+        let run = async move { result_to_py(agent.run_with(prompt, options).await, decoder.as_ref()) };
         RustFuture::new(run.boxed(), Some(cancellation))
     }
 
@@ -184,7 +223,7 @@ impl PyAgent {
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyRunStream {
         let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
-        PyRunStream::new(self.agent.run_stream_with(prompt, options))
+        PyRunStream::new(self.agent.run_stream_with(prompt, options), self.decoder.clone())
     }
 
     /// A new conversation; one restored from `NativeSession.export_state()` (a dict); or,
@@ -207,7 +246,7 @@ impl PyAgent {
                 ));
             }
         };
-        Ok(PySession(Arc::new(tokio::sync::Mutex::new(session))))
+        Ok(PySession { session: Arc::new(tokio::sync::Mutex::new(session)), decoder: self.decoder.clone() })
     }
 
     /// Where `session(session_id=...)` keeps sessions.
@@ -226,7 +265,10 @@ impl PyAgent {
 /// A conversation that keeps its history across runs and can wait for human decisions.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "NativeSession", frozen)]
-pub struct PySession(Arc<tokio::sync::Mutex<Session>>);
+pub struct PySession {
+    session: Arc<tokio::sync::Mutex<Session>>,
+    decoder: Option<Decoder>,
+}
 
 /// A run's options from Python: its own tools and toolsets, and a cancellation the
 /// awaiting Task triggers.
@@ -258,14 +300,15 @@ impl PySession {
     /// Takes the session for one run (a second concurrent run is refused, not queued) and
     /// returns the awaitable that performs it.
     fn start(&self, py: Python<'_>, action: Action, options: (RunOptions, CancellationToken)) -> PyResult<RustFuture> {
-        let mut session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
+        let mut session = self.session.clone().try_lock_owned().map_err(|_| busy(py))?;
         let (options, cancellation) = options;
+        let decoder = self.decoder.clone();
         let run = async move {
             let result = match action {
                 Action::Run(prompt) => session.run_with(prompt, options).await,
                 Action::Resume(decisions) => session.resume_with(decisions, options).await,
             };
-            result_to_py(result)
+            result_to_py(result, decoder.as_ref())
         };
         Ok(RustFuture::new(run.boxed(), Some(cancellation)))
     }
@@ -302,9 +345,9 @@ impl PySession {
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<PyRunStream> {
-        let session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
+        let session = self.session.clone().try_lock_owned().map_err(|_| busy(py))?;
         let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
-        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options)))
+        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options), self.decoder.clone()))
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
@@ -331,7 +374,7 @@ impl PySession {
     /// What the waiting run needs, or `None` when no run waits.
     #[getter]
     fn pending(&self, py: Python<'_>) -> PyResult<Option<PyHitl>> {
-        let session = self.0.try_lock().map_err(|_| busy(py))?;
+        let session = self.session.try_lock().map_err(|_| busy(py))?;
         Ok(session.pending().map(PyHitl::from))
     }
 
@@ -339,14 +382,14 @@ impl PySession {
     #[getter]
     #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let session = self.0.try_lock().map_err(|_| busy(py))?;
+        let session = self.session.try_lock().map_err(|_| busy(py))?;
         convert::to_py(py, &session.history().to_json())
     }
 
     /// The id the session is stored under, or `None` for a session not opened by id.
     #[getter]
     fn session_id(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        let session = self.0.try_lock().map_err(|_| busy(py))?;
+        let session = self.session.try_lock().map_err(|_| busy(py))?;
         Ok(session.id().map(str::to_owned))
     }
 
@@ -354,7 +397,7 @@ impl PySession {
     /// run's state. `agent.session(state=...)` restores it, in this process or another.
     #[gen_stub(override_return_type(type_repr = "types.SessionState", imports = ("starweaver.types",)))]
     fn export_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let session = self.0.try_lock().map_err(|_| busy(py))?;
+        let session = self.session.try_lock().map_err(|_| busy(py))?;
         convert::to_py(py, &session.export_state())
     }
 }

@@ -202,7 +202,7 @@ impl PyDurableRun {
             Step::StartCalls(tasks) => Py::new(py, PyStartCalls { tasks: to_py(py, &tasks)?.unbind() })?.into_any(),
             Step::AwaitCalls => Py::new(py, PyAwaitCalls)?.into_any(),
             Step::Done(result) => {
-                Py::new(py, PyDone { result: Py::new(py, PyRunResult::new(py, result)?)? })?.into_any()
+                Py::new(py, PyDone { result: Py::new(py, PyRunResult::new(py, result, None)?)? })?.into_any()
             }
         })
     }

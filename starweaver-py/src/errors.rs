@@ -51,6 +51,7 @@ classes! {
     toolset_error => "ToolsetError",
     run_failed_error => "RunFailedError",
     usage_limit_exceeded => "UsageLimitExceeded",
+    output_validation_error => "OutputValidationError",
     model_error => "ModelError",
     missing_api_key_error => "MissingApiKeyError",
     model_connection_error => "ModelConnectionError",
@@ -92,6 +93,11 @@ pub(crate) fn run_error(py: Python<'_>, error: &starweaver::RunError) -> PyResul
         kwargs.set_item("max", max)?;
         kwargs.set_item("count", count)?;
         return Ok(usage_limit_exceeded(py)?.call((error.to_string(),), Some(&kwargs))?.unbind());
+    }
+    if let RunError::OutputValidation { max_retries, .. } = error {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("max_retries", max_retries)?;
+        return Ok(output_validation_error(py)?.call((error.to_string(),), Some(&kwargs))?.unbind());
     }
     let Some(details) = (match error {
         RunError::Model { error, .. } => error.as_deref(),

@@ -13,6 +13,7 @@ mod limits;
 mod mcp;
 mod model;
 mod oauth;
+mod output;
 mod provider;
 mod render;
 mod result;

@@ -7,13 +7,14 @@ use starweaver::{Event, History, RunResult};
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hitl::PyHitl;
+use crate::output::Decoder;
 use crate::trace::PyTrace;
 
-/// A run's result (or its error, raised) as a `RunResult`.
-pub(crate) fn result_to_py(result: starweaver::Result<RunResult>) -> PyResult<Py<PyAny>> {
+/// A run's result (or its error, raised) as a `RunResult`, its output decoded by `decoder`.
+pub(crate) fn result_to_py(result: starweaver::Result<RunResult>, decoder: Option<&Decoder>) -> PyResult<Py<PyAny>> {
     Python::attach(|py| {
         let result = result.into_py_result(py)?;
-        Ok(Py::new(py, PyRunResult::new(py, result)?)?.into_any())
+        Ok(Py::new(py, PyRunResult::new(py, result, decoder)?)?.into_any())
     })
 }
 
@@ -26,9 +27,10 @@ pub struct PyRunResult {
     run_id: String,
     status: &'static str,
     finish_reason: Option<&'static str>,
-    /// The final answer, when completed.
+    output: Py<PyAny>,
+    /// The output tool whose call gave `output` (`"final_result"`, say); `None` for text.
     #[pyo3(get)]
-    output: Option<String>,
+    output_tool: Option<String>,
     /// Why the run failed, as the exception named for it; `error` and `exception` give it.
     error: Option<Py<PyAny>>,
     /// Tokens this run's model requests used.
@@ -45,12 +47,14 @@ pub struct PyRunResult {
 }
 
 impl PyRunResult {
-    pub(crate) fn new(py: Python<'_>, result: RunResult) -> PyResult<Self> {
+    pub(crate) fn new(py: Python<'_>, result: RunResult, decoder: Option<&Decoder>) -> PyResult<Self> {
+        let output = Decoder::decode(decoder, py, result.output.as_ref(), result.output_tool.as_deref())?;
         Ok(Self {
             run_id: result.run_id,
             status: result.status.as_str(),
             finish_reason: result.finish_reason.map(starweaver::FinishReason::as_str),
-            output: result.output,
+            output,
+            output_tool: result.output_tool,
             error: result.error.as_ref().map(|e| errors::run_error(py, e)).transpose()?,
             usage: Py::new(py, PyUsage(result.usage))?,
             hitl: Py::new(py, PyHitl::from(result.hitl))?,
@@ -64,6 +68,14 @@ impl PyRunResult {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyRunResult {
+    /// The final answer, when completed: the text, or a value of the agent's output type
+    /// (`create_agent(output_type=...)`); `None` otherwise.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "typing.Any", imports = ("typing",)))]
+    fn output(&self, py: Python<'_>) -> Py<PyAny> {
+        self.output.clone_ref(py)
+    }
+
     /// How it ended: `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
     #[getter]
     #[gen_stub(override_return_type(
@@ -124,8 +136,8 @@ impl PyRunResult {
         }
     }
 
-    fn __repr__(&self) -> String {
-        format!("RunResult(status={:?}, output={:?})", self.status, self.output)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("RunResult(status={:?}, output={})", self.status, self.output.bind(py).repr()?))
     }
 }
 

@@ -10,6 +10,7 @@ use starweaver::{CancellationToken, RunStream};
 
 use crate::bridge::{RustFuture, runtime};
 use crate::convert;
+use crate::output::Decoder;
 use crate::result::result_to_py;
 
 /// A run's events, live: iterate with `async for` (each event is a dict with `seq`,
@@ -21,6 +22,8 @@ pub struct PyRunStream {
     stream: Arc<tokio::sync::Mutex<Settling>>,
     /// Cancelling the Task that reads the stream cancels the run through it.
     cancellation: CancellationToken,
+    /// Decodes the run's output into its Python type.
+    decoder: Option<Decoder>,
 }
 
 /// The run stream, dropped inside the timer runtime: a stream dropped mid-run settles its
@@ -35,9 +38,9 @@ impl Drop for Settling {
 }
 
 impl PyRunStream {
-    pub(crate) fn new(stream: RunStream<'static>) -> Self {
+    pub(crate) fn new(stream: RunStream<'static>, decoder: Option<Decoder>) -> Self {
         let cancellation = stream.cancellation().clone();
-        Self { stream: Arc::new(tokio::sync::Mutex::new(Settling(Some(stream)))), cancellation }
+        Self { stream: Arc::new(tokio::sync::Mutex::new(Settling(Some(stream)))), cancellation, decoder }
     }
 }
 
@@ -68,12 +71,12 @@ impl PyRunStream {
     /// Finishes the run (events not yet read stay in the result's `events`) and returns it.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn result(&self) -> RustFuture {
-        let stream = self.stream.clone();
+        let (stream, decoder) = (self.stream.clone(), self.decoder.clone());
         let result = async move {
             let Some(run) = stream.lock().await.0.take() else {
                 return Err(PyRuntimeError::new_err("the stream's result was already taken"));
             };
-            result_to_py(run.result().await)
+            result_to_py(run.result().await, decoder.as_ref())
         };
         RustFuture::new(result.boxed(), Some(self.cancellation.clone()))
     }

@@ -52,7 +52,7 @@ fn run(bencher: Bencher, agent: &Agent) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     bencher.bench_local(|| {
         let result = runtime.block_on(agent.run("go")).unwrap();
-        assert_eq!(result.output.as_deref(), Some("done"));
+        assert_eq!(result.text(), Some("done"));
     });
 }
 

@@ -47,7 +47,7 @@
 //!         Step::Done(result) => break result,
 //!     }
 //! };
-//! assert_eq!((result.status, result.output.as_deref()), (RunStatus::Completed, Some("42")));
+//! assert_eq!((result.status, result.text()), (RunStatus::Completed, Some("42")));
 //! # });
 //! ```
 
@@ -185,7 +185,7 @@ impl DurableRun {
     }
 
     fn bounds(agent: &Agent) -> Bounds {
-        Bounds { max_steps: agent.inner.max_steps, usage: agent.inner.usage_limits }
+        Bounds { max_steps: agent.inner.max_steps, usage: agent.inner.usage_limits, output: agent.inner.output }
     }
 
     /// Whether the agent has dynamic toolsets, whose tools are listed at each step.
@@ -458,6 +458,7 @@ impl DurableRun {
             run_id: run_id.to_string(),
             status,
             output: None,
+            output_tool: None,
             error: None,
             hitl,
             messages: state.history.clone(),

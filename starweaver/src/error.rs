@@ -258,6 +258,8 @@ pub enum JsonInput {
     Decisions,
     /// An exported session.
     SessionState,
+    /// A run's output, read as the type asked for.
+    Output,
 }
 
 impl std::fmt::Display for JsonInput {
@@ -268,6 +270,7 @@ impl std::fmt::Display for JsonInput {
             Self::TestModelScript => "test model script",
             Self::Decisions => "decisions",
             Self::SessionState => "session state",
+            Self::Output => "run output",
         })
     }
 }

@@ -219,8 +219,11 @@ pub enum EventKind {
     },
     /// The run finished with an answer.
     RunComplete {
-        /// The answer.
-        output: String,
+        /// The answer: the text, or the value an output tool's call gave.
+        output: Value,
+        /// The output tool whose call gave it; absent for text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_tool: Option<Arc<str>>,
     },
     /// The run failed.
     RunFailed {

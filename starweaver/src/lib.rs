@@ -25,7 +25,7 @@
 //! let agent = Agent::builder(std::sync::Arc::new(model)).tool(add_tool()).build()?;
 //! let result = agent.run("What is 2 + 3?").await?;
 //! assert_eq!(result.status, RunStatus::Completed);
-//! assert_eq!(result.output.as_deref(), Some("2 + 3 = 5"));
+//! assert_eq!(result.text(), Some("2 + 3 = 5"));
 //! assert_eq!(add(2, 3).await, 5, "the function itself stays callable");
 //! # Ok(()) }
 //! ```
@@ -83,6 +83,7 @@ pub mod json;
 pub mod mcp;
 pub mod message;
 pub mod model;
+pub mod output;
 #[cfg(feature = "__http")]
 pub mod provider;
 pub mod registry;
@@ -113,6 +114,7 @@ pub use message::{
 pub use model::{
     FinishReason, Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
 };
+pub use output::{EndStrategy, OutputValidator};
 pub use registry::ToolRegistry;
 pub use result::{RunError, RunResult, RunStatus};
 pub use schema::{SchemaError, return_schema_for, schema_for, validate_return_schema};
@@ -150,7 +152,7 @@ pub use session::Session;
 ///     ModelResponse::text("5"),
 /// ]);
 /// let agent = Agent::builder(model).tool(add_tool()).build().unwrap();
-/// assert_eq!(agent.run("2 + 3?").await.unwrap().output.as_deref(), Some("5"));
+/// assert_eq!(agent.run("2 + 3?").await.unwrap().text(), Some("5"));
 /// # });
 /// ```
 ///

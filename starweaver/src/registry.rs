@@ -66,6 +66,8 @@ pub(crate) enum Source {
     /// Given directly to an MCP service, to serve.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // only `mcp::McpService` serves
     Served,
+    /// The agent's output tools ([`crate::output`]): never gated, never hooked.
+    Output,
     /// From a toolset (name, id), which may require approval for all its tools.
     Toolset { name: String, id: String, requires_approval: bool },
 }
@@ -107,6 +109,7 @@ impl Source {
             Self::Agent => Some("an agent"),
             Self::Run => Some("a run"),
             Self::Served => Some("an MCP service"),
+            Self::Output => Some("the agent's output types"),
             Self::Toolset { .. } => None,
         }
     }
@@ -118,6 +121,7 @@ impl std::fmt::Display for Source {
             Self::Agent => f.write_str("the agent's tools"),
             Self::Run => f.write_str("the run's tools"),
             Self::Served => f.write_str("the served tools"),
+            Self::Output => f.write_str("the agent's output"),
             Self::Toolset { name, .. } => write!(f, "toolset `{name}`"),
         }
     }
@@ -245,6 +249,7 @@ impl ToolRegistry {
                 Source::Toolset { name, requires_approval: true, .. } => Some(format!("toolset `{name}`")),
                 Source::Toolset { name, id, .. } => policy.matching_rule(&definition, Some((name, id))),
                 Source::Agent | Source::Run | Source::Served => policy.matching_rule(&definition, None),
+                Source::Output => None,
             };
             let limits = limits_of(&definition, &source, toolset.max_concurrency.as_ref());
             registry.index.insert(definition.name.clone(), registry.tools.len());
@@ -327,6 +332,11 @@ impl ToolRegistry {
                 self.instructions.push(text.clone());
             }
         }
+    }
+
+    /// Whether `name` is one of the agent's output tools.
+    pub(crate) fn is_output(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|tool| tool.source == Source::Output)
     }
 
     /// The registered names, for error messages.

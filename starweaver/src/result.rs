@@ -1,6 +1,8 @@
 //! What a run returns.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use thiserror::Error;
 
 use crate::event::Event;
@@ -42,8 +44,11 @@ pub struct RunResult {
     pub run_id: String,
     /// How it ended.
     pub status: RunStatus,
-    /// The final answer, when completed.
-    pub output: Option<String>,
+    /// The final answer, when completed: the text as a JSON string, or the value an output
+    /// tool's call gave (see [`output_as`](Self::output_as)).
+    pub output: Option<Value>,
+    /// The output tool whose call gave `output` (`final_result`, say); `None` for text.
+    pub output_tool: Option<String>,
     /// Why it failed, when failed.
     pub error: Option<RunError>,
     /// What it waits for, when waiting.
@@ -59,6 +64,28 @@ pub struct RunResult {
     /// Why the run's last answer ended, when the model said: `Length` means the answer
     /// reached the token limit and may be cut off, though the run completed.
     pub finish_reason: Option<FinishReason>,
+}
+
+impl RunResult {
+    /// The answer's text, when the run completed with text.
+    pub fn text(&self) -> Option<&str> {
+        self.output.as_ref().and_then(Value::as_str)
+    }
+
+    /// The output as the type the agent asked for
+    /// ([`AgentBuilder::output_type`](crate::AgentBuilder::output_type)).
+    ///
+    /// # Errors
+    /// `InvalidJson` when the run has no output (it did not complete) or the output is
+    /// not a `T`.
+    pub fn output_as<T: DeserializeOwned>(&self) -> crate::Result<T> {
+        let invalid = |message: String| crate::Error::InvalidJson { what: crate::JsonInput::Output, message };
+        let output = self
+            .output
+            .as_ref()
+            .ok_or_else(|| invalid(format!("the run is {}, with no output", self.status.as_str())))?;
+        T::deserialize(output).map_err(|error| invalid(error.to_string()))
+    }
 }
 
 /// Why a run failed.
@@ -96,6 +123,14 @@ pub enum RunError {
     #[error("{message}")]
     Tools {
         /// What went wrong, naming the toolsets.
+        message: String,
+    },
+    /// The model's output failed validation more often than the output's retries allow.
+    #[error("the output failed validation more than {max_retries} times; last error: {message}")]
+    OutputValidation {
+        /// The output's retries.
+        max_retries: u32,
+        /// The last error the model was shown.
         message: String,
     },
     /// The model answered with neither text nor tool calls.

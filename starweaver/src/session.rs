@@ -42,7 +42,7 @@ type Live = tokio::sync::mpsc::UnboundedSender<crate::event::Event>;
 /// assert_eq!(waiting.status, RunStatus::Waiting);
 /// let decision = waiting.hitl.approvals[0].approve().decided_by("ui");
 /// let done = session.resume(vec![decision]).await.unwrap();
-/// assert_eq!(done.output.as_deref(), Some("deployed"));
+/// assert_eq!(done.text(), Some("deployed"));
 /// # });
 /// ```
 pub struct Session {

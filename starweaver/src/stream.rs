@@ -28,7 +28,7 @@ use crate::result::RunResult;
 /// let first = stream.next().await.unwrap();
 /// assert!(matches!(first.kind, EventKind::RunStart { .. }));
 /// let result = stream.result().await.unwrap();
-/// assert_eq!(result.output.as_deref(), Some("hi"));
+/// assert_eq!(result.text(), Some("hi"));
 /// # });
 /// ```
 pub struct RunStream<'a> {

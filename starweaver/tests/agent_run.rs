@@ -32,7 +32,7 @@ async fn the_loop_runs_tools_and_feeds_returns_back_until_a_text_answer() {
     let model = calls_then_text(vec![call("call_add", "add", json!({"left": 2, "right": 3}))], "done");
     let agent = Agent::builder(model.clone()).tool(add()).build().unwrap();
     let result = agent.run("Add two numbers").await.unwrap();
-    assert_eq!((result.status, result.output.as_deref(), result.error), (RunStatus::Completed, Some("done"), None));
+    assert_eq!((result.status, result.text(), result.error.clone()), (RunStatus::Completed, Some("done"), None));
     assert_eq!(result.usage.requests, 2, "each answer is a request, though the test model reports no usage");
     assert_eq!(
         result.messages.to_json(),
@@ -91,7 +91,7 @@ async fn test_model_scripts_read_from_json() {
     ]))
     .unwrap();
     let result = Agent::builder(model).tool(add()).build().unwrap().run("go").await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("done"));
+    assert_eq!(result.text(), Some("done"));
     for (script, expected) in [
         (json!({"text": "x"}), "invalid test model script: expected a list"),
         (
@@ -116,7 +116,7 @@ async fn function_model_lets_a_closure_act_as_the_model() {
         })
     });
     let result = Agent::builder(model).tool(add()).build().unwrap().run("go").await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("the total is 42"));
+    assert_eq!(result.text(), Some("the total is 42"));
 }
 
 #[tokio::test]
@@ -155,7 +155,7 @@ async fn text_beside_tool_calls_does_not_end_the_run() {
         ModelResponse::text("3"),
     ]));
     let result = Agent::builder(model).tool(add()).build().unwrap().run("go").await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("3"));
+    assert_eq!(result.text(), Some("3"));
 }
 
 #[tokio::test]

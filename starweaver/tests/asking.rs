@@ -258,7 +258,7 @@ async fn sampling_in_a_run_asks_the_agents_own_model_without_tools() {
     });
     let agent = Agent::builder(model).tool(summarise).build().unwrap();
     let result = agent.run("go").await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("done"));
+    assert_eq!(result.text(), Some("done"));
     assert_eq!(
         tool_returns(result.messages.messages())[0].content,
         json!({"summary": "Green.", "model": "m1", "stop": "length"})

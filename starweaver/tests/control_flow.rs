@@ -232,7 +232,7 @@ async fn a_panicking_tool_becomes_an_execution_error_and_the_runtime_carries_on(
     assert_eq!(returns[0].content["kind"], "execution");
     assert_eq!(returns[0].content["message"], "tool `t` panicked: index out of bounds (failed after 2 attempt(s))");
     assert_eq!(returns[1].content, ok());
-    assert_eq!(result.output.as_deref(), Some("recovered"));
+    assert_eq!(result.text(), Some("recovered"));
 }
 
 #[tokio::test]

@@ -105,7 +105,7 @@ async fn a_durable_run_ends_as_the_in_process_run_of_the_same_script() {
     let durable_agent = agent(&log);
     let mut run = DurableRun::start(&durable_agent, "go", in_process.run_id.clone()).unwrap();
     let durable = drive(&durable_agent, &mut run).await;
-    assert_eq!((durable.status, durable.output.as_deref()), (RunStatus::Completed, Some("done")));
+    assert_eq!((durable.status, durable.text()), (RunStatus::Completed, Some("done")));
     assert_eq!(durable.messages.to_json(), in_process.messages.to_json());
     let kinds = |r: &RunResult| {
         r.events.iter().map(|e| serde_json::to_value(&e.kind).unwrap()["type"].clone()).collect::<Vec<_>>()
@@ -161,13 +161,13 @@ async fn a_waiting_durable_run_takes_decisions_once_and_refuses_a_replay() {
     let prod = HitlDecisions::from(vec![run.pending().unwrap().approvals[0].approve()]);
     run.resume(prod).unwrap();
     let done = drive(&agent, &mut run).await;
-    assert_eq!((done.status, done.output.as_deref()), (RunStatus::Completed, Some("both live")));
+    assert_eq!((done.status, done.text()), (RunStatus::Completed, Some("both live")));
     let deployed: Vec<Value> = tool_returns(done.messages.messages()).into_iter().map(|r| r.content).collect();
     assert_eq!(deployed, [json!({"deployed": "staging"}), json!({"deployed": "prod"})]);
 }
 
 /// Everything a run's result says but its trace (a durable run is traced by its engine).
-fn outcome(result: &RunResult) -> (RunStatus, Option<String>, String, Value, Value, Vec<starweaver::Event>, Value) {
+fn outcome(result: &RunResult) -> (RunStatus, Option<Value>, String, Value, Value, Vec<starweaver::Event>, Value) {
     (
         result.status,
         result.output.clone(),
@@ -212,7 +212,7 @@ async fn one_script_through_both_drivers_gives_the_same_events_counts_and_result
     let refused = session.run("again").await.unwrap_err();
     let decisions = HitlDecisions::from(vec![waiting.hitl.approvals[0].approve().decided_by("ops")]);
     let done = session.resume(decisions.clone()).await.unwrap();
-    assert_eq!(done.output.as_deref(), Some("shipped"));
+    assert_eq!(done.text(), Some("shipped"));
 
     let durable_agent = build(&Log::default());
     let mut run = DurableRun::start(&durable_agent, "ship it", waiting.run_id.clone()).unwrap();
@@ -254,7 +254,7 @@ async fn a_question_without_a_handler_waits_in_a_durable_run_as_in_process_and_i
     results.push(session.resume(vec![env.clone()]).await.unwrap());
     let sure = results[1].hitl.elicitations[0].decline();
     results.push(session.resume(vec![sure.clone()]).await.unwrap());
-    assert_eq!(results[2].output.as_deref(), Some("shipped"));
+    assert_eq!(results[2].text(), Some("shipped"));
 
     let durable = build();
     let mut run = DurableRun::start(&durable, "ship it", results[0].run_id.clone()).unwrap();
@@ -350,7 +350,7 @@ async fn tools_that_cannot_be_listed_fail_a_step_and_leave_a_resume_waiting() {
     // The same decision is not a replay: the resume that could not list was undone.
     up.store(true, std::sync::atomic::Ordering::SeqCst);
     run.resume(decisions).unwrap();
-    assert_eq!(drive(&agent, &mut run).await.output.as_deref(), Some("shipped"));
+    assert_eq!(drive(&agent, &mut run).await.text(), Some("shipped"));
 
     up.store(false, std::sync::atomic::Ordering::SeqCst);
     let mut run = DurableRun::start(&agent, "ship it", "run_m").unwrap();

@@ -109,7 +109,7 @@ async fn the_stream_yields_events_live_before_a_slow_tool_finishes() {
     assert_eq!(seen, ["tool_call"]);
     assert!(matches!(rest.last().unwrap().kind, EventKind::RunComplete { .. }));
     let result = stream.result().await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("done"));
+    assert_eq!(result.text(), Some("done"));
     assert_eq!(result.events.len(), 4 + rest.len(), "the result holds the whole stream");
 }
 

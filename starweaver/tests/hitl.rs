@@ -74,7 +74,7 @@ async fn an_approved_tool_is_reinvoked_with_its_decision_and_the_run_completes()
     let decision = waiting.hitl.approvals[0].approve().decided_by("ui");
     let result = session.resume(vec![decision]).await.unwrap();
     assert_eq!(result.status, RunStatus::Completed);
-    assert_eq!(result.output.as_deref(), Some("deployed"));
+    assert_eq!(result.text(), Some("deployed"));
     assert_eq!(log.entries(), ["asked", "ran by Some(\"ui\") with {}"]);
     assert_eq!(result.run_id, waiting.run_id, "a resume continues the same run");
     let ret = &tool_returns(&model.requests()[1].messages)[0];
@@ -346,7 +346,7 @@ async fn sessions_keep_their_history_across_runs() {
     let mut session = agent.session();
     session.run("one").await.unwrap();
     let result = session.run("two").await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("second"));
+    assert_eq!(result.text(), Some("second"));
     let second_request = serde_json::to_value(&model.requests()[1].messages).unwrap();
     assert_eq!(
         second_request,

@@ -130,7 +130,7 @@ async fn calls_past_a_tools_max_uses_get_a_limit_reached_return_that_is_no_retry
     ]));
     let agent = Agent::builder(model).tool(budgeted(&runs, 2, false)).build().unwrap();
     let result = agent.run("work").await.unwrap();
-    assert_eq!((result.status, result.output.as_deref()), (RunStatus::Completed, Some("finished")));
+    assert_eq!((result.status, result.text()), (RunStatus::Completed, Some("finished")));
     assert_eq!(runs.get(), 2, "no call past the budget ran");
     let kinds: Vec<_> =
         tool_returns(result.messages.messages()).iter().map(|r| r.content.get("kind").cloned()).collect();

@@ -170,7 +170,7 @@ async fn every_protocol_runs_tool_calls_then_answers_and_sends_what_its_api_expe
         .await;
         let result = agent(protocol.model(&server.uri())).run("add 2 and 3").await.unwrap();
         assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
-        assert_eq!(result.output.as_deref(), Some("The total is 5."), "{}", protocol.dir);
+        assert_eq!(result.text(), Some("The total is 5."), "{}", protocol.dir);
         assert_eq!(
             finish_reasons(&result),
             [Some(FinishReason::ToolCalls), Some(FinishReason::Stop)],
@@ -677,7 +677,7 @@ async fn an_anthropic_block_index_of_any_size_allocates_nothing() {
     let server = serve("/v1/messages", vec![stream]).await;
     let result = agent(PROTOCOLS[2].model(&server.uri())).run_stream("hi").result().await.unwrap();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    assert_eq!(result.output.as_deref(), Some("The total is 5."));
+    assert_eq!(result.text(), Some("The total is 5."));
 }
 
 /// A loopback server answering every connection with `head`, then `body` repeated until
@@ -743,7 +743,7 @@ async fn a_body_with_no_length_and_no_chunking_is_read_to_its_end() {
     )
     .await;
     let result = agent(PROTOCOLS[0].model(&server)).run("hi").await.unwrap();
-    assert_eq!(result.output.as_deref(), Some("The total is 5."), "{:?}", result.error);
+    assert_eq!(result.text(), Some("The total is 5."), "{:?}", result.error);
 }
 
 #[tokio::test]
@@ -754,7 +754,7 @@ async fn sse_with_carriage_return_line_endings_streams_as_any_other() {
             ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body);
         let server = serve(protocol.stream_path, vec![stream]).await;
         let result = agent(protocol.model(&server.uri())).run_stream("hi").result().await.unwrap();
-        assert_eq!(result.output.as_deref(), Some("The total is 5."), "{}: {:?}", protocol.dir, result.error);
+        assert_eq!(result.text(), Some("The total is 5."), "{}: {:?}", protocol.dir, result.error);
     }
 }
 
@@ -970,13 +970,7 @@ async fn unknown_fields_items_and_event_types_are_ignored() {
         let stream = format!("{first_event}{}", fixture(protocol.dir, "text_stream.sse"));
         for (stream, body) in [(false, body.replacen(at, with, 1)), (true, stream)] {
             let (result, _) = run_on(protocol, stream, body).await;
-            assert_eq!(
-                result.output.as_deref(),
-                Some("The total is 5."),
-                "{} {stream}: {:?}",
-                protocol.dir,
-                result.error
-            );
+            assert_eq!(result.text(), Some("The total is 5."), "{} {stream}: {:?}", protocol.dir, result.error);
         }
     }
 }

@@ -58,7 +58,7 @@ async fn a_waiting_session_in_sqlite_resumes_from_another_agent_and_store_handle
     assert_eq!(reopened.pending(), Some(waiting.hitl.clone()));
     let done = reopened.resume(approve_all(&waiting.hitl)).await.unwrap();
     assert_eq!(done.status, RunStatus::Completed);
-    assert_eq!(done.output.as_deref(), Some("deployed"));
+    assert_eq!(done.text(), Some("deployed"));
     assert_eq!(runs.get(), 1, "the tool ran once, after the approval");
 
     let stored = store.load("ticket-42").unwrap().unwrap();

@@ -281,7 +281,7 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output_tools: typing.Optional[typing.Sequence[NativeTool]] = None, output_text: builtins.bool = False, output_retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, output_check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, output_decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -922,9 +922,9 @@ class RunResult:
         The run's id.
         """
     @property
-    def output(self) -> typing.Optional[builtins.str]:
+    def output_tool(self) -> typing.Optional[builtins.str]:
         r"""
-        The final answer, when completed.
+        The output tool whose call gave `output` (`"final_result"`, say); `None` for text.
         """
     @property
     def usage(self) -> Usage:
@@ -940,6 +940,12 @@ class RunResult:
     def trace(self) -> Trace:
         r"""
         The run's spans with durations.
+        """
+    @property
+    def output(self) -> typing.Any:
+        r"""
+        The final answer, when completed: the text, or a value of the agent's output type
+        (`create_agent(output_type=...)`); `None` otherwise.
         """
     @property
     def status(self) -> typing.Literal['completed', 'waiting', 'failed', 'cancelled']:

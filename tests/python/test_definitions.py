@@ -169,7 +169,7 @@ def test_fast_annotation_resolution_agrees_with_get_type_hints(label: str) -> No
 
     fn = inspect.unwrap(CORPUS[label])
     # Compared by repr: each evaluation builds new (identity-compared) `Field(...)` objects.
-    assert repr(_schema._type_hints(fn, None)) == repr(typing.get_type_hints(fn, include_extras=True))
+    assert repr(_schema.type_hints(fn, None)) == repr(typing.get_type_hints(fn, include_extras=True))
 
 
 def test_annotations_with_strings_inside_them_are_resolved_like_get_type_hints() -> None:
@@ -177,7 +177,7 @@ def test_annotations_with_strings_inside_them_are_resolved_like_get_type_hints()
 
     from starweaver import _schema
 
-    hints = _schema._type_hints(nested_forward_reference, None)
+    hints = _schema.type_hints(nested_forward_reference, None)
     assert hints == typing.get_type_hints(nested_forward_reference, include_extras=True)
     assert hints["items"] == list[Item]
     items = tool(nested_forward_reference).definition.parameters["properties"]["items"]

@@ -25,11 +25,13 @@ sys.path.insert(0, str(HERE))
 from agents import (  # noqa: E402
     TASK_QUEUE,
     TEMPORAL_AGENTS,
+    Invoice,
     agent,
     mcp_agent,
     temporal_agent,
     temporal_limited_agent,
     temporal_mcp_agent,
+    temporal_typed_agent,
 )
 
 from starweaver.temporal import TemporalAgent, decide  # noqa: E402
@@ -325,6 +327,25 @@ def test_the_workflow_starts_no_more_calls_than_a_concurrency_limit_allows(
     intervals = [(float(start), float(end)) for start, end in (line.split() for line in lines)]
     assert len(intervals) == 50
     assert most_at_once(intervals) <= 3
+
+
+def test_a_typed_run_carries_its_output_as_json_and_the_agent_types_it(server: str, workers: Workers) -> None:
+    """DESIGN.md §17 on Temporal: the workflow's result holds the output's JSON and its
+    output tool; ``TemporalAgent.output`` validates it into the agent's ``output_type``."""
+    workers.start()
+
+    async def scenario() -> dict[str, Any]:
+        client = await Client.connect(server)
+        wid = workflow_id("invoice")
+        handle = await temporal_typed_agent.start(client, "invoice", id=wid, task_queue=TASK_QUEUE)
+        return await handle.result()
+
+    result = run(scenario())
+    assert result["status"] == "completed"
+    assert (result["output"], result["output_tool"]) == ({"number": "T-1", "total_cents": 5}, "final_result")
+    assert temporal_typed_agent.output(result) == Invoice(number="T-1", total_cents=5)
+    first = next(p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return")
+    assert first["content"]["kind"] == "invalid_arguments"
 
 
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:

@@ -172,7 +172,7 @@ async def typed_usage() -> None:
     ctx = tool_context(deps={"db": 1}, approval="alice")
     assert_type(ctx, ToolContext)
     assert_type(tool_context(approval=True).approval, ApprovalDecision | None)
-    assert_type(result.output, str | None)
+    assert_type(result.output, Any)
     assert_type(result.hitl, Hitl)
     assert_type(result.messages, list[Message])
     assert_type(result.events, list[Event])
@@ -218,7 +218,7 @@ async def typed_usage() -> None:
         async for event in session_stream:
             assert_type(event, Event)
             if event["type"] == "run_complete":
-                assert_type(event["output"], str)
+                assert_type(event["output"], object)
         assert_type(await session_stream.result(), RunResult)
         assert_type(same.session(state=session.export_state()), AgentSession)
 

@@ -73,10 +73,17 @@ def _rooted(schema: dict[str, Any]) -> dict[str, object]:
     return schema
 
 
-def _invalid(error: pydantic.ValidationError) -> InvalidArguments:
+def tool_schema(adapter: pydantic.TypeAdapter[Any]) -> dict[str, Any]:
+    """A type's JSON Schema as tools have theirs: no generated titles, an object at the root."""
+    return _rooted(adapter.json_schema(schema_generator=_ToolSchema))
+
+
+def invalid(error: pydantic.ValidationError, within: str | None = None) -> InvalidArguments:
+    """The arguments' validation failure, naming each bad field (under ``within``, when the
+    value checked is that argument)."""
     parts: list[str] = []
     for item in error.errors(include_url=False):
-        location = ".".join(str(part) for part in item["loc"])
+        location = ".".join(str(part) for part in ((within,) if within else ()) + tuple(item["loc"]))
         parts.append(f"`{location}`: {item['msg']}" if location else str(item["msg"]))
     return InvalidArguments("; ".join(parts))
 
@@ -109,7 +116,7 @@ def inspect_callable(
     """
     try:
         signature = inspect.signature(fn)
-        hints = _type_hints(fn, localns)
+        hints = type_hints(fn, localns)
     except (NameError, TypeError) as error:
         raise RegistrationError(f"invalid {kind} `{name}`: cannot resolve its annotations: {error}") from error
     # The callable's own docstring: `inspect.getdoc` would inherit a base class's. The
@@ -223,7 +230,7 @@ def _compiled(annotation: str) -> types.CodeType:
     return compile(annotation, "<annotation>", "eval")
 
 
-def _type_hints(fn: Callable[..., object], localns: Mapping[str, object] | None) -> dict[str, Any]:
+def type_hints(fn: Callable[..., object], localns: Mapping[str, object] | None) -> dict[str, Any]:
     """``typing.get_type_hints(fn, include_extras=True)``, faster for the common case.
 
     Under ``from __future__ import annotations`` every annotation is a string, and
@@ -455,7 +462,7 @@ def _decode_whole(validate: Callable[[bytes], object]) -> Decode:
         try:
             return (validate(raw),), {}
         except pydantic.ValidationError as error:
-            raise _invalid(error) from error
+            raise invalid(error) from error
 
     return decode
 
@@ -471,7 +478,7 @@ def _decode_typed_dict(fields: _FastFields) -> Decode:
         try:
             kwargs: dict[str, object] = validators[0].validate_json(raw)
         except pydantic.ValidationError as error:
-            raise _invalid(error) from error
+            raise invalid(error) from error
         return (), kwargs
 
     return decode
@@ -485,7 +492,7 @@ def _decode_fields(model: type[pydantic.BaseModel]) -> Decode:
         try:
             validated = validate(raw)
         except pydantic.ValidationError as error:
-            raise _invalid(error) from error
+            raise invalid(error) from error
         values = validated.__dict__
         return (), {field: values[field] for field in names}
 

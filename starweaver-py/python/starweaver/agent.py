@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
 
 from ._native import (
     ApprovalDecision,
@@ -26,7 +26,7 @@ from ._native import (
     ToolDefinition,
     UsageLimits,
 )
-from .exceptions import DecisionError, FormatError
+from .exceptions import DecisionError, FormatError, RegistrationError
 from .hooks import HookLike, native_hooks
 from .models import ProviderModel, infer_model
 from .testing import FunctionModel, TestModel
@@ -36,8 +36,11 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ._output import NativeOutputOptions, OutputSpec, OutputValidator
     from .elicitation import Elicited
     from .types import Message, SessionState
+
+OutputValidatorT = TypeVar("OutputValidatorT", bound="OutputValidator")
 
 __all__ = ["Agent", "AgentSession", "ElicitationHandler", "HitlControls", "create_agent", "create_agent_runtime"]
 
@@ -93,8 +96,21 @@ class _AsyncContext:
 class Agent(_AsyncContext):
     """A model, tools, instructions and an approval policy. ``async with`` is supported."""
 
-    def __init__(self, native: NativeAgent) -> None:
+    def __init__(self, native: NativeAgent, output: OutputSpec | None = None) -> None:
         self._native = native
+        self._output = output
+
+    def output_validator(self, validator: OutputValidatorT) -> OutputValidatorT:
+        """Adds an output validator (a decorator): ``(ctx, output)``, sync or async, giving
+        the output (changed or not) or raising ``ModelRetry`` to have the model correct it.
+        Validators run in the order added, after ``create_agent(output_validators=...)``'s,
+        on every output of the agent's ``output_type``."""
+        if self._output is None or not self._output.members:
+            raise RegistrationError(
+                "output validators check the value of an `output_type`: create the agent with `output_type=...`"
+            )
+        self._output.validators.append(validator)
+        return validator
 
     async def run(
         self,
@@ -304,6 +320,10 @@ def create_agent(
     usage_limits: UsageLimits | None = None,
     hooks: Iterable[HookLike] = (),
     max_return_chars: int | None = None,
+    output_type: object = str,
+    output_retries: int | None = None,
+    output_validators: Iterable[OutputValidator] = (),
+    end_strategy: Literal["early", "exhaustive"] = "early",
 ) -> Agent:
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
@@ -320,7 +340,18 @@ def create_agent(
     call of the agent (``starweaver.hooks.Hooks``), after a run's own.
     ``max_return_chars`` cuts the model-facing content of any tool return longer than that
     (a tool's or toolset's own limit wins), ending it with ``… [N more characters cut]``;
-    the whole value stays host-only. Raises
+    the whole value stays host-only. ``output_type`` makes runs answer with a value of
+    that type instead of text (``result.output``): a pydantic model, a dataclass, a
+    ``TypedDict``, a scalar, ``list[...]``, ``dict[str, ...]``, ``Literal[...]``, an output
+    function (its return value is the output), or a union of these, with ``str`` to let
+    the model answer in text too. The model gives it by calling an output tool
+    (``final_result``, or ``final_result_<Name>`` per member of a union); a call that fails
+    validation is sent back to it, at most ``output_retries`` times (1 unless set) before
+    the run fails with ``OutputValidationError``. ``output_validators`` (and
+    ``@agent.output_validator``) check each output: ``(ctx, output)``, sync or async,
+    returning it (changed or not) or raising ``ModelRetry``. ``end_strategy`` says what
+    becomes of a response's other calls when it calls an output tool: ``"early"`` (they do
+    not run, each returning that it was not run) or ``"exhaustive"`` (they run first). Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
     be opened."""
     if isinstance(model, str):
@@ -332,6 +363,15 @@ def create_agent(
         from ._asking import runtime_handler  # only then: importing starweaver stays cheap
 
         asking = runtime_handler(elicitation_handler)
+    output = None
+    output_options: NativeOutputOptions = {}
+    if output_type is not str:
+        from ._output import OutputSpec  # only then: importing starweaver stays cheap
+
+        output = OutputSpec(output_type, list(output_validators))
+        output_options = output.native_options()
+    elif output_validators:
+        raise RegistrationError("`output_validators` check the value of an `output_type`: give one")
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
         getattr(model, "native", model),
@@ -348,8 +388,11 @@ def create_agent(
         usage_limits=usage_limits,
         hooks=native_hooks(hooks),
         max_return_chars=max_return_chars,
+        output_retries=output_retries,
+        end_strategy=end_strategy,
+        **output_options,
     )
-    return Agent(native)
+    return Agent(native, output)
 
 
 #: Answers a tool's question for the user: ``(ctx, message, schema)`` to an answer.

@@ -31,6 +31,7 @@ __all__ = [  # noqa: RUF022 (the hierarchy's order: tool control flow, then runt
     "RenderError",
     "ToolsetError",
     "RunFailedError",
+    "OutputValidationError",
     "UsageLimitExceeded",
     "ModelError",
     "MissingApiKeyError",
@@ -150,6 +151,18 @@ class RunFailedError(StarweaverError):
     """A run ended ``failed``: ``result.error`` (or ``result.exception``, the same object)
     gives the failure as this class (or, for a model failure, the ``ModelError`` subclass
     named for it); ``raise_for_status()`` raises it."""
+
+
+class OutputValidationError(RunFailedError):
+    """The model's output failed validation (the output type's, or an output validator's
+    ``ModelRetry``) more often than ``output_retries`` allow: the run ended ``failed``.
+    ``max_retries`` is that budget; the message ends with the last error the model was shown."""
+
+    max_retries: int
+
+    def __init__(self, message: str, *, max_retries: int = 0) -> None:
+        super().__init__(message)
+        self.max_retries = max_retries
 
 
 class UsageLimitExceeded(RunFailedError):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -101,6 +101,16 @@ class TemporalAgent:
             raise ValueError(f"model_requests must be 'local' or 'activity', got {model_requests!r}")
         config = _Config(name, native, model_timeout, call_timeout, heartbeat, model_requests == "local")
         self.workflow = _workflow_class(config)
+
+    def output(self, result: Mapping[str, Any]) -> Any:  # noqa: ANN401 (the agent's output type)
+        """The typed output of a workflow's result dict (``await handle.result()``): the
+        workflow carries the output as JSON, validated here into the agent's
+        ``output_type`` (text as is); ``None`` unless the run completed."""
+        output = self.agent._output  # pyright: ignore[reportPrivateUsage]
+        tool_name = result.get("output_tool")
+        if output is None or tool_name is None:
+            return result.get("output")
+        return output.decode(tool_name, result["output"])
 
     def worker(self, client: Client, *, task_queue: str, **options: Any) -> Worker:
         """A worker that runs this agent's workflows and activities on ``task_queue``."""
@@ -187,7 +197,9 @@ def _result(result: RunResult) -> dict[str, Any]:
     return {
         "run_id": result.run_id,
         "status": result.status,
+        # A durable run's output is its JSON (`TemporalAgent.output` gives the typed value).
         "output": result.output,
+        "output_tool": result.output_tool,
         "error": None if result.error is None else str(result.error),
         "messages": result.messages,
         "finish_reason": result.finish_reason,

@@ -492,7 +492,10 @@ class WaitingEvent(_EventHead):
 
 class RunCompleteEvent(_EventHead):
     type: Literal["run_complete"]
-    output: str
+    output: object
+    """The text, or the output type's value as JSON."""
+    output_tool: NotRequired[str]
+    """The output tool whose call gave ``output``; absent for text."""
 
 
 class RunFailedEvent(_EventHead):

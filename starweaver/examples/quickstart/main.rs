@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let decision = pending.approve().decided_by("release-manager");
     let result = session.resume(vec![decision]).await?;
     println!("status: {}", result.status.as_str());
-    println!("output: {}", result.output.as_deref().unwrap_or_default());
+    println!("output: {}", result.text().unwrap_or_default());
     println!("history:\n{}", serde_json::to_string_pretty(&result.messages.to_json())?);
     println!("events of the resumed run:");
     for event in &result.events {

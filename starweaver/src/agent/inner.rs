@@ -10,6 +10,7 @@ use crate::event::EventKind;
 use crate::hitl::ApprovalPolicy;
 use crate::hook::Hooks;
 use crate::model::Model;
+use crate::output::OutputRules;
 use crate::registry::{Registration, RegistrationRules, ToolList, ToolRegistry};
 use crate::store::SessionStore;
 use crate::tool::{CallChannel, Dependencies};
@@ -28,6 +29,8 @@ pub(crate) struct AgentInner {
     pub policy: ApprovalPolicy,
     pub rules: RegistrationRules,
     pub instructions: Option<String>,
+    /// What ends a run besides an output tool's call (its tools are among `tools`).
+    pub output: OutputRules,
     pub max_steps: u32,
     pub usage_limits: UsageLimits,
     pub max_concurrency: Option<ConcurrencyLimit>,

@@ -2,6 +2,7 @@
 //! by the machine before each model request and each call, so nothing past a limit starts.
 
 use crate::model::Usage;
+use crate::output::OutputRules;
 use crate::result::RunError;
 
 /// Bounds on what one run (from its start, or from a resume) may spend; `None` is no bound.
@@ -102,4 +103,5 @@ impl UsageLimits {
 pub(crate) struct Bounds {
     pub max_steps: u32,
     pub usage: UsageLimits,
+    pub output: OutputRules,
 }

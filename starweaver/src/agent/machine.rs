@@ -9,6 +9,7 @@
 //! makes them elsewhere), so the two cannot disagree on what a step means.
 
 use std::borrow::BorrowMut;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -24,7 +25,8 @@ use crate::hitl::{
 };
 use crate::message::{Message, RequestPart, ToolCallPart};
 use crate::model::{FinishReason, ModelResponse, Usage};
-use crate::registry::{NameMap, RegisteredTool, ToolRegistry};
+use crate::output::EndStrategy;
+use crate::registry::{NameMap, RegisteredTool, Source, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
 use crate::tool::{Answered, Elicitation, ToolError, ToolErrorKind, ToolResult};
@@ -59,9 +61,15 @@ pub(crate) fn resolve_decisions(state: &SessionState, decisions: HitlDecisions) 
     Ok((resolved, pending.iter().map(|p| p.id.to_owned()).collect()))
 }
 
+/// A run's answer: its text, or the value an output call gave (with the output tool).
+pub(crate) struct Answer {
+    pub value: Value,
+    pub tool: Option<Arc<str>>,
+}
+
 /// How a run ended.
 pub(crate) enum End {
-    Completed(String),
+    Completed(Answer),
     /// Waiting for decisions on the response's calls.
     Waiting(Arc<Message>, Vec<Slot>),
     Failed(RunError),
@@ -165,6 +173,16 @@ struct Batch {
     outcomes: Vec<Option<CallOutcome>>,
     /// Releases `runs` under the §6 rules (its indices are into `runs`).
     plan: CallPlan,
+    /// While the response's output call runs alone: what comes once it ended.
+    stage: Option<OutputStage>,
+}
+
+/// What waits for a response's output call (which runs alone, first): the response's
+/// other output calls, tried in turn while one fails, and its other calls, which run once
+/// no output was taken or under [`EndStrategy::Exhaustive`].
+struct OutputStage {
+    outputs: VecDeque<usize>,
+    held: Vec<ToRun>,
 }
 
 impl Batch {
@@ -186,7 +204,7 @@ impl Batch {
         drop(calls);
         let plan = CallPlan::new(runs.iter().map(|run| PlannedCall { name: &run.name, sequential: run.sequential }));
         let outcomes = runs.iter().map(|_| None).collect();
-        Self { response, slots, runs, outcomes, plan }
+        Self { response, slots, runs, outcomes, plan, stage: None }
     }
 
     /// The position in `runs` of the response's call `index`, if it runs.
@@ -241,6 +259,8 @@ pub(crate) struct Machine<S> {
     exceeded: Option<RunError>,
     /// Why the latest answer ended, when the model said.
     finish_reason: Option<FinishReason>,
+    /// The output an output call gave, once one did.
+    answer: Option<Answer>,
     phase: Phase,
 }
 
@@ -277,6 +297,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             calls_started: 0,
             exceeded: None,
             finish_reason: None,
+            answer: None,
             phase: Phase::Model,
         }
     }
@@ -359,6 +380,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         for run in &runs {
             slots[run.index] = None;
         }
+        // An output taken before the run waited (its other calls ran on, `exhaustive`)
+        // ends the run once they are decided.
+        let answer = slots.iter().find_map(|slot| match slot {
+            Some(Slot::Done(ret)) if ret.error.is_none() && registry.is_output(&ret.part.name) => Some(answer_of(ret)),
+            _ => None,
+        });
         let batch = Batch::new(response, slots, runs, registry);
         Self {
             state,
@@ -371,6 +398,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             calls_started: 0,
             exceeded: None,
             finish_reason: None,
+            answer,
             phase: Phase::Calls(batch),
         }
     }
@@ -404,6 +432,10 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     if !done {
                         self.phase = Phase::Calls(batch);
                         return if start.is_empty() { Next::AwaitCalls } else { Next::StartCalls(start) };
+                    }
+                    if let Some(stage) = batch.stage.take() {
+                        self.phase = Phase::Calls(self.after_output(batch, stage, events, registry));
+                        continue;
                     }
                     match self.settle(batch, false, events, registry) {
                         Some(end) => return Next::End(end),
@@ -487,14 +519,107 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     })
                 })
                 .collect();
-            let runs =
-                (0..=last).filter(|i| Some(*i) != cut_off).map(|index| ToRun { index, ..ToRun::default() }).collect();
-            Phase::Calls(Batch::new(message, slots, runs, registry))
+            let (outputs, held): (Vec<usize>, Vec<usize>) = (0..=last)
+                .filter(|i| Some(*i) != cut_off)
+                .partition(|i| message.tool_calls().nth(*i).is_some_and(|call| registry.is_output(&call.name)));
+            let to_run = |index| ToRun { index, ..ToRun::default() };
+            let mut outputs = VecDeque::from(outputs);
+            match outputs.pop_front() {
+                // The output call runs first, alone: what it gives decides the others.
+                Some(first) => {
+                    let mut batch = Batch::new(message, slots, vec![to_run(first)], registry);
+                    batch.stage = Some(OutputStage { outputs, held: held.into_iter().map(to_run).collect() });
+                    Phase::Calls(batch)
+                }
+                None => Phase::Calls(Batch::new(message, slots, held.into_iter().map(to_run).collect(), registry)),
+            }
         } else if empty {
             Phase::Over(End::Failed(RunError::EmptyResponse))
+        } else if !self.bounds.output.takes_text {
+            self.refuse_text(registry)
         } else {
-            Phase::Over(End::Completed(message.text().unwrap_or_default()))
+            Phase::Over(End::Completed(Answer { value: Value::String(message.text().unwrap_or_default()), tool: None }))
         };
+    }
+
+    /// The model answered in text where the run's output must come from an output tool:
+    /// it is told so, as a correction counted against the output's retries (those of its
+    /// first output tool), and asked again; past them the run fails.
+    fn refuse_text(&mut self, registry: &ToolRegistry) -> Phase {
+        let names: Vec<String> = registry
+            .definitions()
+            .iter()
+            .filter(|d| registry.is_output(&d.name))
+            .map(|d| format!("`{}`", d.name))
+            .collect();
+        let Some(first) = registry.definitions().iter().find(|d| registry.is_output(&d.name)) else {
+            return Phase::Over(End::Failed(RunError::EmptyResponse));
+        };
+        let name: Arc<str> = Arc::from(first.name.as_str());
+        let max_retries = registry.get(&name).map_or(0, |tool| tool.max_retries);
+        let spent = self.retries.entry(name).or_default();
+        *spent += 1;
+        let message =
+            format!("a plain text answer is not accepted: give the final answer by calling {}", names.join(" or "));
+        if *spent > max_retries {
+            return Phase::Over(End::Failed(RunError::OutputValidation { max_retries, message }));
+        }
+        self.state
+            .borrow_mut()
+            .history
+            .push(Message::Request { parts: vec![RequestPart::UserPrompt { text: message }] });
+        Phase::Model
+    }
+
+    /// The response's output call ended: taken, the run's output is its value and the
+    /// response's other output calls are not used (nor, `early`, its other calls: each gets
+    /// a `cancelled` return saying why); refused, the next output call is tried, and the
+    /// other calls run as any would.
+    #[allow(clippy::indexing_slicing)] // the stage's call is one of the response's; `slots` has one per call
+    fn after_output(&mut self, batch: Batch, stage: OutputStage, events: &EventLog, registry: &ToolRegistry) -> Batch {
+        let Batch { response, mut slots, runs, outcomes, .. } = batch;
+        let OutputStage { mut outputs, mut held } = stage;
+        let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
+        for (run, outcome) in runs.iter().zip(outcomes) {
+            let call = calls[run.run.index];
+            let ret = match outcome {
+                Some(CallOutcome::Returned(ret)) => ret,
+                Some(_) | None => {
+                    let error = ToolError::execution("an output tool cannot wait for a human").not_retryable();
+                    let ret = ToolReturn::failure(call, error, Map::new());
+                    events.emit(ret.event());
+                    ret
+                }
+            };
+            if ret.error.is_none() && self.answer.is_none() {
+                self.answer = Some(answer_of(&ret));
+            }
+            slots[run.run.index] = Some(Slot::Done(ret));
+        }
+        let skip = |slots: &mut Vec<Option<Slot>>, index: usize, message: &str| {
+            let ret = ToolReturn::failure(calls[index], ToolError::cancelled(message), Map::new());
+            events.emit(ret.event());
+            slots[index] = Some(Slot::Done(ret));
+        };
+        if self.answer.is_none() {
+            if let Some(next) = outputs.pop_front() {
+                drop(calls);
+                let mut batch = Batch::new(response, slots, vec![ToRun { index: next, ..ToRun::default() }], registry);
+                batch.stage = Some(OutputStage { outputs, held });
+                return batch;
+            }
+        } else {
+            for index in outputs {
+                skip(&mut slots, index, "not used: the run's final result was already given");
+            }
+            if self.bounds.output.end_strategy == EndStrategy::Early {
+                for run in held.drain(..) {
+                    skip(&mut slots, run.index, "not run: the run ended with its final result first");
+                }
+            }
+        }
+        drop(calls);
+        Batch::new(response, slots, held, registry)
     }
 
     /// Listing the tools or the model request failed: the run ends.
@@ -677,7 +802,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         close_pending(&calls, &mut slots, "the run failed before this call was decided", events);
         drop(calls);
         self.push_returns(slots);
-        exhausted.map(End::Failed)
+        exhausted.map(End::Failed).or_else(|| self.answer.take().map(End::Completed))
     }
 
     /// A call's outcome as its slot; a call waiting for a human gets an id no decision was
@@ -745,10 +870,14 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             ret.error.filter(|k| k.counts_model_retry())?;
             let tool = registry.get(&ret.part.name)?;
             let spent = retries.get(&*ret.part.name).copied().unwrap_or(0);
-            (spent > tool.max_retries).then(|| RunError::RetriesExhausted {
-                tool: ret.part.name.to_string(),
-                max_retries: tool.max_retries,
-                message: ret.part.content.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            let message = ret.part.content.get("message").and_then(Value::as_str).unwrap_or_default().to_owned();
+            (spent > tool.max_retries).then(|| match tool.source {
+                Source::Output => RunError::OutputValidation { max_retries: tool.max_retries, message },
+                _ => RunError::RetriesExhausted {
+                    tool: ret.part.name.to_string(),
+                    max_retries: tool.max_retries,
+                    message,
+                },
             })
         })
     }
@@ -771,9 +900,9 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     pub fn finish(self, end: End, events: &EventLog, trace: impl FnOnce(RunStatus) -> Trace) -> (RunResult, S) {
         let Self { mut state, run_id, step, retries, uses, usage, finish_reason, .. } = self;
         let (status, output, error) = match end {
-            End::Completed(output) => {
-                events.emit(EventKind::RunComplete { output: output.clone() });
-                (RunStatus::Completed, Some(output), None)
+            End::Completed(Answer { value, tool }) => {
+                events.emit(EventKind::RunComplete { output: value.clone(), output_tool: tool.clone() });
+                (RunStatus::Completed, Some((value, tool)), None)
             }
             End::Waiting(response, slots) => {
                 let suspended = Suspended { run_id: run_id.clone(), step, retries, uses, next_seq: 0, response, slots };
@@ -803,10 +932,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             waiting.hitl()
         });
         let messages = session.history.clone();
+        let (output, output_tool) = output.unzip();
         let result = RunResult {
             run_id: run_id.to_string(),
             status,
             output,
+            output_tool: output_tool.flatten().map(|tool| tool.to_string()),
             error,
             hitl,
             messages,
@@ -817,6 +948,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         };
         (result, state)
     }
+}
+
+/// The output an output call's return holds: its host-only value.
+fn answer_of(ret: &ToolReturn) -> Answer {
+    let value = ret.host.as_ref().and_then(|host| host.value.clone()).unwrap_or_else(|| ret.part.content.clone());
+    Answer { value, tool: Some(ret.part.name.clone()) }
 }
 
 /// Gives every still-pending call a `cancelled` return, so the history never holds a

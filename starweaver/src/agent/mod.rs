@@ -11,6 +11,9 @@ mod task;
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -25,11 +28,12 @@ pub(crate) use state::{SessionState, Suspended};
 pub use task::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
 
 use crate::concurrency::ConcurrencyLimit;
-use crate::error::{Error, Result};
+use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::hook::Hooks;
 use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
+use crate::output::{EndStrategy, OutputSpec, OutputValidator};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
 use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone};
@@ -63,7 +67,7 @@ pub const DEFAULT_MAX_STEPS: u32 = 50;
 /// let agent = Agent::builder(model).tool(add).build().unwrap();
 /// let result = agent.run("Add two numbers").await.unwrap();
 /// assert_eq!(result.status, RunStatus::Completed);
-/// assert_eq!(result.output.as_deref(), Some("done"));
+/// assert_eq!(result.text(), Some("done"));
 /// # });
 /// ```
 #[derive(Clone)]
@@ -87,6 +91,8 @@ impl Agent {
             rules: RegistrationRules::default(),
             elicitation: None,
             hooks: Vec::new(),
+            output: OutputSpec::default(),
+            output_errors: Vec::new(),
         }
     }
 
@@ -276,6 +282,9 @@ pub struct AgentBuilder {
     rules: RegistrationRules,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     hooks: Vec<Arc<dyn Hooks>>,
+    output: OutputSpec,
+    /// Output types whose schema could not be made, reported by `build`.
+    output_errors: Vec<DefinitionError>,
 }
 
 impl AgentBuilder {
@@ -407,6 +416,68 @@ impl AgentBuilder {
         self
     }
 
+    /// Runs answer with a `T` ([`RunResult::output_as`]) instead of text: the model is
+    /// offered an output tool whose parameters are `T`'s schema (`final_result`), and a
+    /// call to it that decodes ends the run with its value. Called again, each type is a
+    /// member of a union (`final_result_<Name>` each); a type whose schema is not an
+    /// object's is asked for under a `response` key. See [`crate::output`].
+    pub fn output_type<T: JsonSchema + DeserializeOwned + Serialize + 'static>(mut self) -> Self {
+        if let Err(error) = self.output.typed::<T>() {
+            let name = T::schema_name();
+            self.output_errors.push(DefinitionError::new(&name, DefinitionErrorKind::Schema(error)));
+        }
+        self
+    }
+
+    /// An output function: the model fills its parameters, and its return value is the
+    /// run's output (a `#[tool]` function, or a [`ToolBuilder`](crate::ToolBuilder) tool).
+    /// It may fail with [`ToolError::model_retry`](crate::ToolError::model_retry) to have
+    /// the model correct the call. With other output types, it is one member of a union.
+    pub fn output_function(mut self, tool: impl Tool) -> Self {
+        self.output.function(Arc::new(tool));
+        self
+    }
+
+    /// An output function shared with other agents (see [`output_function`](Self::output_function)).
+    pub fn shared_output_function(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.output.function(tool);
+        self
+    }
+
+    /// Lets a text answer end a run too, beside the output types (a union with text).
+    pub fn text_output(mut self) -> Self {
+        self.output.text = true;
+        self
+    }
+
+    /// How many times the model may be corrected on its output (a failed decode, a
+    /// validator's `model_retry`, a text answer where none is taken) before the run fails
+    /// with [`RunError::OutputValidation`](crate::RunError::OutputValidation); 1 by default.
+    pub fn output_retries(mut self, retries: u32) -> Self {
+        self.output.retries = retries;
+        self
+    }
+
+    /// Checks every output once decoded, after the validators added before it; see
+    /// [`OutputValidator`].
+    pub fn output_validator(mut self, validator: impl OutputValidator) -> Self {
+        self.output.validator(Arc::new(validator));
+        self
+    }
+
+    /// An output validator shared with other agents.
+    pub fn shared_output_validator(mut self, validator: Arc<dyn OutputValidator>) -> Self {
+        self.output.validator(validator);
+        self
+    }
+
+    /// What becomes of a response's other calls when it calls an output tool too
+    /// ([`EndStrategy::Early`] by default: they do not run).
+    pub fn end_strategy(mut self, strategy: EndStrategy) -> Self {
+        self.output.end_strategy = strategy;
+        self
+    }
+
     /// Validates every tool and option and builds the agent.
     ///
     /// # Errors
@@ -421,15 +492,21 @@ impl AgentBuilder {
         if self.rules.max_return_chars == Some(0) {
             return Err(Error::InvalidOption { option: "max_return_chars", message: "must be at least 1".into() });
         }
+        if let Some(error) = self.output_errors.into_iter().next() {
+            return Err(error.into());
+        }
+        let mut tools = self.tools;
+        tools.entries.extend(self.output.registrations()?);
         let policy = ApprovalPolicy::new(self.approval_rules);
-        let registry = Arc::new(ToolRegistry::new(self.tools.entries.clone(), &policy, self.rules)?);
+        let registry = Arc::new(ToolRegistry::new(tools.entries.clone(), &policy, self.rules)?);
         let answerer = Arc::new(Answerer { model: self.model.clone(), elicitation: self.elicitation });
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 answerer,
                 model: self.model,
                 registry,
-                tools: self.tools,
+                tools,
+                output: self.output.rules(),
                 policy,
                 rules: self.rules,
                 instructions: self.instructions,

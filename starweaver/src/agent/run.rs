@@ -105,7 +105,11 @@ pub(crate) async fn drive(
         listed_step,
         limit: agent.run_limit(),
         hooks,
-        bounds: Bounds { max_steps: agent.max_steps, usage: options.usage_limits.unwrap_or(agent.usage_limits) },
+        bounds: Bounds {
+            max_steps: agent.max_steps,
+            usage: options.usage_limits.unwrap_or(agent.usage_limits),
+            output: agent.output,
+        },
     };
     run.go(state, first).instrument(span).await
 }
@@ -217,7 +221,10 @@ impl Run<'_> {
     ) -> std::result::Result<ToolRegistry, String> {
         let mut ctx = crate::tool::ToolContext::detached("");
         (ctx.run_id, ctx.tool_call_id, ctx.dependencies) = (run_id.clone(), Arc::from(""), self.dependencies.clone());
-        let mut definitions = prepare(&self.hooks, &ctx, self.registry.definitions().to_vec()).await?;
+        // The output tools are the application's own, not the hooks' to drop: they stay last.
+        let (outputs, offered): (Vec<_>, Vec<_>) =
+            self.registry.definitions().iter().cloned().partition(|d| self.registry.is_output(&d.name));
+        let mut definitions = prepare(&self.hooks, &ctx, offered).await?;
         for hooks in toolset_hooks {
             let of_toolset = |definition: &ToolDefinition| {
                 self.registry.get(&definition.name).is_some_and(|t| Arc::ptr_eq(&t.hooks, hooks))
@@ -234,6 +241,7 @@ impl Run<'_> {
             rest.splice(at..at, own);
             definitions = rest;
         }
+        definitions.extend(outputs);
         self.registry.prepared(definitions).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))
     }
 

@@ -17,7 +17,7 @@ use crate::event::{EventKind, EventLog};
 use crate::hitl::ApprovalDecision;
 use crate::hook::{HookCall, Hooks};
 use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord};
-use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::registry::{RegisteredTool, Source, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
 use crate::tool::{
     Answered, CallChannel, Channel, Dependencies, Elicitation, Replies, ToolContext, ToolError, ToolErrorKind,
@@ -210,7 +210,9 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
                 return ToolReturn::failure(call, error, Map::new()).into();
             }
         };
-        let hooks = HookChain { outer: env.hooks, toolset: &tool.hooks };
+        // The run's output is the application's own answer, not a tool's work to govern.
+        let outer = if tool.source == Source::Output { &[] } else { env.hooks };
+        let hooks = HookChain { outer, toolset: &tool.hooks };
         if !hooks.is_empty() {
             // Boxed, so calls without hooks do not carry the hooks' state in their future.
             return Box::pin(hooked(env, tool, &request, hooks, arguments)).await;

@@ -75,6 +75,18 @@ pub fn return_schema_for<T: JsonSchema>() -> Result<Option<Value>, SchemaError> 
     Ok(Some(schema))
 }
 
+/// The JSON Schema of a run's output type `T` (what the model's output call decodes
+/// into): made as [`schema_for`] makes parameters, but any JSON type may stand at the
+/// root, as for a return schema.
+///
+/// # Errors
+/// When the schema breaks a shape rule of [`validate_return_schema`].
+pub(crate) fn output_schema_for<T: JsonSchema>() -> Result<Value, SchemaError> {
+    let schema = generate::<T>(schemars::generate::SchemaSettings::draft2020_12());
+    validate_return_schema(&schema)?;
+    Ok(schema)
+}
+
 /// What `#[tool]` hands its builder to make a return schema: `return_schema_for::<T>`.
 #[doc(hidden)]
 pub type DeriveReturn = fn() -> Result<Option<Value>, SchemaError>;

@@ -12,6 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from starweaver import ApprovalRequired, ModelRetry, ToolContext, create_agent, tool
 from starweaver.elicitation import Accepted, Elicited
 from starweaver.mcp import MCPServerStdio
@@ -53,6 +55,11 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "rollout": [{"tool_calls": [_call("c1", "rollout")]}, {"text": "rolled out"}],
     # Fifty calls over ten tools, which a limit of three lets run three at a time.
     "fifty": [{"tool_calls": [_call(f"c{i}", f"probe_{i % 10}") for i in range(50)]}, {"text": "fifty"}],
+    # A typed answer the model gets right at its second try.
+    "invoice": [
+        {"tool_calls": [_call("c1", "final_result", {"number": 7})]},
+        {"tool_calls": [_call("c2", "final_result", {"number": "T-1", "total_cents": 5})]},
+    ],
     "desk": [
         {"tool_calls": [_call("c1", "lookup", {"order": 7})]},
         {"tool_calls": [_call("c2", "hang")]},
@@ -185,5 +192,15 @@ def _probe(n: int) -> Any:
 probes = Toolset("probes", [_probe(n) for n in range(10)], max_concurrency=3)
 limited_agent = create_agent(model=FunctionModel(_respond), toolsets=[probes])
 temporal_limited_agent = TemporalAgent(limited_agent, name="starweaver_tests_limited", heartbeat=timedelta(seconds=2))
+
+
+class Invoice(BaseModel):
+    number: str
+    total_cents: int
+
+
+# An agent whose runs answer with an `Invoice`.
+typed_agent = create_agent(model=FunctionModel(_respond), output_type=Invoice)
+temporal_typed_agent = TemporalAgent(typed_agent, name="starweaver_tests_typed")
 # What the workers run.
-WORKER_AGENTS = [*TEMPORAL_AGENTS, temporal_mcp_agent, temporal_limited_agent]
+WORKER_AGENTS = [*TEMPORAL_AGENTS, temporal_mcp_agent, temporal_limited_agent, temporal_typed_agent]

@@ -1,0 +1,175 @@
+"""Typed output (DESIGN.md §17): ``create_agent(output_type=...)``'s members as the output
+tools the runtime offers (``final_result``, or ``final_result_<Name>`` for each member of a
+union), the check that runs the agent's output validators, and the decoder that gives
+``RunResult.output`` its type.
+
+A member type's output tool takes the type's JSON Schema (under a ``response`` key when it
+is not an object with properties) and validates the call with pydantic, so a failure is
+the call's ``invalid_arguments`` return naming the field. An output function is a tool as
+``@tool`` makes it; its return value is the output.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeAlias, TypedDict
+
+import pydantic
+import pydantic_core
+
+from ._native import NativeTool, ToolContext
+from ._schema import invalid, tool_schema, type_hints
+from .exceptions import RegistrationError
+from .tools import Tool, native_tool, tool
+
+__all__ = ["OutputSpec", "OutputValidator"]
+
+#: An output validator: ``(ctx, output)`` to the output (changed or not), sync or async;
+#: raising ``ModelRetry`` has the model correct its output.
+OutputValidator: TypeAlias = "Callable[[ToolContext, Any], Any | Awaitable[Any]]"
+
+_DESCRIPTION = "The final response which ends this run."
+
+
+class NativeOutputOptions(TypedDict, total=False):
+    output_tools: list[NativeTool]
+    output_text: bool
+    output_check: Callable[[ToolContext, Any], Any]
+    output_decoder: Callable[[str, Any], Any]
+
+
+class _Member:
+    """One member of the output: its output tool, and what decodes the tool's JSON value
+    into the Python value (``None``: the JSON as is)."""
+
+    def __init__(self, name: str, tool: NativeTool, adapter: pydantic.TypeAdapter[Any] | None) -> None:
+        self.name = name
+        self.tool = tool
+        self.adapter = adapter
+
+    def decode(self, value: object) -> object:
+        return value if self.adapter is None else self.adapter.validate_python(value)
+
+    def encode(self, output: object) -> object:
+        if self.adapter is None:
+            return pydantic_core.to_jsonable_python(output)
+        return self.adapter.dump_python(output, mode="json")
+
+
+def _union_members(output_type: object) -> list[object]:
+    if typing.get_origin(output_type) in (typing.Union, types.UnionType):
+        return list(typing.get_args(output_type))
+    return [output_type]
+
+
+def _type_name(member: object) -> str:
+    name = getattr(member, "__name__", None) or getattr(typing.get_origin(member), "__name__", None)
+    return name if isinstance(name, str) else type(member).__name__
+
+
+def _is_output_function(member: object) -> bool:
+    return isinstance(member, Tool) or inspect.isfunction(member) or inspect.ismethod(member)
+
+
+def _typed_member(member: object) -> _Member:
+    """The output tool of a type: its schema as parameters, pydantic as the check."""
+    name = _type_name(member)
+    try:
+        adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(typing.cast("Any", member))
+        schema = tool_schema(adapter)
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as error:
+        raise RegistrationError(f"invalid `output_type` member `{name}`: {error}") from error
+    wrapped = not (schema.get("type") == "object" and "properties" in schema)
+    # The type's docstring describes the tool, not its arguments.
+    description = schema.pop("description", None)
+    parameters: dict[str, object] = schema
+    if wrapped:
+        defs = schema.pop("$defs", None)
+        parameters = {
+            "type": "object",
+            "properties": {"response": schema},
+            "required": ["response"],
+            "additionalProperties": False,
+        }
+        if defs is not None:
+            parameters["$defs"] = defs
+    validate = adapter.validate_python
+
+    def final_result(args: dict[str, object]) -> object:
+        try:
+            return validate(args["response"] if wrapped else args)
+        except pydantic.ValidationError as error:
+            raise invalid(error, within="response" if wrapped else None) from error
+
+    options: dict[str, Any] = {"name": name, "parameters_schema": parameters, "return_schema": False}
+    made = tool(description=description if isinstance(description, str) else _DESCRIPTION, **options)(final_result)
+    return _Member(name, made.native, adapter)
+
+
+def _function_member(member: object) -> _Member:
+    """An output function: a tool whose return value is the output, decoded by its return
+    annotation when it has one."""
+    made = native_tool(typing.cast("Any", member))
+    function = member.__wrapped__ if isinstance(member, Tool) else member
+    returns = type_hints(typing.cast("Callable[..., object]", function), None).get("return", Any)
+    adapter = None if returns is Any else pydantic.TypeAdapter(returns)
+    return _Member(made.definition.name, made, adapter)
+
+
+class OutputSpec:
+    """What ``create_agent(output_type=...)`` asks for, as the native agent takes it."""
+
+    def __init__(self, output_type: object, validators: list[OutputValidator]) -> None:
+        members = _union_members(output_type)
+        self.text = str in members
+        self.members = [
+            _function_member(m) if _is_output_function(m) else _typed_member(m) for m in members if m is not str
+        ]
+        self.validators = validators
+        # The runtime names the tools as this does: the member's own name in a union.
+        single = len(self.members) == 1
+        self.by_tool: Mapping[str, _Member] = {
+            ("final_result" if single else f"final_result_{m.name}"): m for m in self.members
+        }
+
+    def native_options(self) -> NativeOutputOptions:
+        """The output keyword arguments of ``NativeAgent``."""
+        if not self.members:
+            return {}
+        return {
+            "output_tools": [m.tool for m in self.members],
+            "output_text": self.text,
+            "output_check": self.check,
+            "output_decoder": self.decode,
+        }
+
+    def decode(self, tool_name: str, value: object) -> object:
+        """A run's output JSON as the Python value of its output tool's type."""
+        member = self.by_tool.get(tool_name)
+        return value if member is None else member.decode(value)
+
+    def check(self, ctx: ToolContext, value: object) -> object:
+        """Runs the validators on an output call's value: its JSON back (or an awaitable of
+        it, once one is async)."""
+        if not self.validators:
+            return value
+        member = self.by_tool.get(ctx.tool_name)
+        if member is None:
+            return value
+        output = member.decode(value)
+        for index, validator in enumerate(self.validators):
+            returned = validator(ctx, output)
+            if inspect.isawaitable(returned):
+                return self._finish(ctx, member, returned, index + 1)
+            output = returned
+        return member.encode(output)
+
+    async def _finish(self, ctx: ToolContext, member: _Member, pending: Awaitable[Any], start: int) -> object:
+        output = await pending
+        for validator in self.validators[start:]:
+            returned = validator(ctx, output)
+            output = await returned if inspect.isawaitable(returned) else returned
+        return member.encode(output)

@@ -1,0 +1,288 @@
+//! Typed output (DESIGN.md §17): output tools, unions with and without text, output
+//! functions, validation and retries, validators, end strategies, and durable runs.
+// Test code: helpers outside `#[test]` fns unwrap and index too; a panic fails the test.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use serde_json::{Value, json};
+use starweaver::durable::{DurableRun, Step};
+use starweaver::testing::TestModel;
+use starweaver::{
+    Agent, CancellationToken, EndStrategy, Error, ModelResponse, RunError, RunStatus, ToolBuilder, ToolContext,
+    ToolError, tool,
+};
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+/// An invoice read from a document.
+struct Invoice {
+    /// Its number, as printed.
+    number: String,
+    total_cents: u64,
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct Refusal {
+    reason: String,
+}
+
+fn invoice_call(id: &str, arguments: Value) -> ModelResponse {
+    TestModel::tool_call_response([call(id, "final_result", arguments)])
+}
+
+#[tokio::test]
+async fn a_typed_output_ends_the_run_with_the_decoded_value() {
+    let model = Arc::new(TestModel::new([invoice_call("c1", json!({"number": "A-7", "total_cents": 1250}))]));
+    let agent = Agent::builder(model.clone()).output_type::<Invoice>().build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "A-7".into(), total_cents: 1250 });
+    assert_eq!(result.output_tool.as_deref(), Some("final_result"));
+    assert_eq!(result.text(), None);
+    // The model sees that the result was taken; the value stays host-only.
+    let ret = &result.messages.to_json()[2]["parts"][0];
+    assert_eq!(ret["content"], "Final result processed.");
+    assert_eq!(ret["value"], json!({"number": "A-7", "total_cents": 1250}));
+    let events: Vec<Value> = result.events.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let complete = events.iter().find(|e| e["type"] == "run_complete").unwrap();
+    assert_eq!((&complete["output"]["number"], &complete["output_tool"]), (&json!("A-7"), &json!("final_result")));
+    // The output tool is offered as tools are, described by the type's doc comment.
+    let offered = &model.requests()[0].tools;
+    assert_eq!(offered.len(), 1);
+    assert_eq!(offered[0].description.as_deref(), Some("An invoice read from a document."));
+    assert_eq!(offered[0].parameters["required"], json!(["number", "total_cents"]));
+}
+
+#[tokio::test]
+async fn a_failed_decode_goes_back_to_the_model_naming_the_field() {
+    let model = Arc::new(TestModel::new([
+        invoice_call("c1", json!({"number": "A-7", "total_cents": "lots"})),
+        invoice_call("c2", json!({"number": "A-7", "total_cents": 5})),
+    ]));
+    let agent = Agent::builder(model.clone()).output_type::<Invoice>().build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap().total_cents, 5);
+    let first = &tool_returns(result.messages.messages())[0];
+    assert!(first.is_error);
+    assert_eq!(first.content["kind"], "invalid_arguments");
+    assert!(first.content["message"].as_str().unwrap().contains("total_cents"), "{}", first.content);
+}
+
+#[tokio::test]
+async fn past_its_retries_the_output_fails_the_run() {
+    let bad = || invoice_call("c", json!({"number": 7}));
+    let model = TestModel::new([bad(), bad(), bad()]);
+    let agent = Agent::builder(model).output_type::<Invoice>().output_retries(1).build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.status, RunStatus::Failed);
+    let Some(RunError::OutputValidation { max_retries, message }) = &result.error else {
+        panic!("expected an output validation error, got {:?}", result.error)
+    };
+    assert_eq!(*max_retries, 1);
+    assert!(message.contains("number"), "{message}");
+    assert!(result.output.is_none());
+}
+
+#[tokio::test]
+async fn a_union_offers_one_output_tool_per_member() {
+    let model = Arc::new(TestModel::new([TestModel::tool_call_response([call(
+        "c1",
+        "final_result_Refusal",
+        json!({"reason": "not an invoice"}),
+    )])]));
+    let agent = Agent::builder(model.clone()).output_type::<Invoice>().output_type::<Refusal>().build().unwrap();
+    let names: Vec<&str> = agent.definitions().iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["final_result_Invoice", "final_result_Refusal"]);
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_tool.as_deref(), Some("final_result_Refusal"));
+    assert_eq!(result.output_as::<Refusal>().unwrap().reason, "not an invoice");
+    assert!(result.output_as::<Invoice>().is_err());
+}
+
+#[tokio::test]
+async fn text_is_refused_unless_the_output_takes_it() {
+    let model = Arc::new(TestModel::new([
+        ModelResponse::text("it is A-7"),
+        invoice_call("c1", json!({"number": "A-7", "total_cents": 1})),
+    ]));
+    let agent = Agent::builder(model.clone()).output_type::<Invoice>().build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap().number, "A-7");
+    let told = &model.requests()[1].messages;
+    let last = serde_json::to_value(told.last().unwrap()).unwrap();
+    assert!(last.to_string().contains("calling `final_result`"), "{last}");
+
+    let model = TestModel::new([ModelResponse::text("no invoice here")]);
+    let agent = Agent::builder(model).output_type::<Invoice>().text_output().build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!((result.text(), result.output_tool.as_deref()), (Some("no invoice here"), None));
+}
+
+#[tokio::test]
+async fn a_type_that_is_not_an_object_is_asked_for_under_response() {
+    let model = Arc::new(TestModel::new([invoice_call("c1", json!({"response": ["a", "b"]}))]));
+    let agent = Agent::builder(model.clone()).output_type::<Vec<String>>().build().unwrap();
+    assert_eq!(agent.definitions()[0].parameters["properties"]["response"]["type"], "array");
+    let result = agent.run("list").await.unwrap();
+    assert_eq!(result.output_as::<Vec<String>>().unwrap(), ["a", "b"]);
+}
+
+fn side_effect(ran: &Counter) -> impl starweaver::Tool {
+    let ran = ran.clone();
+    raw_tool(ToolBuilder::new("notify"), move |_, _| {
+        let ran = ran.clone();
+        async move {
+            ran.bump();
+            Ok(json!("sent"))
+        }
+    })
+}
+
+#[tokio::test]
+async fn early_end_skips_the_other_calls_and_exhaustive_runs_them() {
+    let response = || {
+        TestModel::tool_call_response([
+            call("n1", "notify", json!({})),
+            call("c1", "final_result", json!({"number": "A-7", "total_cents": 1})),
+        ])
+    };
+    for (strategy, runs) in [(EndStrategy::Early, 0), (EndStrategy::Exhaustive, 1)] {
+        let ran = Counter::default();
+        let agent = Agent::builder(TestModel::new([response()]))
+            .tool(side_effect(&ran))
+            .output_type::<Invoice>()
+            .end_strategy(strategy)
+            .build()
+            .unwrap();
+        let result = agent.run("go").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{strategy:?}");
+        assert_eq!(ran.get(), runs, "{strategy:?}");
+        let returns = tool_returns(result.messages.messages());
+        assert_eq!(returns.len(), 2, "every call has a return");
+        let notify = returns.iter().find(|r| &*r.name == "notify").unwrap();
+        match strategy {
+            EndStrategy::Early => assert_eq!(notify.content["kind"], "cancelled"),
+            EndStrategy::Exhaustive => assert_eq!(notify.content, json!("sent")),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_refused_output_lets_the_other_calls_run_and_the_next_output_call_is_tried() {
+    let ran = Counter::default();
+    let model = TestModel::new([TestModel::tool_call_response([
+        call("c1", "final_result", json!({"number": 1})),
+        call("n1", "notify", json!({})),
+        call("c2", "final_result", json!({"number": "B-2", "total_cents": 3})),
+    ])]);
+    let agent = Agent::builder(model).tool(side_effect(&ran)).output_type::<Invoice>().build().unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap().number, "B-2");
+    assert_eq!(ran.get(), 0, "the second output call was taken, so `early` skips the others");
+}
+
+/// Reads the weather into a report; the model fills the parameters.
+#[tool]
+#[allow(clippy::needless_pass_by_value)] // a tool's parameters are decoded, owned values
+fn report(_ctx: &ToolContext, city: String, celsius: f64) -> Result<Value, ToolError> {
+    if celsius < -90.0 {
+        return Err(ToolError::model_retry("no city is that cold: check the reading"));
+    }
+    Ok(json!({ "report": format!("{city}: {celsius} °C") }))
+}
+
+#[tokio::test]
+async fn an_output_function_gives_its_return_value_and_may_ask_again() {
+    let model = Arc::new(TestModel::new([
+        invoice_call("c1", json!({"city": "Oslo", "celsius": -120.0})),
+        invoice_call("c2", json!({"city": "Oslo", "celsius": -3.0})),
+    ]));
+    let agent = Agent::builder(model.clone()).output_function(report_tool()).build().unwrap();
+    assert_eq!(agent.definitions()[0].name, "final_result");
+    let result = agent.run("weather").await.unwrap();
+    assert_eq!(result.output, Some(json!({"report": "Oslo: -3 °C"})));
+    assert_eq!(tool_returns(result.messages.messages())[0].content["kind"], "model_retry");
+}
+
+#[tokio::test]
+async fn validators_may_change_the_output_or_ask_again() {
+    let model = TestModel::new([
+        invoice_call("c1", json!({"number": "a-7", "total_cents": 0})),
+        invoice_call("c2", json!({"number": "a-7", "total_cents": 9})),
+    ]);
+    let agent = Agent::builder(model)
+        .output_type::<Invoice>()
+        .output_validator(|_: ToolContext, output: Value| async move {
+            match output["total_cents"].as_u64() {
+                Some(0) => Err(ToolError::model_retry("an invoice's total is never 0")),
+                _ => Ok(output),
+            }
+        })
+        .output_validator(|_: ToolContext, mut output: Value| async move {
+            output["number"] = json!(output["number"].as_str().unwrap_or_default().to_uppercase());
+            Ok(output)
+        })
+        .build()
+        .unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "A-7".into(), total_cents: 9 });
+    assert!(tool_returns(result.messages.messages())[0].content["message"].as_str().unwrap().contains("never 0"));
+}
+
+#[tokio::test]
+async fn output_tools_are_neither_gated_nor_hooked_and_take_no_other_tools_name() {
+    let model = TestModel::new([invoice_call("c1", json!({"number": "A-7", "total_cents": 1}))]);
+    let agent = Agent::builder(model).output_type::<Invoice>().approval_required_tools(["*"]).build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "`*` gates the tools, not the output");
+
+    let named = raw_tool(ToolBuilder::new("final_result"), |_, _| async { Ok(json!(1)) });
+    let refused = Agent::builder(TestModel::new([])).tool(named).output_type::<Invoice>().build();
+    assert!(matches!(refused, Err(Error::ToolCollision { .. })), "{:?}", refused.err());
+}
+
+#[tokio::test]
+async fn a_durable_run_ends_with_the_same_output() {
+    let script =
+        || [invoice_call("c1", json!({"number": 1})), invoice_call("c2", json!({"number": "A-7", "total_cents": 2}))];
+    let agent = Agent::builder(TestModel::new(script())).output_type::<Invoice>().build().unwrap();
+    let mut run = DurableRun::start(&agent, "read it", "run_1").unwrap();
+    let durable = loop {
+        match run.next_step() {
+            Step::ListTools(task) => run.tools_listed(agent.list_tools(&task).await.unwrap()),
+            Step::RequestModel(task) => run.model_responded(agent.request_model(&task).await.unwrap()),
+            Step::StartCalls(tasks) => {
+                for task in tasks {
+                    let result = agent.run_call("run_1", &task, CancellationToken::default(), None).await;
+                    run.call_finished(task.index, result);
+                }
+            }
+            Step::AwaitCalls => unreachable!("every started call was reported"),
+            Step::Done(result) => break result,
+        }
+    };
+    let local = Agent::builder(TestModel::new(script())).output_type::<Invoice>().build().unwrap();
+    let local = local.run("read it").await.unwrap();
+    assert_eq!((durable.output.clone(), durable.output_tool.clone()), (local.output, local.output_tool));
+    assert_eq!(durable.output_as::<Invoice>().unwrap().total_cents, 2);
+}
+
+#[test]
+fn the_output_tools_definitions_are_snapshotted() {
+    let agent = Agent::builder(TestModel::new([])).output_type::<Invoice>().build().unwrap();
+    let union = Agent::builder(TestModel::new([]))
+        .output_type::<Invoice>()
+        .output_type::<Refusal>()
+        .output_type::<Vec<String>>()
+        .build()
+        .unwrap();
+    let function = Agent::builder(TestModel::new([])).output_function(report_tool()).build().unwrap();
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_json_snapshot!("rust__output_tool_model", agent.definitions());
+        insta::assert_json_snapshot!("rust__output_tool_union", union.definitions());
+        insta::assert_json_snapshot!("rust__output_tool_function", function.definitions());
+    });
+}

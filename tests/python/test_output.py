@@ -1,0 +1,237 @@
+"""DESIGN.md §17 from Python: ``create_agent(output_type=...)`` answers with a validated
+value of that type, given by an output tool call; failures go back to the model, at most
+``output_retries`` times; output validators and end strategies."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from typing import Literal
+
+import pytest
+from conftest import call, returns
+from pydantic import BaseModel
+from snapshot import assert_snapshot
+from typing_extensions import TypedDict
+
+from starweaver import (
+    ModelRetry,
+    OutputValidationError,
+    RegistrationError,
+    ToolContext,
+    create_agent,
+    tool,
+)
+from starweaver.testing import TestModel
+
+
+class Invoice(BaseModel):
+    """An invoice read from a document."""
+
+    number: str
+    total_cents: int
+
+
+class Refusal(BaseModel):
+    reason: str
+
+
+def answers(*calls: dict[str, object]) -> TestModel:
+    """A model that makes each call in its own response, in order."""
+    return TestModel.responses([TestModel.tool_call_response([c]) for c in calls])
+
+
+def final(arguments: dict[str, object], name: str = "final_result", call_id: str = "c") -> dict[str, object]:
+    return call(call_id, name, arguments)
+
+
+def test_a_model_output_is_the_validated_instance() -> None:
+    model = answers(final({"number": "A-7", "total_cents": 1250}))
+    agent = create_agent(model=model, output_type=Invoice)
+    result = agent.run_sync("read it")
+    assert result.status == "completed"
+    assert result.output == Invoice(number="A-7", total_cents=1250)
+    assert isinstance(result.output, Invoice)
+    assert result.output_tool == "final_result"
+    ret = returns(result.messages)[0]
+    assert ret["content"] == "Final result processed."
+    assert ret.get("value") == {"number": "A-7", "total_cents": 1250}
+    [offered] = model.requests[0]["tools"]
+    assert offered["description"] == "An invoice read from a document."
+    assert offered["parameters"]["required"] == ["number", "total_cents"]
+
+
+def test_a_failed_validation_names_the_field_and_past_the_retries_the_run_fails() -> None:
+    model = answers(final({"number": "A-7", "total_cents": "lots"}), final({"number": "A-7", "total_cents": 5}))
+    result = create_agent(model=model, output_type=Invoice).run_sync("read it")
+    assert result.output == Invoice(number="A-7", total_cents=5)
+    first = returns(result.messages)[0]
+    assert first["is_error"]
+    assert "total_cents" in json.dumps(first["content"])
+
+    bad = final({"number": 7})
+    result = create_agent(model=answers(bad, bad, bad), output_type=Invoice, output_retries=1).run_sync("go")
+    assert result.status == "failed"
+    assert isinstance(result.error, OutputValidationError)
+    assert result.error.max_retries == 1
+    assert "total_cents" in str(result.error)
+    assert result.output is None
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Address(TypedDict):
+    city: str
+    zip: str
+
+
+@pytest.mark.parametrize(
+    ("output_type", "arguments", "expected"),
+    [
+        (Point, {"x": 1, "y": 2}, Point(1, 2)),
+        (Address, {"city": "Oslo", "zip": "0150"}, {"city": "Oslo", "zip": "0150"}),
+        (int, {"response": 42}, 42),
+        (list[str], {"response": ["a", "b"]}, ["a", "b"]),
+        (dict[str, int], {"response": {"a": 1}}, {"a": 1}),
+        (Literal["yes", "no"], {"response": "no"}, "no"),
+    ],
+)
+def test_every_kind_of_type_can_be_the_output(
+    output_type: object, arguments: dict[str, object], expected: object
+) -> None:
+    model = answers(final(arguments))
+    result = create_agent(model=model, output_type=output_type).run_sync("go")
+    assert result.status == "completed", result.error
+    assert result.output == expected
+    assert type(result.output) is type(expected)
+
+
+def test_a_union_offers_one_tool_per_member_and_str_lets_text_answer() -> None:
+    model = answers(final({"reason": "not an invoice"}, name="final_result_Refusal"))
+    agent = create_agent(model=model, output_type=Invoice | Refusal)
+    assert [d.name for d in agent.definitions] == ["final_result_Invoice", "final_result_Refusal"]
+    result = agent.run_sync("read it")
+    assert result.output == Refusal(reason="not an invoice")
+    assert result.output_tool == "final_result_Refusal"
+
+    text = create_agent(model=TestModel.responses([{"text": "nothing to read"}]), output_type=Invoice | str)
+    assert text.run_sync("read it").output == "nothing to read"
+
+
+def test_text_is_refused_when_the_output_does_not_take_it() -> None:
+    model = TestModel.responses(
+        [{"text": "A-7"}, TestModel.tool_call_response([final({"number": "A-7", "total_cents": 1})])]
+    )
+    result = create_agent(model=model, output_type=Invoice).run_sync("read it")
+    assert result.output == Invoice(number="A-7", total_cents=1)
+    assert "final_result" in json.dumps(model.requests[1]["messages"][-1])
+
+
+def test_an_output_function_gives_its_return_and_may_ask_again() -> None:
+    seen: list[object] = []
+
+    def weather(ctx: ToolContext, city: str, celsius: float) -> Point:
+        """A weather report."""
+        seen.append(ctx.deps)
+        if celsius < -90:
+            raise ModelRetry("no city is that cold")
+        return Point(round(celsius), len(city))
+
+    model = answers(final({"city": "Oslo", "celsius": -120}), final({"city": "Oslo", "celsius": -3}))
+    result = create_agent(model=model, output_type=weather, dependencies="deps").run_sync("weather")
+    assert result.output == Point(-3, 4)
+    assert seen == ["deps", "deps"]
+    assert returns(result.messages)[0]["content"]["kind"] == "model_retry"
+
+
+def test_validators_sync_async_and_decorated_may_change_the_output_or_ask_again() -> None:
+    def positive(ctx: ToolContext, output: Invoice) -> Invoice:
+        if output.total_cents == 0:
+            raise ModelRetry("an invoice's total is never 0")
+        return output
+
+    model = answers(final({"number": "a-7", "total_cents": 0}), final({"number": "a-7", "total_cents": 9}))
+    agent = create_agent(model=model, output_type=Invoice, output_validators=[positive])
+
+    @agent.output_validator
+    async def upper(ctx: ToolContext, output: Invoice) -> Invoice:
+        await asyncio.sleep(0)
+        return output.model_copy(update={"number": output.number.upper()})
+
+    result = agent.run_sync("read it")
+    assert result.output == Invoice(number="A-7", total_cents=9)
+    assert "never 0" in json.dumps(returns(result.messages)[0]["content"])
+
+    with pytest.raises(RegistrationError, match="output_type"):
+        create_agent(model=TestModel.responses([]), output_validators=[positive])
+    with pytest.raises(RegistrationError, match="output_type"):
+        create_agent(model=TestModel.responses([])).output_validator(positive)
+
+
+@pytest.mark.parametrize(("end_strategy", "runs"), [("early", 0), ("exhaustive", 1)])
+def test_the_end_strategy_says_whether_the_other_calls_run(
+    end_strategy: Literal["early", "exhaustive"], runs: int
+) -> None:
+    ran: list[str] = []
+
+    @tool
+    def notify() -> str:
+        """Sends a notice."""
+        ran.append("notify")
+        return "sent"
+
+    response = TestModel.tool_call_response([call("n", "notify"), final({"number": "A", "total_cents": 1})])
+    agent = create_agent(
+        model=TestModel.responses([response]), tools=[notify], output_type=Invoice, end_strategy=end_strategy
+    )
+    result = agent.run_sync("go")
+    assert result.output == Invoice(number="A", total_cents=1)
+    assert len(ran) == runs
+    assert len(returns(result.messages)) == 2
+
+
+def test_a_stream_and_a_resumed_session_end_with_the_typed_output() -> None:
+    async def streamed() -> None:
+        agent = create_agent(model=answers(final({"number": "S", "total_cents": 2})), output_type=Invoice)
+        stream = agent.run_stream("go")
+        kinds = [event["type"] async for event in stream]
+        assert kinds[-1] == "run_complete"
+        assert (await stream.result()).output == Invoice(number="S", total_cents=2)
+
+    asyncio.run(streamed())
+
+    @tool
+    def deploy(env: str) -> str:
+        """Deploys."""
+        return env
+
+    model = TestModel.responses(
+        [
+            TestModel.tool_call_response([call("d", "deploy", {"env": "prod"})]),
+            TestModel.tool_call_response([final({"number": "H", "total_cents": 3})]),
+        ]
+    )
+    agent = create_agent(model=model, tools=[deploy], output_type=Invoice, approval_required_tools=["deploy"])
+    session = agent.session()
+    waiting = session.run_sync("deploy")
+    assert waiting.status == "waiting"
+    restored = agent.session(session.export_state())
+    assert restored.pending is not None
+    done = asyncio.run(restored.hitl.resume(approvals=[restored.pending.approvals[0].approve()]))
+    assert done.output == Invoice(number="H", total_cents=3)
+
+
+def test_the_output_tools_definitions_are_snapshotted() -> None:
+    def report(city: str, celsius: float) -> str:
+        """Reads the weather into a report; the model fills the parameters."""
+        return f"{city}: {celsius}"
+
+    for label, output_type in [("model", Invoice), ("union", Invoice | Refusal | list[str]), ("function", report)]:
+        agent = create_agent(model=TestModel.responses([]), output_type=output_type)
+        body = json.dumps([d.to_dict() for d in agent.definitions], indent=2, ensure_ascii=False)
+        assert_snapshot(f"python__output_tool_{label}", body, "tests/python/test_output.py")
