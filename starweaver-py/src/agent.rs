@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::{Agent, ApprovalRule, CancellationToken, Dependencies, HitlDecisions, Model, RunOptions, Session};
+use starweaver::{Agent, ApprovalRule, CancellationToken, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::RustFuture;
 use crate::convert;
@@ -19,7 +19,7 @@ use crate::provider::PyProviderModel;
 use crate::result::result_to_py;
 use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
-use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
+use crate::tool::{PyNativeTool, PyToolDefinition, py_deps};
 use crate::toolset::PyToolset;
 
 /// An agent: a model, tools, instructions and an approval policy.
@@ -76,7 +76,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -88,7 +88,7 @@ impl PyAgent {
         #[gen_stub(override_type(type_repr = "builtins.int | ConcurrencyLimit | None", imports = ("builtins",)))]
         max_concurrency: Option<MaxConcurrency>,
         max_steps: Option<u32>,
-        dependencies: Option<Py<PyAny>>,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         session_store: Option<Bound<'_, PySessionStore>>,
         require_parameter_descriptions: bool,
         #[gen_stub(override_type(
@@ -140,8 +140,8 @@ impl PyAgent {
             builder = builder.max_return_chars(max);
         }
         builder = builder.hooks(hook_list(hooks));
-        if let Some(deps) = dependencies {
-            builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
+        if let Some(deps) = deps {
+            builder = builder.dependencies(py_deps(deps));
         }
         if let Some(handler) = elicitation_handler {
             builder = builder.elicitation_handler(crate::tool::PyElicitationHandler(handler));
@@ -154,36 +154,39 @@ impl PyAgent {
         Ok(Self { agent: builder.build().into_py_result(py)?, store })
     }
 
-    /// Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
-    /// added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt` in a fresh session; await the result. `deps` replace the agent's for
+    /// this run, and `tools` and `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(
         &self,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> RustFuture {
         let agent = self.agent.clone();
-        let (options, cancellation) = run_options(tools, toolsets, usage_limits, hooks);
+        let (options, cancellation) = run_options(deps, tools, toolsets, usage_limits, hooks);
         let run = async move { result_to_py(agent.run_with(prompt, options).await) };
         RustFuture::new(run.boxed(), Some(cancellation))
     }
 
-    /// Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
-    /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt` in a fresh session, yielding its events as they happen; `deps`
+    /// replace the agent's for this run, and `tools` and `toolsets` are added for this run
+    /// only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     fn run_stream(
         &self,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyRunStream {
-        let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
+        let (options, _) = run_options(deps, tools, toolsets, usage_limits, hooks);
         PyRunStream::new(self.agent.run_stream_with(prompt, options))
     }
 
@@ -228,9 +231,10 @@ impl PyAgent {
 #[pyclass(module = "starweaver._native", name = "NativeSession", frozen)]
 pub struct PySession(Arc<tokio::sync::Mutex<Session>>);
 
-/// A run's options from Python: its own tools and toolsets, and a cancellation the
+/// A run's options from Python: its own deps, tools and toolsets, and a cancellation the
 /// awaiting Task triggers.
 fn run_options(
+    deps: Option<Py<PyAny>>,
     tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
     toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
     usage_limits: Option<PyRef<'_, PyUsageLimits>>,
@@ -239,11 +243,11 @@ fn run_options(
     let cancellation = CancellationToken::new();
     let options = RunOptions {
         cancellation: Some(cancellation.clone()),
+        dependencies: deps.map(py_deps),
         tools: tools.unwrap_or_default().iter().map(|t| t.tool.clone() as Arc<dyn starweaver::Tool>).collect(),
         toolsets: toolsets.unwrap_or_default().iter().map(|t| t.0.clone()).collect(),
         usage_limits: usage_limits.map(|limits| limits.0),
         hooks: hook_list(hooks),
-        ..RunOptions::default()
     };
     (options, cancellation)
 }
@@ -274,43 +278,47 @@ impl PySession {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PySession {
-    /// Runs `prompt`, continuing the conversation; await the result. `tools` and
-    /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt`, continuing the conversation; await the result. `deps` replace the
+    /// agent's for this run, and `tools` and `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run(
         &self,
         py: Python<'_>,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<RustFuture> {
-        self.start(py, Action::Run(prompt), run_options(tools, toolsets, usage_limits, hooks))
+        self.start(py, Action::Run(prompt), run_options(deps, tools, toolsets, usage_limits, hooks))
     }
 
-    /// Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
-    /// for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt`, yielding its events as they happen; `deps` replace the agent's for
+    /// this run, and `tools` and `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run_stream(
         &self,
         py: Python<'_>,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<PyRunStream> {
         let session = self.0.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
+        let (options, _) = run_options(deps, tools, toolsets, usage_limits, hooks);
         Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options)))
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
-    /// `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
+    /// `deps`, `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
     /// run's are (give the ones it was started with, so its calls meet the same tools and hooks).
-    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     #[allow(clippy::too_many_arguments)]
     fn resume(
@@ -319,13 +327,14 @@ impl PySession {
         approvals: Option<Vec<Bound<'_, PyAny>>>,
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
         elicitations: Option<Vec<Bound<'_, PyAny>>>,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
-        self.start(py, Action::Resume(decisions), run_options(tools, toolsets, usage_limits, hooks))
+        self.start(py, Action::Resume(decisions), run_options(deps, tools, toolsets, usage_limits, hooks))
     }
 
     /// What the waiting run needs, or `None` when no run waits.

@@ -1,6 +1,7 @@
 //! What a run returns, for Python: `RunResult` and its `Usage`.
 
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::{Event, History, RunResult};
 
@@ -26,8 +27,6 @@ pub struct PyRunResult {
     run_id: String,
     status: &'static str,
     finish_reason: Option<&'static str>,
-    /// The final answer, when completed.
-    #[pyo3(get)]
     output: Option<String>,
     /// Why the run failed, as the exception named for it; `error` and `exception` give it.
     error: Option<Py<PyAny>>,
@@ -64,6 +63,13 @@ impl PyRunResult {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyRunResult {
+    /// The final answer, when completed.
+    #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.OutputT | None", imports = ("starweaver.types",)))]
+    fn output(&self) -> Option<&str> {
+        self.output.as_deref()
+    }
+
     /// How it ended: `"completed"`, `"waiting"`, `"failed"` or `"cancelled"`.
     #[getter]
     #[gen_stub(override_return_type(
@@ -122,6 +128,14 @@ impl PyRunResult {
             Some(exception) => Err(PyErr::from_value(exception.bind(py).clone())),
             None => Ok(()),
         }
+    }
+
+    /// `RunResult[str]` at runtime; the stub's `typing.Generic` says what it means to type
+    /// checkers.
+    #[classmethod]
+    #[gen_stub(skip)]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        convert::generic_alias(cls, item)
     }
 
     fn __repr__(&self) -> String {

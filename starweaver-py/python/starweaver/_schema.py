@@ -82,6 +82,8 @@ def _invalid(error: pydantic.ValidationError) -> InvalidArguments:
 
 
 def _is_context(annotation: object) -> bool:
+    # `ToolContext[MyDeps]` is a generic alias, whose origin is the class.
+    annotation = typing.get_origin(annotation) or annotation
     return isinstance(annotation, type) and issubclass(annotation, ToolContext)
 
 
