@@ -70,10 +70,12 @@ ruff: install  ## ruff format --check and ruff check on the Python code (no buil
 	$(BIN)/ruff check $(PYTHON_SOURCES)
 
 .PHONY: lint-python
-lint-python: ruff stubs build-dev  ## ruff, then stubs fresh, stubtest, mypy --strict and pyright on the package and tests/typing; mypy --strict on the Python tests
+lint-python: ruff stubs build-dev  ## ruff, then stubs fresh, stubtest, mypy --strict (and --disallow-any-expr on tests/typing/json_use.py) and pyright on the package and tests/typing; mypy --strict on the Python tests
 	git diff --exit-code -- stubs/ || (echo "stubs/ is stale: run 'make stubs' and commit" && exit 1)
 	$(BIN)/python -m mypy.stubtest starweaver._native --allowlist stubs/stubtest-allowlist.txt
-	$(BIN)/mypy --strict starweaver-py/python/starweaver tests/typing/public_api.py tests/typing/check_misuse.py
+	$(BIN)/mypy --strict starweaver-py/python/starweaver tests/typing/public_api.py tests/typing/typed_agents.py tests/typing/check_misuse.py
+	@# The JSON the API hands out is typed all the way: ordinary use of it meets no `Any`.
+	$(BIN)/mypy --strict --disallow-any-expr tests/typing/json_use.py
 	$(BIN)/mypy --strict --warn-unused-ignores tests/python
 	$(BIN)/pyright
 	$(BIN)/python tests/typing/check_misuse.py

@@ -23,12 +23,13 @@ from _common import (
 
 from starweaver import Hooks, ToolCall, ToolContext, ToolResult, create_agent, tool
 from starweaver.testing import FunctionModel, Messages
+from starweaver.types import FunctionModelInfo
 
 
 def one_response(count: int) -> FunctionModel:
     calls = {"tool_calls": [{"id": f"c{i}", "name": "add", "arguments": {"a": i, "b": 1}} for i in range(count)]}
 
-    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def model(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         return calls if info["step"] == 1 else {"text": "done"}
 
     return FunctionModel(model)
@@ -76,7 +77,7 @@ def p3() -> None:
 
 
 def steps_model(steps: int) -> FunctionModel:
-    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def model(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         step = info["step"]
         if step > steps:
             return {"text": "done"}
@@ -108,7 +109,7 @@ def p6() -> None:
     tools = [sleeper(i) for i in range(SLEEPERS)]
     calls = {"tool_calls": [{"id": f"c{i}", "name": f"nap_{i}", "arguments": {}} for i in range(SLEEPERS)]}
 
-    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def model(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         return calls if info["step"] == 1 else {"text": "done"}
 
     agent = create_agent(model=FunctionModel(model), tools=tools)
@@ -161,7 +162,7 @@ def p15() -> None:
 
         return index
 
-    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def model(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         call = {"id": "c1", "name": "index", "arguments": {}}
         return {"tool_calls": [call]} if info["step"] == 1 else {"text": "done"}
 

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::{
-    Agent, ApprovalRule, CancellationToken, Dependencies, EndStrategy, HitlDecisions, Model, RunOptions, Session,
-};
+use starweaver::{Agent, ApprovalRule, CancellationToken, EndStrategy, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::RustFuture;
 use crate::convert;
@@ -22,7 +20,7 @@ use crate::provider::PyProviderModel;
 use crate::result::result_to_py;
 use crate::store::{PyMemorySessionStore, PySessionStore};
 use crate::stream::PyRunStream;
-use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
+use crate::tool::{PyNativeTool, PyToolDefinition, py_deps};
 use crate::toolset::PyToolset;
 
 /// An agent: a model, tools, instructions and an approval policy.
@@ -81,7 +79,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, dependencies=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -93,7 +91,7 @@ impl PyAgent {
         #[gen_stub(override_type(type_repr = "builtins.int | ConcurrencyLimit | None", imports = ("builtins",)))]
         max_concurrency: Option<MaxConcurrency>,
         max_steps: Option<u32>,
-        dependencies: Option<Py<PyAny>>,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         session_store: Option<Bound<'_, PySessionStore>>,
         require_parameter_descriptions: bool,
         #[gen_stub(override_type(
@@ -178,8 +176,8 @@ impl PyAgent {
         if let Some(check) = output_check {
             builder = builder.output_validator(PyOutputCheck(check));
         }
-        if let Some(deps) = dependencies {
-            builder = builder.dependencies(Dependencies::new().with(PyDependencies(deps)));
+        if let Some(deps) = deps {
+            builder = builder.dependencies(py_deps(deps));
         }
         if let Some(handler) = elicitation_handler {
             builder = builder.elicitation_handler(crate::tool::PyElicitationHandler(handler));
@@ -193,36 +191,39 @@ impl PyAgent {
         Ok(Self { agent: builder.build().into_py_result(py)?, decoder, store })
     }
 
-    /// Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
-    /// added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt` in a fresh session; await the result. `deps` replace the agent's for
+    /// this run, and `tools` and `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     fn run(
         &self,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> RustFuture {
         let (agent, decoder) = (self.agent.clone(), self.decoder.clone());
-        let (options, cancellation) = run_options(tools, toolsets, usage_limits, hooks);
+        let (options, cancellation) = run_options(deps, tools, toolsets, usage_limits, hooks);
         let run = async move { result_to_py(agent.run_with(prompt, options).await, decoder.as_ref()) };
         RustFuture::new(run.boxed(), Some(cancellation))
     }
 
-    /// Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
-    /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt` in a fresh session, yielding its events as they happen; `deps`
+    /// replace the agent's for this run, and `tools` and `toolsets` are added for this run
+    /// only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     fn run_stream(
         &self,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyRunStream {
-        let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
+        let (options, _) = run_options(deps, tools, toolsets, usage_limits, hooks);
         PyRunStream::new(self.agent.run_stream_with(prompt, options), self.decoder.clone())
     }
 
@@ -270,9 +271,10 @@ pub struct PySession {
     decoder: Option<Decoder>,
 }
 
-/// A run's options from Python: its own tools and toolsets, and a cancellation the
+/// A run's options from Python: its own deps, tools and toolsets, and a cancellation the
 /// awaiting Task triggers.
 fn run_options(
+    deps: Option<Py<PyAny>>,
     tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
     toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
     usage_limits: Option<PyRef<'_, PyUsageLimits>>,
@@ -281,11 +283,11 @@ fn run_options(
     let cancellation = CancellationToken::new();
     let options = RunOptions {
         cancellation: Some(cancellation.clone()),
+        dependencies: deps.map(py_deps),
         tools: tools.unwrap_or_default().iter().map(|t| t.tool.clone() as Arc<dyn starweaver::Tool>).collect(),
         toolsets: toolsets.unwrap_or_default().iter().map(|t| t.0.clone()).collect(),
         usage_limits: usage_limits.map(|limits| limits.0),
         hooks: hook_list(hooks),
-        ..RunOptions::default()
     };
     (options, cancellation)
 }
@@ -317,43 +319,47 @@ impl PySession {
 #[gen_stub_pymethods]
 #[pymethods]
 impl PySession {
-    /// Runs `prompt`, continuing the conversation; await the result. `tools` and
-    /// `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt`, continuing the conversation; await the result. `deps` replace the
+    /// agent's for this run, and `tools` and `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run(
         &self,
         py: Python<'_>,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<RustFuture> {
-        self.start(py, Action::Run(prompt), run_options(tools, toolsets, usage_limits, hooks))
+        self.start(py, Action::Run(prompt), run_options(deps, tools, toolsets, usage_limits, hooks))
     }
 
-    /// Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
-    /// for this run only.
-    #[pyo3(signature = (prompt, *, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    /// Runs `prompt`, yielding its events as they happen; `deps` replace the agent's for
+    /// this run, and `tools` and `toolsets` are added for this run only.
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run_stream(
         &self,
         py: Python<'_>,
         prompt: String,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<PyRunStream> {
         let session = self.session.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let (options, _) = run_options(tools, toolsets, usage_limits, hooks);
+        let (options, _) = run_options(deps, tools, toolsets, usage_limits, hooks);
         Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options), self.decoder.clone()))
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
-    /// `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
+    /// `deps`, `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
     /// run's are (give the ones it was started with, so its calls meet the same tools and hooks).
-    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     #[allow(clippy::too_many_arguments)]
     fn resume(
@@ -362,13 +368,14 @@ impl PySession {
         approvals: Option<Vec<Bound<'_, PyAny>>>,
         deferred_results: Option<Vec<Bound<'_, PyAny>>>,
         elicitations: Option<Vec<Bound<'_, PyAny>>>,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
-        self.start(py, Action::Resume(decisions), run_options(tools, toolsets, usage_limits, hooks))
+        self.start(py, Action::Resume(decisions), run_options(deps, tools, toolsets, usage_limits, hooks))
     }
 
     /// What the waiting run needs, or `None` when no run waits.

@@ -257,3 +257,13 @@ pub(crate) fn to_json_object(value: &Bound<'_, PyAny>, what: &str) -> Result<Map
         other => Err(ConvertError::new(format!("`{what}` must be a dict, got {}", starweaver::json::kind_of(&other)))),
     }
 }
+
+/// `cls[item]` as `types.GenericAlias` makes it: the `__class_getitem__` of a class the stub
+/// declares generic, so an annotation such as `ToolContext[MyDeps]` also evaluates.
+pub(crate) fn generic_alias<'py>(
+    cls: &Bound<'py, pyo3::types::PyType>,
+    item: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = cls.py();
+    py.import(pyo3::intern!(py, "types"))?.getattr(pyo3::intern!(py, "GenericAlias"))?.call1((cls, item))
+}

@@ -63,6 +63,7 @@ macro_rules! pending_methods {
             }
             /// The call's arguments.
             #[getter]
+            #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
             fn arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
                 convert::to_py(py, &self.0.arguments)
             }
@@ -73,6 +74,7 @@ macro_rules! pending_methods {
             }
             /// Context for whoever decides.
             #[getter]
+            #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
             fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
                 convert::to_py(py, &Value::Object(self.0.metadata.clone()))
             }
@@ -139,6 +141,7 @@ pending_methods!(PyPendingElicitation, {
 
     /// The JSON schema of the answer (an object of primitive properties).
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &self.0.schema)
     }
@@ -187,6 +190,7 @@ impl PyElicitationResponse {
     }
     /// The accepted value, or `None`.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject | None", imports = ("starweaver.types",)))]
     fn content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         match &self.0.answer {
             ElicitAnswer::Accept { content } => convert::to_py(py, &Value::Object(content.clone())).map(Some),
@@ -194,6 +198,7 @@ impl PyElicitationResponse {
         }
     }
     /// As canonical JSON (a dict).
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::serialize_to_py(py, &self.0)
     }
@@ -233,15 +238,18 @@ impl PyApprovalDecision {
     }
     /// Arguments to run with instead of the model's.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn override_arguments<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         convert::optional_to_py(py, self.0.override_arguments.as_ref())
     }
     /// Extra data recorded with the decision.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &Value::Object(self.0.metadata.clone()))
     }
     /// As canonical JSON (a dict).
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::serialize_to_py(py, &self.0)
     }
@@ -273,6 +281,7 @@ impl PyDeferredResult {
         }
     }
     /// As canonical JSON (a dict).
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::serialize_to_py(py, &self.0)
     }

@@ -49,7 +49,7 @@ impl PyToolCall {
     /// The arguments, as earlier hooks left them (a fresh dict per call: changing it
     /// changes nothing unless `before_call` returns it).
     #[getter]
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn arguments(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.arguments
             .get_or_try_init(py, || convert::to_py(py, &self.json).map(Bound::unbind))

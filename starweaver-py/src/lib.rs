@@ -81,4 +81,26 @@ mod _native {
 
 pyo3_stub_gen::module_variable!("starweaver._native", "__version__", &str);
 pyo3_stub_gen::module_variable!("starweaver._native", "PROVIDERS", Vec<String>);
-pyo3_stub_gen::define_stub_info_gatherer!(stub_info);
+pyo3_stub_gen::define_stub_info_gatherer!(gathered_stub_info);
+
+/// The classes the stub declares generic, with their type parameters (the `TypeVar`s of
+/// `starweaver.types`, whose defaults make a bare `ToolContext` a `ToolContext[None]`).
+const GENERIC_CLASSES: [(&str, &str); 3] =
+    [("ToolContext", "types.DepsT"), ("RunResult", "types.OutputT"), ("RunStream", "types.OutputT")];
+
+/// The stub of `_native`: what the `#[gen_stub_*]` annotations gather, with a
+/// `typing.Generic` base on the generic classes, which pyo3-stub-gen cannot declare.
+///
+/// # Errors
+/// When the annotations cannot be gathered (pyo3-stub-gen's errors).
+pub fn stub_info() -> pyo3_stub_gen::Result<pyo3_stub_gen::StubInfo> {
+    let mut info = gathered_stub_info()?;
+    for class in info.modules.values_mut().flat_map(|module| module.class.values_mut()) {
+        if let Some((_, parameter)) = GENERIC_CLASSES.iter().find(|(name, _)| *name == class.name) {
+            let mut base = pyo3_stub_gen::TypeInfo::unqualified(&format!("typing.Generic[{parameter}]"));
+            base.import.extend(["typing".into(), "starweaver.types".into()]);
+            class.bases.push(base);
+        }
+    }
+    Ok(info)
+}

@@ -160,6 +160,7 @@ impl Messages {
         self.0.len()
     }
 
+    #[gen_stub(override_return_type(type_repr = "types.Message", imports = ("starweaver.types",)))]
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
         // A negative index counts from the end, as in a list.
         let at = if index < 0 { self.0.len().checked_sub(index.unsigned_abs()) } else { usize::try_from(index).ok() };
@@ -170,7 +171,7 @@ impl Messages {
     }
 
     /// Every message, as a list of dicts.
-    #[gen_stub(override_return_type(type_repr = "list[dict[str, typing.Any]]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "list[types.Message]", imports = ("starweaver.types",)))]
     fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, self.0.iter().map(|m| convert::serialize_to_py(py, &**m)).collect::<PyResult<Vec<_>>>()?)
     }

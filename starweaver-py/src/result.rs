@@ -1,6 +1,7 @@
 //! What a run returns, for Python: `RunResult` and its `Usage`.
 
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::{Event, History, RunResult};
 
@@ -71,7 +72,7 @@ impl PyRunResult {
     /// The final answer, when completed: the text, or a value of the agent's output type
     /// (`create_agent(output_type=...)`); `None` otherwise.
     #[getter]
-    #[gen_stub(override_return_type(type_repr = "typing.Any", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "types.OutputT | None", imports = ("starweaver.types",)))]
     fn output(&self, py: Python<'_>) -> Py<PyAny> {
         self.output.clone_ref(py)
     }
@@ -134,6 +135,14 @@ impl PyRunResult {
             Some(exception) => Err(PyErr::from_value(exception.bind(py).clone())),
             None => Ok(()),
         }
+    }
+
+    /// `RunResult[str]` at runtime; the stub's `typing.Generic` says what it means to type
+    /// checkers.
+    #[classmethod]
+    #[gen_stub(skip)]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        convert::generic_alias(cls, item)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

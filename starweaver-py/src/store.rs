@@ -20,7 +20,7 @@ pub struct PySessionStore(pub(crate) Arc<dyn SessionStore>);
 #[pymethods]
 impl PySessionStore {
     /// The stored state of session `session_id` (as `export_state()` gives it), or `None`.
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any] | None", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "types.SessionState | None", imports = ("starweaver.types",)))]
     fn load<'py>(&self, py: Python<'py>, session_id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let stored = self.0.load(session_id).into_py_result(py)?;
         stored.map(|s| convert::to_py(py, &s.state)).transpose()

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use futures::{FutureExt, StreamExt};
 use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration};
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::{CancellationToken, RunStream};
 
@@ -69,7 +70,7 @@ impl PyRunStream {
     }
 
     /// Finishes the run (events not yet read stay in the result's `events`) and returns it.
-    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult[types.OutputT]]", imports = ("typing", "starweaver.types")))]
     fn result(&self) -> RustFuture {
         let (stream, decoder) = (self.stream.clone(), self.decoder.clone());
         let result = async move {
@@ -79,6 +80,14 @@ impl PyRunStream {
             result_to_py(run.result().await, decoder.as_ref())
         };
         RustFuture::new(result.boxed(), Some(self.cancellation.clone()))
+    }
+
+    /// `RunStream[str]` at runtime; the stub's `typing.Generic` says what it means to type
+    /// checkers.
+    #[classmethod]
+    #[gen_stub(skip)]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        convert::generic_alias(cls, item)
     }
 
     /// Cancels the run: its tools see `ctx.is_cancelled()`, and the stream ends with the

@@ -7,7 +7,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyType};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::{Map, Value};
 use starweaver::hitl::ApprovalDecision;
@@ -114,6 +114,7 @@ impl PyToolDefinition {
 
     /// The JSON Schema of the arguments.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &self.0.parameters)
     }
@@ -174,13 +175,14 @@ impl PyToolDefinition {
     /// The JSON Schema of the value the tool returns, if it declares one (never sent to
     /// models; served over MCP as `outputSchema`).
     #[getter]
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any] | None", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject | None", imports = ("starweaver.types",)))]
     fn return_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.0.return_schema.as_ref().map(|schema| convert::to_py(py, schema)).transpose()
     }
 
     /// Model-facing metadata.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &Value::Object(self.0.metadata.clone()))
     }
@@ -190,7 +192,7 @@ impl PyToolDefinition {
     /// strict when the schema can be); `True` forces strict, `False` lax. Raises
     /// `RenderError` naming what stands in the way.
     #[pyo3(signature = (provider, *, strict=None))]
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn render<'py>(&self, py: Python<'py>, provider: &str, strict: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
         crate::render::render_definition(py, &self.0, provider, strict)
     }
@@ -256,36 +258,42 @@ impl PyToolResult {
 
     /// The tool's value.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn value<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &self.0.value)
     }
 
     /// What the model sees instead of the value, if set.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn model_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         convert::optional_to_py(py, self.0.model_content.as_ref())
     }
 
     /// For application code.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn app_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         convert::optional_to_py(py, self.0.app_value.as_ref())
     }
 
     /// For the user interface.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn user_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         convert::optional_to_py(py, self.0.user_content.as_ref())
     }
 
     /// Public tool-return metadata.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         convert::to_py(py, &Value::Object(self.0.metadata.clone()))
     }
 
     /// Host-only debugging data.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn private_metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         convert::optional_to_py(py, self.0.private_metadata.as_ref())
     }
@@ -297,7 +305,12 @@ impl PyToolResult {
 pub struct PyToolContext(pub(crate) ToolContext);
 
 /// The application's dependencies object, as tools see it.
-pub(crate) struct PyDependencies(pub(crate) Py<PyAny>);
+struct PyDependencies(Py<PyAny>);
+
+/// `deps` (of an agent, a run or a served module) as the runtime carries them to tools.
+pub(crate) fn py_deps(deps: Py<PyAny>) -> Dependencies {
+    Dependencies::new().with(PyDependencies(deps))
+}
 
 #[gen_stub_pymethods]
 #[pymethods]
@@ -310,7 +323,7 @@ impl PyToolContext {
     fn detached(tool_name: &str, deps: Option<Py<PyAny>>, approval: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let mut context = ToolContext::detached(tool_name);
         if let Some(deps) = deps {
-            context = context.with_dependencies(Dependencies::new().with(PyDependencies(deps)));
+            context = context.with_dependencies(py_deps(deps));
         }
         let decision = match approval {
             None => None,
@@ -383,10 +396,20 @@ impl PyToolContext {
         self.0.approval().cloned().map(PyApprovalDecision)
     }
 
-    /// The dependencies object given to `create_agent(dependencies=...)`, or `None`.
+    /// The dependencies object: the run's `deps`, else the agent's
+    /// (`create_agent(deps=...)`), or `None`.
     #[getter]
+    #[gen_stub(override_return_type(type_repr = "types.DepsT", imports = ("starweaver.types",)))]
     fn deps(&self, py: Python<'_>) -> Py<PyAny> {
         self.0.dependency::<PyDependencies>().map_or_else(|| py.None(), |d| d.0.clone_ref(py))
+    }
+
+    /// `ToolContext[MyDeps]` at runtime (an annotation read without postponed evaluation);
+    /// the stub's `typing.Generic` says what it means to type checkers.
+    #[classmethod]
+    #[gen_stub(skip)]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        convert::generic_alias(cls, item)
     }
 
     /// Whether the runtime asked this call to stop.

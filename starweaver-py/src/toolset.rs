@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::mcp::{McpHandle, McpServer, McpService};
-use starweaver::{Dependencies, DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext, ToolsetError};
+use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext, ToolsetError};
 
 use crate::bridge::PyAwait;
 use crate::bridge::RustFuture;
@@ -17,7 +17,7 @@ use crate::errors::{self, IntoPyResult};
 use crate::hooks::{PyNativeHooks, hook_list};
 use crate::limits::MaxConcurrency;
 use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
-use crate::tool::{PyDependencies, PyNativeTool, PyToolDefinition};
+use crate::tool::{PyNativeTool, PyToolDefinition, py_deps};
 
 /// A named group of tools with an id. Use `starweaver.toolsets`.
 #[gen_stub_pyclass]
@@ -359,10 +359,10 @@ pub struct PyMcpService {
 impl PyMcpService {
     /// Raises `RegistrationError` for an invalid tool or two tools of one name, two
     /// resources of one URI, two templates alike or two prompts of one name. The tools get
-    /// `dependencies` as `ctx.deps`, as in an agent.
+    /// `deps` as `ctx.deps`, as in an agent.
     #[new]
     #[pyo3(signature = (
-        name, tools, *, toolsets=None, approval_required_tools=None, dependencies=None,
+        name, tools, *, toolsets=None, approval_required_tools=None, deps=None,
         resources=None, resource_templates=None, prompts=None, hooks=None,
     ))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
@@ -372,15 +372,15 @@ impl PyMcpService {
         tools: Vec<PyRef<'_, PyNativeTool>>,
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         approval_required_tools: Option<Vec<String>>,
-        dependencies: Option<Py<PyAny>>,
+        #[gen_stub(override_type(type_repr = "object", imports = ()))] deps: Option<Py<PyAny>>,
         resources: Option<Vec<PyRef<'_, PyMcpResource>>>,
         resource_templates: Option<Vec<PyRef<'_, PyMcpResourceTemplate>>>,
         prompts: Option<Vec<PyRef<'_, PyMcpPrompt>>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
     ) -> PyResult<Self> {
         let mut builder = McpService::builder(name).hooks(hook_list(hooks));
-        if let Some(dependencies) = dependencies {
-            builder = builder.dependencies(Dependencies::new().with(PyDependencies(dependencies)));
+        if let Some(deps) = deps {
+            builder = builder.dependencies(py_deps(deps));
         }
         for tool in tools {
             builder = builder.shared_tool(tool.tool.clone());

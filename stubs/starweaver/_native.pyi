@@ -86,16 +86,16 @@ class ApprovalDecision:
         Why (shown to the model on a denial).
         """
     @property
-    def override_arguments(self) -> typing.Optional[typing.Any]:
+    def override_arguments(self) -> types.JsonValue:
         r"""
         Arguments to run with instead of the model's.
         """
     @property
-    def metadata(self) -> typing.Any:
+    def metadata(self) -> types.JsonObject:
         r"""
         Extra data recorded with the decision.
         """
-    def to_dict(self) -> typing.Any:
+    def to_dict(self) -> types.JsonObject:
         r"""
         As canonical JSON (a dict).
         """
@@ -149,7 +149,7 @@ class DeferredResult:
         r"""
         `"completed"` or `"failed"`.
         """
-    def to_dict(self) -> typing.Any:
+    def to_dict(self) -> types.JsonObject:
         r"""
         As canonical JSON (a dict).
         """
@@ -184,11 +184,11 @@ class ElicitationResponse:
         `"accept"`, `"decline"` or `"cancel"`.
         """
     @property
-    def content(self) -> typing.Optional[typing.Any]:
+    def content(self) -> types.JsonObject | None:
         r"""
         The accepted value, or `None`.
         """
-    def to_dict(self) -> typing.Any:
+    def to_dict(self) -> types.JsonObject:
         r"""
         As canonical JSON (a dict).
         """
@@ -244,8 +244,8 @@ class Messages:
     so a callback that looks at the last message does not pay for the whole history.
     """
     def __len__(self) -> builtins.int: ...
-    def __getitem__(self, index: builtins.int) -> typing.Any: ...
-    def to_list(self) -> list[dict[str, typing.Any]]:
+    def __getitem__(self, index: builtins.int) -> types.Message: ...
+    def to_list(self) -> list[types.Message]:
         r"""
         Every message, as a list of dicts.
         """
@@ -281,19 +281,20 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, dependencies: typing.Optional[typing.Any] = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output_tools: typing.Optional[typing.Sequence[NativeTool]] = None, output_text: builtins.bool = False, output_retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, output_check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, output_decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, deps: object = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output_tools: typing.Optional[typing.Sequence[NativeTool]] = None, output_text: builtins.bool = False, output_retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, output_check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, output_decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
-    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
         r"""
-        Runs `prompt` in a fresh session; await the result. `tools` and `toolsets` are
-        added for this run only.
+        Runs `prompt` in a fresh session; await the result. `deps` replace the agent's for
+        this run, and `tools` and `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
         r"""
-        Runs `prompt` in a fresh session, yielding its events as they happen; `tools` and
-        `toolsets` are added for this run only.
+        Runs `prompt` in a fresh session, yielding its events as they happen; `deps`
+        replace the agent's for this run, and `tools` and `toolsets` are added for this run
+        only.
         """
     def session(self, state: typing.Optional[typing.Any] = None, *, session_id: typing.Optional[builtins.str] = None) -> NativeSession:
         r"""
@@ -496,11 +497,11 @@ class NativeMcpService:
     `tools/call` runs through the scheduler, with Python functions stepped on the loop that
     awaits the serving. Use `python -m starweaver serve-mcp`.
     """
-    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, dependencies: typing.Optional[typing.Any] = None, resources: typing.Optional[typing.Sequence[NativeMcpResource]] = None, resource_templates: typing.Optional[typing.Sequence[NativeMcpResourceTemplate]] = None, prompts: typing.Optional[typing.Sequence[NativeMcpPrompt]] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeMcpService:
+    def __new__(cls, name: builtins.str, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, approval_required_tools: typing.Optional[typing.Sequence[builtins.str]] = None, deps: object = None, resources: typing.Optional[typing.Sequence[NativeMcpResource]] = None, resource_templates: typing.Optional[typing.Sequence[NativeMcpResourceTemplate]] = None, prompts: typing.Optional[typing.Sequence[NativeMcpPrompt]] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> NativeMcpService:
         r"""
         Raises `RegistrationError` for an invalid tool or two tools of one name, two
         resources of one URI, two templates alike or two prompts of one name. The tools get
-        `dependencies` as `ctx.deps`, as in an agent.
+        `deps` as `ctx.deps`, as in an agent.
         """
     def resource_updated(self, uri: builtins.str) -> None:
         r"""
@@ -582,20 +583,20 @@ class NativeSession:
         r"""
         The id the session is stored under, or `None` for a session not opened by id.
         """
-    def run(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
         r"""
-        Runs `prompt`, continuing the conversation; await the result. `tools` and
-        `toolsets` are added for this run only.
+        Runs `prompt`, continuing the conversation; await the result. `deps` replace the
+        agent's for this run, and `tools` and `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
         r"""
-        Runs `prompt`, yielding its events as they happen; `tools` and `toolsets` are added
-        for this run only.
+        Runs `prompt`, yielding its events as they happen; `deps` replace the agent's for
+        this run, and `tools` and `toolsets` are added for this run only.
         """
-    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
+    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
         r"""
         Continues the waiting run: one decision (object or canonical dict) per pending item.
-        `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
+        `deps`, `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
         run's are (give the ones it was started with, so its calls meet the same tools and hooks).
         """
     def export_state(self) -> types.SessionState:
@@ -744,7 +745,7 @@ class PendingApproval:
         The tool.
         """
     @property
-    def arguments(self) -> typing.Any:
+    def arguments(self) -> types.JsonValue:
         r"""
         The call's arguments.
         """
@@ -754,7 +755,7 @@ class PendingApproval:
         Why the call waits.
         """
     @property
-    def metadata(self) -> typing.Any:
+    def metadata(self) -> types.JsonObject:
         r"""
         Context for whoever decides.
         """
@@ -798,7 +799,7 @@ class PendingDeferred:
         The tool.
         """
     @property
-    def arguments(self) -> typing.Any:
+    def arguments(self) -> types.JsonValue:
         r"""
         The call's arguments.
         """
@@ -808,7 +809,7 @@ class PendingDeferred:
         Why the call waits.
         """
     @property
-    def metadata(self) -> typing.Any:
+    def metadata(self) -> types.JsonObject:
         r"""
         Context for whoever decides.
         """
@@ -839,7 +840,7 @@ class PendingElicitation:
         What the tool asks the user, in its own words.
         """
     @property
-    def schema(self) -> typing.Any:
+    def schema(self) -> types.JsonObject:
         r"""
         The JSON schema of the answer (an object of primitive properties).
         """
@@ -864,7 +865,7 @@ class PendingElicitation:
         The tool.
         """
     @property
-    def arguments(self) -> typing.Any:
+    def arguments(self) -> types.JsonValue:
         r"""
         The call's arguments.
         """
@@ -874,7 +875,7 @@ class PendingElicitation:
         Why the call waits.
         """
     @property
-    def metadata(self) -> typing.Any:
+    def metadata(self) -> types.JsonObject:
         r"""
         Context for whoever decides.
         """
@@ -912,7 +913,7 @@ class RequestModel:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
-class RunResult:
+class RunResult(typing.Generic[types.OutputT]):
     r"""
     How a run ended, with its history and events.
     """
@@ -942,7 +943,7 @@ class RunResult:
         The run's spans with durations.
         """
     @property
-    def output(self) -> typing.Any:
+    def output(self) -> types.OutputT | None:
         r"""
         The final answer, when completed: the text, or a value of the agent's output type
         (`create_agent(output_type=...)`); `None` otherwise.
@@ -988,7 +989,7 @@ class RunResult:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
-class RunStream:
+class RunStream(typing.Generic[types.OutputT]):
     r"""
     A run's events, live: iterate with `async for` (each event is a dict with `seq`,
     `run_id` and `type`), then `await stream.result()` for the `RunResult`. Iterating drives
@@ -996,7 +997,7 @@ class RunStream:
     """
     def __aiter__(self) -> RunStream: ...
     def __anext__(self) -> typing.Awaitable[types.Event]: ...
-    def result(self) -> typing.Awaitable[RunResult]:
+    def result(self) -> typing.Awaitable[RunResult[types.OutputT]]:
         r"""
         Finishes the run (events not yet read stay in the result's `events`) and returns it.
         """
@@ -1023,7 +1024,7 @@ class SessionStore:
     r"""
     Where sessions opened by id are kept. Use `MemorySessionStore` or `SqliteSessionStore`.
     """
-    def load(self, session_id: builtins.str) -> dict[str, typing.Any] | None:
+    def load(self, session_id: builtins.str) -> types.SessionState | None:
         r"""
         The stored state of session `session_id` (as `export_state()` gives it), or `None`.
         """
@@ -1090,7 +1091,7 @@ class ToolCall:
         The tool's name.
         """
     @property
-    def arguments(self) -> dict[str, typing.Any]:
+    def arguments(self) -> types.JsonObject:
         r"""
         The arguments, as earlier hooks left them (a fresh dict per call: changing it
         changes nothing unless `before_call` returns it).
@@ -1098,7 +1099,7 @@ class ToolCall:
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
-class ToolContext:
+class ToolContext(typing.Generic[types.DepsT]):
     r"""
     The runtime state of one tool call.
     """
@@ -1143,9 +1144,10 @@ class ToolContext:
         The approval this call was re-invoked with, or `None`.
         """
     @property
-    def deps(self) -> typing.Any:
+    def deps(self) -> types.DepsT:
         r"""
-        The dependencies object given to `create_agent(dependencies=...)`, or `None`.
+        The dependencies object: the run's `deps`, else the agent's
+        (`create_agent(deps=...)`), or `None`.
         """
     @staticmethod
     def detached(tool_name: builtins.str = 'tool', *, deps: typing.Optional[typing.Any] = None, approval: typing.Optional[typing.Any] = None) -> ToolContext:
@@ -1209,7 +1211,7 @@ class ToolDefinition:
         What the tool does, for the model.
         """
     @property
-    def parameters(self) -> typing.Any:
+    def parameters(self) -> types.JsonObject:
         r"""
         The JSON Schema of the arguments.
         """
@@ -1252,13 +1254,13 @@ class ToolDefinition:
         own) or a shared `ConcurrencyLimit`; `None`: no limit of its own.
         """
     @property
-    def return_schema(self) -> dict[str, typing.Any] | None:
+    def return_schema(self) -> types.JsonObject | None:
         r"""
         The JSON Schema of the value the tool returns, if it declares one (never sent to
         models; served over MCP as `outputSchema`).
         """
     @property
-    def metadata(self) -> typing.Any:
+    def metadata(self) -> types.JsonObject:
         r"""
         Model-facing metadata.
         """
@@ -1273,7 +1275,7 @@ class ToolDefinition:
         `return_schema` is the JSON Schema of the value the tool returns (served over MCP as
         `outputSchema`, never sent to models).
         """
-    def render(self, provider: builtins.str, *, strict: typing.Optional[builtins.bool] = None) -> dict[str, typing.Any]:
+    def render(self, provider: builtins.str, *, strict: typing.Optional[builtins.bool] = None) -> types.JsonObject:
         r"""
         This definition in a provider's tool format (`"openai-chat"`, `"openai-responses"`,
         `"anthropic"`, `"gemini"`). `strict=None` follows the definition (`strict` unset:
@@ -1299,32 +1301,32 @@ class ToolResult:
     interface and debugging.
     """
     @property
-    def value(self) -> typing.Any:
+    def value(self) -> types.JsonValue:
         r"""
         The tool's value.
         """
     @property
-    def model_content(self) -> typing.Optional[typing.Any]:
+    def model_content(self) -> types.JsonValue:
         r"""
         What the model sees instead of the value, if set.
         """
     @property
-    def app_value(self) -> typing.Optional[typing.Any]:
+    def app_value(self) -> types.JsonValue:
         r"""
         For application code.
         """
     @property
-    def user_content(self) -> typing.Optional[typing.Any]:
+    def user_content(self) -> types.JsonValue:
         r"""
         For the user interface.
         """
     @property
-    def metadata(self) -> typing.Any:
+    def metadata(self) -> types.JsonObject:
         r"""
         Public tool-return metadata.
         """
     @property
-    def private_metadata(self) -> typing.Optional[typing.Any]:
+    def private_metadata(self) -> types.JsonValue:
         r"""
         Host-only debugging data.
         """

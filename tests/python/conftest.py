@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
 from starweaver.testing import TestModel
-from starweaver.types import Message, ToolReturnPart
+from starweaver.types import JsonValue, Message, ToolReturnPart
 
 
 def calls_then_text(calls: Sequence[Mapping[str, object]], text: str = "done") -> TestModel:
@@ -19,6 +20,12 @@ def calls_then_text(calls: Sequence[Mapping[str, object]], text: str = "done") -
 
 def call(call_id: str, name: str, arguments: Mapping[str, object] | None = None) -> dict[str, object]:
     return {"id": call_id, "name": name, "arguments": dict(arguments or {})}
+
+
+def loose(value: JsonValue) -> Any:  # noqa: ANN401 (what it holds is what the test asserts)
+    """JSON the runtime handed out (typed ``JsonValue``), for a test to read deep into
+    without narrowing each level: an error return's ``content``, a schema."""
+    return value
 
 
 def returns(messages: Sequence[Message]) -> list[ToolReturnPart]:

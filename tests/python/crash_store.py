@@ -22,10 +22,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from starweaver import Agent, ApprovalRequired, ToolContext, create_agent_runtime, tool
 from starweaver.testing import FunctionModel, Messages
+from starweaver.types import FunctionModelInfo
 
 
 @tool
@@ -37,7 +37,7 @@ async def deploy(ctx: ToolContext, env: str) -> dict[str, str]:
     return {"deployed": env}
 
 
-def answer(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+def answer(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
     """Calls ``deploy`` for a new prompt, then answers once its return is in."""
     last = messages[-1]["parts"][-1]
     if last["kind"] == "tool_return":

@@ -12,13 +12,14 @@ import re
 from typing import Any
 
 import pytest
-from conftest import call, calls_then_text, returns
+from conftest import call, calls_then_text, loose, returns
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from starweaver import DecisionError, ElicitationRequired, PendingElicitation, ToolContext, create_agent, tool
 from starweaver.elicitation import Accepted, Cancelled, Declined, Elicited, Sampled
 from starweaver.testing import FunctionModel, Messages
+from starweaver.types import FunctionModelInfo
 
 
 class Target(BaseModel):
@@ -171,8 +172,8 @@ def test_a_tool_that_swallows_the_wait_and_a_tool_that_raises_it_by_hand() -> No
     assert result.status == "completed"
     swallowed, forged = returns(result.messages)
     assert swallowed["content"] == "asked 'Anything?' with nobody to ask"
-    assert forged["content"]["kind"] == "user_error"
-    assert "only through `ctx.elicit(...)`" in forged["content"]["message"]
+    assert loose(forged["content"])["kind"] == "user_error"
+    assert "only through `ctx.elicit(...)`" in loose(forged["content"])["message"]
 
 
 def test_dataclasses_typeddicts_and_schema_dicts_can_be_asked_for() -> None:
@@ -208,7 +209,7 @@ def test_sampling_in_a_run_asks_the_agents_own_model_without_tools() -> None:
 
     seen: list[tuple[int, int]] = []
 
-    def model(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def model(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         seen.append((len(messages), len(info["tools"])))
         if not info["tools"]:
             kinds = [messages[i]["kind"] for i in range(len(messages))]

@@ -129,4 +129,4 @@ def test_bad_limits_are_refused_by_name() -> None:
     with pytest.raises(RegistrationError, match="max_concurrency"):
         create_agent(model=calls_then_text([]), max_concurrency=0)
     with pytest.raises(TypeError, match="max_concurrency"):
-        create_agent(model=calls_then_text([]), max_concurrency="four")  # type: ignore[arg-type]
+        create_agent(model=calls_then_text([]), max_concurrency="four")  # type: ignore[call-overload]

@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pytest
-from conftest import call, calls_then_text, returns
+from conftest import call, calls_then_text, loose, returns
 from pydantic import BaseModel
 
 from starweaver import (
@@ -73,8 +73,8 @@ def test_a_value_that_is_not_json_serialisable_is_an_execution_error() -> None:
         return object()
 
     ret = run(one_call(opaque, "opaque"))
-    assert ret["content"]["kind"] == "execution"
-    assert "not JSON-serialisable" in ret["content"]["message"]
+    assert loose(ret["content"])["kind"] == "execution"
+    assert "not JSON-serialisable" in loose(ret["content"])["message"]
 
 
 def test_invalid_arguments_name_the_field_and_count_a_retry() -> None:
@@ -100,12 +100,12 @@ def test_invalid_arguments_name_the_field_and_count_a_retry() -> None:
         return returns(result.messages)
 
     rets = run(go())
-    assert [r["content"]["message"] for r in rets[:3]] == [
+    assert [loose(r["content"])["message"] for r in rets[:3]] == [
         "`left`: Input should be a valid integer, unable to parse string as an integer",
         "`right`: Field required",
         "`extra`: Extra inputs are not permitted",
     ]
-    assert all(r["content"]["kind"] == "invalid_arguments" for r in rets[:3])
+    assert all(loose(r["content"])["kind"] == "invalid_arguments" for r in rets[:3])
     assert seen == [3], "the valid call saw the three retries spent before it"
 
 
@@ -152,7 +152,7 @@ def test_user_error_is_never_retried() -> None:
         raise UserError("missing runtime dependency")
 
     ret = run(one_call(needs_wiring, "needs_wiring"))
-    assert (ret["is_error"], ret["content"]["kind"], attempts) == (True, "user_error", [1])
+    assert (ret["is_error"], loose(ret["content"])["kind"], attempts) == (True, "user_error", [1])
 
 
 def test_unexpected_exceptions_are_retried_then_shown_with_attempts_and_a_private_traceback() -> None:
@@ -169,10 +169,10 @@ def test_unexpected_exceptions_are_retried_then_shown_with_attempts_and_a_privat
     result = run(go())
     part = returns(result.messages)[0]
     assert attempts == [1, 2, 3, 4]
-    assert part["content"]["kind"] == "execution"
-    assert part["content"]["attempts"] == 4
-    assert part["content"]["message"] == "ValueError: backend on fire (failed after 4 attempt(s))"
-    assert "Traceback" in part["private_metadata"]["traceback"]
+    assert loose(part["content"])["kind"] == "execution"
+    assert loose(part["content"])["attempts"] == 4
+    assert loose(part["content"])["message"] == "ValueError: backend on fire (failed after 4 attempt(s))"
+    assert "Traceback" in loose(part["private_metadata"])["traceback"]
     assert "Traceback" not in repr({k: v for k, v in part.items() if k != "private_metadata"})
 
 
@@ -225,7 +225,7 @@ def test_tools_raising_cancelled_or_timeout_map_to_those_kinds() -> None:
             raise exc  # noqa: B023 (the tool runs within this iteration)
 
         ret = run(one_call(gives_up, "gives_up"))
-        assert (ret["content"]["kind"], ret["is_error"]) == (kind, True)
+        assert (loose(ret["content"])["kind"], ret["is_error"]) == (kind, True)
 
 
 def test_cancelling_the_awaiting_task_cancels_running_tools() -> None:
@@ -286,8 +286,8 @@ def test_an_unknown_tool_is_a_not_found_return() -> None:
     async def known() -> None: ...
 
     ret = run(one_call(known, "unknown"))
-    assert ret["content"]["kind"] == "not_found"
-    assert ret["content"]["message"] == "unknown tool `unknown`; available tools: `known`"
+    assert loose(ret["content"])["kind"] == "not_found"
+    assert loose(ret["content"])["message"] == "unknown tool `unknown`; available tools: `known`"
 
 
 def test_tool_results_and_dependencies() -> None:
@@ -295,11 +295,11 @@ def test_tool_results_and_dependencies() -> None:
         url = "postgres://db"
 
     @tool
-    async def query(ctx: ToolContext) -> ToolResult:
+    async def query(ctx: ToolContext[Db]) -> ToolResult:
         return ToolResult(ctx.deps.url, model_content="connected", private_metadata={"pool": 1})
 
     async def go() -> ToolReturnPart:
-        agent = create_agent(model=calls_then_text([call("c1", "query")]), tools=[query], dependencies=Db())
+        agent = create_agent(model=calls_then_text([call("c1", "query")]), tools=[query], deps=Db())
         return returns((await agent.run("go")).messages)[0]
 
     part = run(go())
@@ -322,7 +322,7 @@ def test_bad_registrations_are_clear_errors() -> None:
         async def variadic(*names: str) -> None: ...
 
     with pytest.raises(TypeError, match="`model` must be a starweaver model"):
-        create_agent(model=object(), tools=[])  # type: ignore[arg-type]
+        create_agent(model=object(), tools=[])  # type: ignore[call-overload]
 
 
 def test_a_script_that_runs_out_fails_the_run_clearly() -> None:

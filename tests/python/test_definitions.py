@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 import pytest
 import test_spec_samples as spec
+from conftest import loose
 from pydantic import BaseModel, Field
 from snapshot import assert_snapshot
 
@@ -130,9 +131,9 @@ def test_class_tool_snapshot() -> None:
 
 def test_parameter_descriptions_come_from_docstrings_and_fields() -> None:
     for t in (documented, numpy_style, sphinx_style):
-        properties = t.definition.parameters["properties"]
+        properties = loose(t.definition.parameters["properties"])
         assert all(p.get("description") for p in properties.values()), t.definition.to_json()
-    assert annotated.definition.parameters["properties"]["query"]["description"] == "What to search for."
+    assert loose(annotated.definition.parameters["properties"])["query"]["description"] == "What to search for."
     assert documented.definition.description == "Read a file."
 
 
@@ -180,5 +181,5 @@ def test_annotations_with_strings_inside_them_are_resolved_like_get_type_hints()
     hints = _schema.type_hints(nested_forward_reference, None)
     assert hints == typing.get_type_hints(nested_forward_reference, include_extras=True)
     assert hints["items"] == list[Item]
-    items = tool(nested_forward_reference).definition.parameters["properties"]["items"]
+    items = loose(tool(nested_forward_reference).definition.parameters["properties"])["items"]
     assert items["items"] == {"$ref": "#/$defs/Item"}, items

@@ -7,10 +7,10 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import pytest
-from conftest import call, calls_then_text, returns
+from conftest import call, calls_then_text, loose, returns
 from supervisor import run_isolated
 
 from starweaver import (
@@ -25,6 +25,7 @@ from starweaver import (
     tool,
 )
 from starweaver.testing import FunctionModel, Messages, TestModel
+from starweaver.types import FunctionModelInfo
 
 DEEP = """
 def nested(depth):
@@ -368,7 +369,7 @@ def test_cancelling_a_task_that_reads_a_stream_cancels_the_run_and_its_tools(how
             await task
         await wait_for(seen, 2)
         assert sorted(seen) == ["async saw cancel: True", "sync saw cancel"]
-        kinds = [r["content"]["kind"] for r in returns(session.messages)]
+        kinds = [loose(r["content"])["kind"] for r in returns(session.messages)]
         assert kinds == ["cancelled", "cancelled"]
         assert (await session.run("again")).status == "completed", "the session is free"
 
@@ -385,7 +386,7 @@ def test_breaking_out_of_a_stream_ends_the_run_cancelled_at_once() -> None:
                 break
         # No garbage collection, no await: the session is free now.
         assert session.pending is None
-        kinds = [r["content"]["kind"] for r in returns(session.messages)]
+        kinds = [loose(r["content"])["kind"] for r in returns(session.messages)]
         assert kinds == ["cancelled", "cancelled"]
         await wait_for(seen, 2)
         assert sorted(seen) == ["async saw cancel: True", "sync saw cancel"]
@@ -418,7 +419,7 @@ def test_a_function_model_call_with_an_integer_beyond_64_bits_is_the_models_to_c
         seen.append(args)
         return "kept"
 
-    def answer(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def answer(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         if messages[-1]["parts"][-1]["kind"] == "tool_return":
             return {"text": "done"}
         return {
@@ -431,8 +432,8 @@ def test_a_function_model_call_with_an_integer_beyond_64_bits_is_the_models_to_c
     run = asyncio.run(create_agent(model=FunctionModel(answer), tools=[keep]).run("go"))
     assert run.status == "completed", run.error
     wide, fine = returns(run.messages)
-    assert isinstance(wide["content"], dict) and wide["content"]["kind"] == "invalid_arguments"
-    assert wide["content"]["message"] == (
+    assert isinstance(wide["content"], dict) and loose(wide["content"])["kind"] == "invalid_arguments"
+    assert loose(wide["content"])["message"] == (
         "`n.items[0]`: the integer 100000000000000000000000 does not fit in 64 bits (send it as a string)"
     )
     assert fine["content"] == "kept"

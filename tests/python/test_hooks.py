@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import call, calls_then_text, returns
+from conftest import call, calls_then_text, loose, returns
 
 from starweaver import (
     DecisionError,
@@ -125,7 +125,7 @@ def test_rewritten_arguments_are_validated_against_the_schema() -> None:
 
     agent = create_agent(model=calls_then_text([call("c1", "deploy", {"env": "dev"})]), tools=[deploy], hooks=[Bad()])
     [returned] = returns(agent.run_sync("go").messages)
-    assert returned["content"]["kind"] == "invalid_arguments"
+    assert loose(returned["content"])["kind"] == "invalid_arguments"
 
 
 def test_a_hook_raising_a_starweaver_exception_keeps_its_meaning() -> None:
@@ -135,7 +135,10 @@ def test_a_hook_raising_a_starweaver_exception_keeps_its_meaning() -> None:
 
     agent = create_agent(model=calls_then_text([call("c1", "deploy", {"env": "x"})]), tools=[deploy], hooks=[Strict()])
     [returned] = returns(agent.run_sync("go").messages)
-    assert (returned["content"]["kind"], returned["content"]["message"]) == ("model_retry", "ask for dev first")
+    assert (loose(returned["content"])["kind"], loose(returned["content"])["message"]) == (
+        "model_retry",
+        "ask for dev first",
+    )
 
 
 def test_an_unexpected_exception_in_a_hook_fails_the_call_not_the_run() -> None:
@@ -149,8 +152,8 @@ def test_an_unexpected_exception_in_a_hook_fails_the_call_not_the_run() -> None:
     result = agent.run_sync("go")
     assert result.status == "completed"
     [returned] = returns(result.messages)
-    assert returned["content"]["kind"] == "execution"
-    assert returned["content"]["message"].startswith("hook `Broken` failed in `after_call`: ")
+    assert loose(returned["content"])["kind"] == "execution"
+    assert loose(returned["content"])["message"].startswith("hook `Broken` failed in `after_call`: ")
     assert ran == ["x"], "the tool ran once: a hook's failure is not retried"
 
 
@@ -185,7 +188,7 @@ def test_prepare_tools_filters_what_the_model_sees_and_can_call() -> None:
     model = calls_then_text([call("c1", "admin_drop")])
     agent = create_agent(model=model, tools=[deploy, admin_drop], hooks=[HideAdmin()])
     [returned] = returns(agent.run_sync("go").messages)
-    assert returned["content"]["kind"] == "not_found"
+    assert loose(returned["content"])["kind"] == "not_found"
     assert [t["name"] for t in model.requests[0]["tools"]] == ["deploy"]
     assert ran == []
 
@@ -236,7 +239,7 @@ def test_a_run_hooks_rewrite_needs_the_same_hooks_on_resume() -> None:
         assert pending.arguments == {"env": "prod"}
         done = await session.resume_after_hitl(approvals=[pending.approve()], hooks=resume_hooks)
         assert done.status == "completed"
-        return [r["content"]["kind"] if isinstance(r["content"], dict) else "ok" for r in returns(done.messages)]
+        return [loose(r["content"])["kind"] if isinstance(r["content"], dict) else "ok" for r in returns(done.messages)]
 
     assert asyncio.run(go([ToProd()])) == ["ok"]
     assert ran == ["prod"]

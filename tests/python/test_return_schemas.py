@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 import pytest
+from conftest import loose
 from pydantic import BaseModel, Field
 from snapshot import assert_snapshot
 
@@ -63,7 +64,7 @@ def test_return_annotations_give_return_schemas_snapshotted_with_the_parameters(
 
 def test_a_recursive_models_schema_is_the_object_at_the_root_as_for_parameters() -> None:
     schema = tree.definition.return_schema
-    assert schema is not None and schema["type"] == "object" and schema["$defs"]["Node"]["type"] == "object"
+    assert schema is not None and schema["type"] == "object" and loose(schema["$defs"])["Node"]["type"] == "object"
 
 
 def none_annotation() -> None: ...
@@ -128,4 +129,4 @@ def test_any_inside_a_container_still_says_what_the_container_is() -> None:
         return []
 
     schema = rows.definition.return_schema
-    assert schema is not None and schema["type"] == "array" and schema["items"]["type"] == "object", schema
+    assert schema is not None and schema["type"] == "array" and loose(schema["items"])["type"] == "object", schema

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from conftest import call, calls_then_text, returns
 
 from starweaver import RunResult, ToolContext, create_agent, tool
 from starweaver.testing import FunctionModel, Messages, TestModel, tool_context
+from starweaver.types import FunctionModelInfo
 
 
 @tool
@@ -74,7 +74,7 @@ def test_an_answer_cut_at_the_token_limit_says_so_and_its_last_call_is_not_run()
         ran.append(n)
         return n
 
-    def answer(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+    def answer(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
         if messages[-1]["parts"][-1]["kind"] == "tool_return":
             return {"text": "The answer is", "finish_reason": "length"}
         calls = [call("a", "record", {"n": 1}), call("b", "record", {"n": 2})]
@@ -92,7 +92,7 @@ def test_an_answer_cut_at_the_token_limit_says_so_and_its_last_call_is_not_run()
 
 def test_a_tool_context_for_unit_tests_carries_deps_and_an_approval() -> None:
     @tool
-    def deploy(ctx: ToolContext, env: str) -> str:
+    def deploy(ctx: ToolContext[dict[str, str]], env: str) -> str:
         """Deploy; needs an approval."""
         assert ctx.approval is not None
         return f"{ctx.deps['team']} deployed {env}, approved by {ctx.approval.decided_by}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from conftest import call
 from pydantic import TypeAdapter
 
@@ -97,3 +98,12 @@ def test_import_starweaver_leaves_the_typing_helpers_and_pydantic_for_later() ->
     from starweaver.types import ToolOptions as Canonical
 
     assert ToolOptions is Canonical
+
+
+def test_json_value_comes_from_starweaver_too_on_first_use() -> None:
+    import starweaver
+    from starweaver.types import JsonValue
+
+    assert starweaver.JsonValue is JsonValue
+    with pytest.raises(AttributeError, match="no attribute 'JsonValues'"):
+        starweaver.JsonValues  # noqa: B018

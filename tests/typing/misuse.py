@@ -3,6 +3,10 @@ and pyright (strict), and no other line may be. Checked by check_misuse.py; neve
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
 from starweaver import ToolContext, ToolDefinition, create_agent, tool
 from starweaver.providers import render
 from starweaver.testing import TestModel
@@ -16,6 +20,20 @@ async def add(left: int, right: int) -> int:
 @tool(sequential=True)
 def shout(ctx: ToolContext, text: str) -> str:
     return text.upper()
+
+
+class Invoice(BaseModel):
+    number: str
+
+
+@dataclass
+class MyDeps:
+    url: str
+
+
+@tool
+def reads(ctx: ToolContext[MyDeps]) -> int:
+    return ctx.deps.port  # error
 
 
 async def misuse() -> None:
@@ -39,4 +57,15 @@ async def misuse() -> None:
     ctx = ToolContext.detached("t")
     ctx.log("loud", "an unknown level")  # error
     await ctx.report_progress(1)  # error
-    del doubled, result, message, pending
+    typed = create_agent(model=TestModel([]), tools=[reads], deps_type=MyDeps)
+    await typed.run("go", deps="not the deps")  # error
+    typed.session().run_sync("go", deps=MyDeps)  # error
+    await typed.session().hitl.resume(deps=1)  # error
+    create_agent(model=TestModel([]), deps=MyDeps("u")).run_stream("go", deps="inferred from deps=")  # error
+    answer: str = (await typed.run("go", deps=MyDeps("u"))).output  # error
+    untyped_ctx: ToolContext = ToolContext.detached("t")
+    url: str = untyped_ctx.deps.url  # error
+    invoice = (await create_agent(model=TestModel([]), output_type=Invoice).run("go")).output
+    if invoice is not None:
+        print(invoice.total)  # error
+    del doubled, result, message, pending, answer, url

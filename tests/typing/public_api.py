@@ -74,7 +74,10 @@ from starweaver.types import (
     ContentPart,
     DocumentContent,
     Event,
+    FunctionModelInfo,
     ImageContent,
+    JsonObject,
+    JsonValue,
     LogLevel,
     Message,
     ModelRequestRecord,
@@ -124,7 +127,7 @@ class DeployTool(BaseTool):
         return {"ok": not ctx.is_cancelled()}
 
 
-def scripted(messages: Messages, info: dict[str, Any]) -> dict[str, object]:
+def scripted(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
     return {"text": f"{len(messages)} messages"}
 
 
@@ -144,7 +147,7 @@ async def typed_usage() -> None:
     assert_type(any_tools[0].definition, ToolDefinition)
     options: ToolDefinitionOptions = {"timeout_ms": 5_000, "metadata": {"risk": "low"}}
     assert_type(ToolDefinition("t", {"type": "object"}, **options), ToolDefinition)
-    assert_type(add.definition.return_schema, dict[str, Any] | None)
+    assert_type(add.definition.return_schema, JsonObject | None)
     typed = ToolDefinition("t", {"type": "object"}, return_schema={"type": "integer"})
     assert_type(typed, ToolDefinition)
 
@@ -170,9 +173,9 @@ async def typed_usage() -> None:
     assert_type(agent.run_stream("go", tools=[shout]), RunStream)
     assert_type(agent.session().run_stream("go", toolsets=[]), RunStream)
     ctx = tool_context(deps={"db": 1}, approval="alice")
-    assert_type(ctx, ToolContext)
+    assert_type(ctx, ToolContext[dict[str, int]])
     assert_type(tool_context(approval=True).approval, ApprovalDecision | None)
-    assert_type(result.output, Any)
+    assert_type(result.output, str | None)
     assert_type(result.hitl, Hitl)
     assert_type(result.messages, list[Message])
     assert_type(result.events, list[Event])
@@ -195,7 +198,7 @@ async def typed_usage() -> None:
         assert_type(first["parts"], list[RequestPart])
     for part in result.messages[-1]["parts"]:
         if part["kind"] == "tool_call":
-            assert_type(part["arguments"], dict[str, Any])
+            assert_type(part["arguments"], JsonObject)
     async with agent as same, same.session() as session:
         assert_type(session, AgentSession)
         waiting = await session.run("deploy")
@@ -218,7 +221,7 @@ async def typed_usage() -> None:
         async for event in session_stream:
             assert_type(event, Event)
             if event["type"] == "run_complete":
-                assert_type(event["output"], object)
+                assert_type(event["output"], JsonValue)
         assert_type(await session_stream.result(), RunResult)
         assert_type(same.session(state=session.export_state()), AgentSession)
 
@@ -230,7 +233,7 @@ async def typed_usage() -> None:
     assert_type(stored.session_store, SessionStore)
     kept = stored.session(session_id="ticket-42")
     assert_type(kept.session_id, str | None)
-    assert_type(stored.session_store.load("ticket-42"), dict[str, Any] | None)
+    assert_type(stored.session_store.load("ticket-42"), SessionState | None)
     assert_type(stored.session_store.revision("ticket-42"), int)
     assert_type(stored.session_store.ids(), list[str])
     assert_type(stored.session_store.delete("ticket-42"), bool)
@@ -251,9 +254,9 @@ async def typed_usage() -> None:
     # Provider formats and their checker.
     provider: Provider = PROVIDERS[0]
     rendered = render(add, provider, strict=None)
-    assert_type(rendered, dict[str, Any])
-    assert_type(add.definition.render("gemini", strict=True), dict[str, Any])
-    assert_type(render_tools([add, DeployTool()], "anthropic"), list[dict[str, Any]])
+    assert_type(rendered, JsonObject)
+    assert_type(add.definition.render("gemini", strict=True), JsonObject)
+    assert_type(render_tools([add, DeployTool()], "anthropic"), list[JsonObject])
     assert_type(check("openai-responses", rendered), list[str])
     assert_type(create_agent(model=model, tools=[add], require_parameter_descriptions=True), Agent)
 
@@ -374,7 +377,7 @@ class Audit(starweaver.Hooks):
     """Overrides type-check against the base class's signatures, sync or async."""
 
     def before_call(self, ctx: starweaver.ToolContext, call: starweaver.ToolCall) -> dict[str, Any] | None:
-        assert_type(call.arguments, dict[str, Any])
+        assert_type(call.arguments, JsonObject)
         assert_type(call.name, str)
         return None
 

@@ -5,6 +5,8 @@ Tools written with ``@tool``, ``BaseTool`` or as raw callables get the same
 which owns retries, timeouts, cancellation, approvals and events.
 """
 
+from typing import TYPE_CHECKING
+
 from ._native import (
     ApprovalDecision,
     ConcurrencyLimit,
@@ -69,6 +71,9 @@ from .hooks import Hooks, ToolCall
 from .tools import BaseTool, Tool, tool
 from .toolsets import DynamicToolset, Toolset
 
+if TYPE_CHECKING:
+    from .types import JsonValue
+
 __all__ = [
     "Agent",
     "AgentSession",
@@ -91,6 +96,7 @@ __all__ = [
     "Hooks",
     "InvalidArguments",
     "InvalidResponseError",
+    "JsonValue",
     "MemorySessionStore",
     "MissingApiKeyError",
     "ModelConnectionError",
@@ -137,3 +143,13 @@ __all__ = [
     "create_agent_runtime",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # `JsonValue` lives in `starweaver.types`, which loads typing_extensions: only on first
+    # use, so `import starweaver` stays cheap.
+    if name == "JsonValue":
+        from .types import JsonValue
+
+        return JsonValue
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

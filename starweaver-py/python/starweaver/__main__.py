@@ -23,7 +23,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -36,6 +36,7 @@ from .toolsets import Toolset
 
 if TYPE_CHECKING:
     from ._native import NativeHooks, NativeMcpService
+    from .types import JsonObject
 
 __all__ = ["main"]
 
@@ -163,7 +164,7 @@ def serve_mcp(target: str, name: str | None, http: str | None = None, deps: str 
         name or module.__name__,
         [tool.native for tool in tools],
         toolsets=[t.native for t in toolsets],
-        dependencies=dependencies_of(module, target, deps),
+        deps=dependencies_of(module, target, deps),
         resources=[r.native for r in resources],
         resource_templates=[t.native for t in templates],
         prompts=[p.native for p in prompts],
@@ -204,7 +205,7 @@ def _announce(url: str) -> None:
     print(f"starweaver serve-mcp: serving MCP at {url}", file=sys.stderr, flush=True)
 
 
-def inspect(target: str, provider: Provider | None, strict: bool) -> list[dict[str, object]]:
+def inspect(target: str, provider: Provider | None, strict: bool) -> list[Mapping[str, object]]:
     tools = tools_of(load(target))
     if not tools:
         raise InspectError(
@@ -212,12 +213,13 @@ def inspect(target: str, provider: Provider | None, strict: bool) -> list[dict[s
         )
     if provider is not None:
         return [render(tool, provider, strict=True if strict else None) for tool in tools]
-    definitions: list[dict[str, object]] = []
+    definitions: list[Mapping[str, object]] = []
     for tool in tools:
         definition: dict[str, object] = dict(tool.definition.to_dict())
         if strict:
             # The strict transform is the renderers'; OpenAI's format carries it unchanged.
-            definition["parameters"] = render(tool, "openai-chat", strict=True)["function"]["parameters"]
+            function = cast("JsonObject", render(tool, "openai-chat", strict=True)["function"])  # always an object
+            definition["parameters"] = function["parameters"]
             definition["strict"] = True
         definitions.append(definition)
     return definitions

@@ -29,7 +29,7 @@ __all__ = ["OutputSpec", "OutputValidator"]
 
 #: An output validator: ``(ctx, output)`` to the output (changed or not), sync or async;
 #: raising ``ModelRetry`` has the model correct its output.
-OutputValidator: TypeAlias = "Callable[[ToolContext, Any], Any | Awaitable[Any]]"
+OutputValidator: TypeAlias = "Callable[[ToolContext[Any], Any], Any | Awaitable[Any]]"
 
 _DESCRIPTION = "The final response which ends this run."
 

@@ -89,6 +89,8 @@ def invalid(error: pydantic.ValidationError, within: str | None = None) -> Inval
 
 
 def _is_context(annotation: object) -> bool:
+    # `ToolContext[MyDeps]` is a generic alias, whose origin is the class.
+    annotation = typing.get_origin(annotation) or annotation
     return isinstance(annotation, type) and issubclass(annotation, ToolContext)
 
 

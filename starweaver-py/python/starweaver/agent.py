@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypedDict, TypeVar, cast, overload
 
 from ._native import (
     ApprovalDecision,
@@ -34,15 +34,26 @@ from .tools import ToolLike, native_tool
 from .toolsets import Toolset
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing_extensions import Self, Unpack
 
     from ._output import NativeOutputOptions, OutputSpec, OutputValidator
     from .elicitation import Elicited
-    from .types import Message, SessionState
+    from .types import DepsT, Message, OutputT, SessionState
+else:
+    # The type checkers' TypeVars, with their defaults, are `starweaver.types`'s, which
+    # loads typing_extensions; `Generic` needs only plain ones, so `import starweaver` stays cheap.
+    DepsT = TypeVar("DepsT")
+    OutputT = TypeVar("OutputT")
 
-OutputValidatorT = TypeVar("OutputValidatorT", bound="OutputValidator")
-
-__all__ = ["Agent", "AgentSession", "ElicitationHandler", "HitlControls", "create_agent", "create_agent_runtime"]
+__all__ = [
+    "Agent",
+    "AgentOptions",
+    "AgentSession",
+    "ElicitationHandler",
+    "HitlControls",
+    "create_agent",
+    "create_agent_runtime",
+]
 
 ApprovalRule = str | Mapping[str, object]
 Decision = ApprovalDecision | Mapping[str, object]
@@ -50,25 +61,56 @@ DeferredDecision = DeferredResult | Mapping[str, object]
 ElicitationAnswer = ElicitationResponse | Mapping[str, object]
 
 
-class _RunTools(TypedDict):
+class _RunOptions(TypedDict):
+    deps: object
     tools: list[NativeTool]
     toolsets: list[NativeToolset]
     usage_limits: UsageLimits | None
     hooks: list[NativeHooks]
 
 
-def _run_tools(
-    tools: Iterable[ToolLike], toolsets: Iterable[Toolset], usage_limits: UsageLimits | None, hooks: Iterable[HookLike]
-) -> _RunTools:
-    return {
-        "tools": [native_tool(item) for item in tools],
-        "toolsets": [t.native for t in toolsets],
-        "usage_limits": usage_limits,
-        "hooks": native_hooks(hooks),
-    }
+class _Deps:
+    """What an agent's ``deps_type`` promises its tools: when it has no deps of its own,
+    every run must bring some (a run's ``deps`` otherwise fall back to the agent's)."""
+
+    def __init__(self, deps_type: object, has_deps: bool) -> None:
+        self.required = deps_type is not None and not has_deps
+        self.deps_type = deps_type
+
+    def options(
+        self,
+        deps: object,
+        tools: Iterable[ToolLike],
+        toolsets: Iterable[Toolset],
+        usage_limits: UsageLimits | None,
+        hooks: Iterable[HookLike],
+    ) -> _RunOptions:
+        """A run's options for the native layer; a run without the deps its agent's
+        ``deps_type`` promises its tools is refused, before it starts."""
+        if deps is None and self.required:
+            name = getattr(self.deps_type, "__name__", repr(self.deps_type))
+            raise TypeError(f"this agent's tools take `deps_type={name}`: pass `deps=` to the run or to `create_agent`")
+        return {
+            "deps": deps,
+            "tools": [native_tool(item) for item in tools],
+            "toolsets": [t.native for t in toolsets],
+            "usage_limits": usage_limits,
+            "hooks": native_hooks(hooks),
+        }
 
 
-def _run_sync(run: Coroutine[object, object, RunResult]) -> RunResult:
+def _typed(result: RunResult) -> RunResult[OutputT]:
+    """The native result with the agent's output type: the native layer hands the output
+    out as Python made it, but does not know its annotation."""
+    return cast("RunResult[OutputT]", result)
+
+
+def _typed_stream(stream: RunStream) -> RunStream[OutputT]:
+    """The native stream with the agent's output type (as ``_typed``)."""
+    return cast("RunStream[OutputT]", stream)
+
+
+def _run_sync(run: Coroutine[object, object, RunResult[OutputT]]) -> RunResult[OutputT]:
     """Runs ``run`` on a fresh event loop; refused by name inside a running one, where
     blocking would stall every other task on it."""
     import asyncio  # loads `inspect`; kept out of `import starweaver`
@@ -93,14 +135,20 @@ class _AsyncContext:
         return None
 
 
-class Agent(_AsyncContext):
-    """A model, tools, instructions and an approval policy. ``async with`` is supported."""
+class Agent(_AsyncContext, Generic[DepsT, OutputT]):
+    """A model, tools, instructions and an approval policy. ``async with`` is supported.
 
-    def __init__(self, native: NativeAgent, output: OutputSpec | None = None) -> None:
+    ``Agent[DepsT, OutputT]``: its tools see ``ctx.deps`` as ``DepsT`` (``None`` for an agent
+    without deps), and its runs' ``output`` is an ``OutputT`` (``str`` by default)."""
+
+    def __init__(self, native: NativeAgent, deps: _Deps, output: OutputSpec | None = None) -> None:
         self._native = native
+        self._deps = deps
         self._output = output
 
-    def output_validator(self, validator: OutputValidatorT) -> OutputValidatorT:
+    def output_validator(
+        self, validator: Callable[[ToolContext[DepsT], OutputT], OutputT | Awaitable[OutputT]]
+    ) -> Callable[[ToolContext[DepsT], OutputT], OutputT | Awaitable[OutputT]]:
         """Adds an output validator (a decorator): ``(ctx, output)``, sync or async, giving
         the output (changed or not) or raising ``ModelRetry`` to have the model correct it.
         Validators run in the order added, after ``create_agent(output_validators=...)``'s,
@@ -116,44 +164,54 @@ class Agent(_AsyncContext):
         self,
         prompt: str,
         *,
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunResult:
-        """Runs ``prompt`` in a fresh session; ``tools`` and ``toolsets`` are added for this
-        run only (the agent is unchanged). To resume a waiting run, use a session."""
-        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
+    ) -> RunResult[OutputT]:
+        """Runs ``prompt`` in a fresh session; ``deps`` replace the agent's for this run, and
+        ``tools`` and ``toolsets`` are added for this run only (the agent is unchanged). To
+        resume a waiting run, use a session."""
+        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
+        return _typed(await self._native.run(prompt, **options))
 
     def run_sync(
         self,
         prompt: str,
         *,
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
         ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
-        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks))
+        return _run_sync(
+            self.run(prompt, deps=deps, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks)
+        )
 
     def run_stream(
         self,
         prompt: str,
         *,
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunStream:
+    ) -> RunStream[OutputT]:
         """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
-        as they happen; ``await stream.result()`` then gives the ``RunResult``. ``tools``
-        and ``toolsets`` are added for this run only, and ``usage_limits`` replace the
-        agent's for this run."""
-        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
+        as they happen; ``await stream.result()`` then gives the ``RunResult``. ``deps``
+        replace the agent's for this run, ``tools`` and ``toolsets`` are added for this run
+        only, and ``usage_limits`` replace the agent's for this run."""
+        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
+        return _typed_stream(self._native.run_stream(prompt, **options))
 
-    def session(self, state: Mapping[str, object] | None = None, *, session_id: str | None = None) -> AgentSession:
+    def session(
+        self, state: Mapping[str, object] | None = None, *, session_id: str | None = None
+    ) -> AgentSession[DepsT, OutputT]:
         """A conversation that keeps its history across runs and can wait for humans.
 
         With ``state`` (from ``session.export_state()``), that conversation restored, here
@@ -164,7 +222,7 @@ class Agent(_AsyncContext):
         if state is not None and not isinstance(cast(object, state), Mapping):
             raise FormatError(f"session state must be a dict from `export_state()`, got {type(state).__name__}")
         native = self._native.session(dict(state) if state is not None else None, session_id=session_id)
-        return AgentSession(native)
+        return AgentSession(native, self._deps)
 
     @property
     def session_store(self) -> SessionStore:
@@ -177,11 +235,12 @@ class Agent(_AsyncContext):
         return self._native.definitions
 
 
-class HitlControls:
+class HitlControls(Generic[DepsT, OutputT]):
     """``session.hitl``: resuming a waiting run (``session.pending`` says what it waits for)."""
 
-    def __init__(self, native: NativeSession) -> None:
+    def __init__(self, native: NativeSession, deps: _Deps) -> None:
         self._native = native
+        self._deps = deps
 
     async def resume(
         self,
@@ -189,22 +248,26 @@ class HitlControls:
         approvals: Sequence[Decision] = (),
         deferred_results: Sequence[DeferredDecision] = (),
         elicitations: Sequence[ElicitationAnswer] = (),
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Continues the waiting run with one decision per pending item (decision objects,
         or canonical JSON dicts): approval decisions, deferred results, and answers to
         pending elicitations (``pending.accept(value)``, ``.decline()``, ``.cancel()``).
-        ``tools``, ``toolsets``, ``usage_limits`` and ``hooks`` are the resumed run's own, as
-        ``run``'s are: give those the run started with, so its calls meet the same ones."""
-        return await self._native.resume(
+        ``deps``, ``tools``, ``toolsets``, ``usage_limits`` and ``hooks`` are the resumed
+        run's own, as ``run``'s are: give those the run started with, so its calls meet the
+        same ones."""
+        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
+        resumed = await self._native.resume(
             approvals=decision_list(approvals, "approvals"),
             deferred_results=decision_list(deferred_results, "deferred_results"),
             elicitations=decision_list(elicitations, "elicitations"),
-            **_run_tools(tools, toolsets, usage_limits, hooks),
+            **options,
         )
+        return _typed(resumed)
 
 
 def decision_list(items: object, what: str) -> list[object]:
@@ -215,50 +278,60 @@ def decision_list(items: object, what: str) -> list[object]:
     return list(cast("Sequence[object]", items))
 
 
-class AgentSession(_AsyncContext):
-    """A conversation with an agent. ``async with`` is supported."""
+class AgentSession(_AsyncContext, Generic[DepsT, OutputT]):
+    """A conversation with an agent (``AgentSession[DepsT, OutputT]``, as its ``Agent``).
+    ``async with`` is supported."""
 
-    def __init__(self, native: NativeSession) -> None:
+    def __init__(self, native: NativeSession, deps: _Deps) -> None:
         self._native = native
-        self.hitl = HitlControls(native)
+        self._deps = deps
+        self.hitl: HitlControls[DepsT, OutputT] = HitlControls(native, deps)
 
     async def run(
         self,
         prompt: str,
         *,
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunResult:
-        """Runs ``prompt``, continuing the conversation; ``tools`` and ``toolsets`` are added
-        for this run only."""
-        return await self._native.run(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
+    ) -> RunResult[OutputT]:
+        """Runs ``prompt``, continuing the conversation; ``deps`` replace the agent's for
+        this run, and ``tools`` and ``toolsets`` are added for this run only."""
+        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
+        return _typed(await self._native.run(prompt, **options))
 
     def run_sync(
         self,
         prompt: str,
         *,
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """``run`` for code without an event loop, continuing the conversation."""
-        return _run_sync(self.run(prompt, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks))
+        return _run_sync(
+            self.run(prompt, deps=deps, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks)
+        )
 
     def run_stream(
         self,
         prompt: str,
         *,
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunStream:
-        """Runs ``prompt`` in this conversation, yielding events as they happen; ``tools``
-        and ``toolsets`` are added for this run only."""
-        return self._native.run_stream(prompt, **_run_tools(tools, toolsets, usage_limits, hooks))
+    ) -> RunStream[OutputT]:
+        """Runs ``prompt`` in this conversation, yielding events as they happen; ``deps``
+        replace the agent's for this run, and ``tools`` and ``toolsets`` are added for this
+        run only."""
+        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
+        return _typed_stream(self._native.run_stream(prompt, **options))
 
     async def resume_after_hitl(
         self,
@@ -266,16 +339,18 @@ class AgentSession(_AsyncContext):
         approvals: Sequence[Decision] = (),
         deferred_results: Sequence[DeferredDecision] = (),
         elicitations: Sequence[ElicitationAnswer] = (),
+        deps: DepsT | None = None,
         tools: Iterable[ToolLike] = (),
         toolsets: Iterable[Toolset] = (),
         usage_limits: UsageLimits | None = None,
         hooks: Iterable[HookLike] = (),
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
         return await self.hitl.resume(
             approvals=approvals,
             deferred_results=deferred_results,
             elicitations=elicitations,
+            deps=deps,
             tools=tools,
             toolsets=toolsets,
             usage_limits=usage_limits,
@@ -304,32 +379,79 @@ class AgentSession(_AsyncContext):
         return self._native.session_id
 
 
+class AgentOptions(TypedDict, total=False):
+    """The keyword arguments of ``create_agent`` besides ``model``, ``deps_type``, ``deps``
+    and ``output_type``; see ``create_agent``."""
+
+    tools: Iterable[ToolLike]
+    toolsets: Iterable[Toolset]
+    instructions: str | None
+    approval_required_tools: Iterable[ApprovalRule] | None
+    max_concurrency: int | ConcurrencyLimit | None
+    max_steps: int | None
+    session_store: SessionStore | str | os.PathLike[str] | None
+    require_parameter_descriptions: bool
+    elicitation_handler: ElicitationHandler | None
+    usage_limits: UsageLimits | None
+    hooks: Iterable[HookLike]
+    max_return_chars: int | None
+    output_retries: int | None
+    output_validators: Iterable[OutputValidator]
+    end_strategy: Literal["early", "exhaustive"]
+
+
+ModelLike: TypeAlias = "str | ProviderModel | TestModel | FunctionModel"
+
+
+@overload
 def create_agent(
     *,
-    model: str | ProviderModel | TestModel | FunctionModel,
-    tools: Iterable[ToolLike] = (),
-    toolsets: Iterable[Toolset] = (),
-    instructions: str | None = None,
-    approval_required_tools: Iterable[ApprovalRule] | None = None,
-    max_concurrency: int | ConcurrencyLimit | None = None,
-    max_steps: int | None = None,
-    dependencies: object = None,
-    session_store: SessionStore | str | os.PathLike[str] | None = None,
-    require_parameter_descriptions: bool = False,
-    elicitation_handler: ElicitationHandler | None = None,
-    usage_limits: UsageLimits | None = None,
-    hooks: Iterable[HookLike] = (),
-    max_return_chars: int | None = None,
+    model: ModelLike,
+    deps_type: type[DepsT] | None = None,
+    deps: DepsT | None = None,
+    **options: Unpack[AgentOptions],
+) -> Agent[DepsT, str]: ...
+
+
+@overload
+def create_agent(
+    *,
+    model: ModelLike,
+    output_type: type[OutputT] | Callable[..., Awaitable[OutputT]] | Callable[..., OutputT],
+    deps_type: type[DepsT] | None = None,
+    deps: DepsT | None = None,
+    **options: Unpack[AgentOptions],
+) -> Agent[DepsT, OutputT]: ...
+
+
+@overload
+def create_agent(
+    *,
+    model: ModelLike,
+    # A union (`A | B`) or `Literal[...]`, which mypy cannot take as a type yet (PEP 747).
+    output_type: object,
+    deps_type: type[DepsT] | None = None,
+    deps: DepsT | None = None,
+    **options: Unpack[AgentOptions],
+) -> Agent[DepsT, Any]: ...
+
+
+def create_agent(
+    *,
+    model: ModelLike,
     output_type: object = str,
-    output_retries: int | None = None,
-    output_validators: Iterable[OutputValidator] = (),
-    end_strategy: Literal["early", "exhaustive"] = "early",
-) -> Agent:
+    deps_type: type[object] | None = None,
+    deps: object = None,
+    **options: Unpack[AgentOptions],
+) -> Agent[Any, Any]:
     """Builds an agent. ``model`` is a ``"provider:model"`` name (``"openai:gpt-4.1-mini"``;
     prefixes ``openai:``, ``openai-responses:``, ``anthropic:``, ``google:``), a class from
     ``starweaver.models``, or a test model. Tools may be ``@tool`` functions, ``BaseTool`` instances or raw
-    callables; ``toolsets`` are ``starweaver.toolsets.Toolset``s (static or dynamic); ``approval_required_tools`` entries are tool names, toolset names, metadata
-    dicts, or ``"*"``. ``session_store`` keeps sessions opened with
+    callables; ``toolsets`` are ``starweaver.toolsets.Toolset``s (static or dynamic); ``approval_required_tools`` entries are tool names, toolset names/ids, metadata
+    dicts, or ``"*"``. ``deps`` is what tools see as ``ctx.deps`` (a run's own ``deps``
+    replace it); ``deps_type`` declares its type (``Agent[DepsT, ...]``, and
+    ``ToolContext[DepsT]`` in the tools) for an agent whose runs each bring their own: such
+    a run without ``deps`` is refused, and ``deps`` must be an instance of it. ``session_store`` keeps sessions opened with
     ``agent.session(session_id=...)``: a ``SessionStore``, or a path for a
     ``SqliteSessionStore`` (in memory when unset). ``require_parameter_descriptions``
     makes a parameter without a description a registration error. ``elicitation_handler``
@@ -353,46 +475,54 @@ def create_agent(
     becomes of a response's other calls when it calls an output tool: ``"early"`` (they do
     not run, each returning that it was not run) or ``"exhaustive"`` (they run first). Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
-    be opened."""
+    be opened, ``TypeError`` for ``deps`` that are not a ``deps_type``."""
+    # Type checkers join a wrong `deps` with `deps_type` rather than refuse it, so the
+    # runtime does (for a class: a generic alias such as `dict[str, int]` has no instances).
+    if isinstance(deps_type, type) and deps is not None and not isinstance(deps, deps_type):
+        raise TypeError(f"`deps` must be a {deps_type.__name__} (`deps_type`), got {type(deps).__name__}")
     if isinstance(model, str):
         model = infer_model(model)
+    session_store = options.get("session_store")
     if isinstance(session_store, (str, os.PathLike)):
         session_store = SqliteSessionStore(session_store)
     asking = None
+    elicitation_handler = options.get("elicitation_handler")
     if elicitation_handler is not None:
         from ._asking import runtime_handler  # only then: importing starweaver stays cheap
 
         asking = runtime_handler(elicitation_handler)
     output = None
     output_options: NativeOutputOptions = {}
+    output_validators = list(options.get("output_validators", ()))
     if output_type is not str:
         from ._output import OutputSpec  # only then: importing starweaver stays cheap
 
-        output = OutputSpec(output_type, list(output_validators))
+        output = OutputSpec(output_type, output_validators)
         output_options = output.native_options()
     elif output_validators:
         raise RegistrationError("`output_validators` check the value of an `output_type`: give one")
+    approval_required_tools = options.get("approval_required_tools")
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
         getattr(model, "native", model),
-        [native_tool(item) for item in tools],
-        toolsets=[toolset.native for toolset in toolsets],
-        instructions=instructions,
+        [native_tool(item) for item in options.get("tools", ())],
+        toolsets=[toolset.native for toolset in options.get("toolsets", ())],
+        instructions=options.get("instructions"),
         approval_required_tools=list(approval_required_tools) if approval_required_tools is not None else None,
-        max_concurrency=max_concurrency,
-        max_steps=max_steps,
-        dependencies=dependencies,
+        max_concurrency=options.get("max_concurrency"),
+        max_steps=options.get("max_steps"),
+        deps=deps,
         session_store=session_store,
-        require_parameter_descriptions=require_parameter_descriptions,
+        require_parameter_descriptions=options.get("require_parameter_descriptions", False),
         elicitation_handler=asking,
-        usage_limits=usage_limits,
-        hooks=native_hooks(hooks),
-        max_return_chars=max_return_chars,
-        output_retries=output_retries,
-        end_strategy=end_strategy,
+        usage_limits=options.get("usage_limits"),
+        hooks=native_hooks(options.get("hooks", ())),
+        max_return_chars=options.get("max_return_chars"),
+        output_retries=options.get("output_retries"),
+        end_strategy=options.get("end_strategy", "early"),
         **output_options,
     )
-    return Agent(native, output)
+    return Agent(native, _Deps(deps_type, has_deps=deps is not None), output)
 
 
 #: Answers a tool's question for the user: ``(ctx, message, schema)`` to an answer.

@@ -12,11 +12,14 @@ with the same signature render identically::
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 from ._native import PROVIDERS as _PROVIDERS
 from ._native import ToolDefinition, check_rendered
 from .tools import BaseTool, Tool
+
+if TYPE_CHECKING:
+    from .types import JsonObject
 
 __all__ = ["PROVIDERS", "Provider", "check", "definition_of", "render", "render_tools"]
 
@@ -25,7 +28,7 @@ Provider: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "g
 # checkers, and tests/python/test_providers.py keeps the two equal.
 PROVIDERS: tuple[Provider, ...] = tuple(cast("list[Provider]", _PROVIDERS))
 
-ToolLike: TypeAlias = "Tool[..., Any] | BaseTool | ToolDefinition"
+ToolLike: TypeAlias = "Tool[..., object] | BaseTool | ToolDefinition"
 
 
 def definition_of(tool: ToolLike) -> ToolDefinition:
@@ -33,19 +36,19 @@ def definition_of(tool: ToolLike) -> ToolDefinition:
     return tool if isinstance(tool, ToolDefinition) else tool.definition
 
 
-def render(tool: ToolLike, provider: Provider, *, strict: bool | None = None) -> dict[str, Any]:
+def render(tool: ToolLike, provider: Provider, *, strict: bool | None = None) -> JsonObject:
     """``tool`` in ``provider``'s format. ``strict=None`` follows the definition (unset:
     strict when the schema can be made strict); ``True`` forces strict, ``False`` lax.
     Raises ``RenderError`` naming what stands in the way."""
     return definition_of(tool).render(provider, strict=strict)
 
 
-def render_tools(tools: Iterable[ToolLike], provider: Provider, *, strict: bool | None = None) -> list[dict[str, Any]]:
+def render_tools(tools: Iterable[ToolLike], provider: Provider, *, strict: bool | None = None) -> list[JsonObject]:
     """``render`` for each tool, in order: what a request's ``tools`` holds."""
     return [render(tool, provider, strict=strict) for tool in tools]
 
 
-def check(provider: Provider, rendered: Mapping[str, Any]) -> list[str]:
+def check(provider: Provider, rendered: Mapping[str, object]) -> list[str]:
     """Every way ``rendered`` breaks ``provider``'s documented rules, each naming its JSON
     Pointer; empty when it meets them all."""
     return check_rendered(provider, dict(rendered))

@@ -67,7 +67,7 @@ class TemporalAgent:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: Agent[Any, Any],
         *,
         name: str = "starweaver_agent",
         model_timeout: timedelta = timedelta(minutes=5),

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from ._native import ApprovalDecision, Messages, NativeFunctionModel, NativeTestModel, ToolContext
 
 if TYPE_CHECKING:
-    from .types import ModelRequestRecord
+    from .types import DepsT, FunctionModelInfo, ModelRequestRecord
 
 __all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel", "tool_context"]
 
-ModelResponse: TypeAlias = Mapping[str, Any]
+ModelResponse: TypeAlias = Mapping[str, object]
 """A scripted response: ``{"text": ...}``, ``{"tool_calls": [...]}`` or ``{"parts": [...]}``."""
 
 
@@ -41,7 +41,7 @@ class TestModel:
         return self.native.requests
 
 
-ModelFunction: TypeAlias = Callable[[Messages, dict[str, Any]], ModelResponse | Awaitable[ModelResponse]]
+ModelFunction: TypeAlias = "Callable[[Messages, FunctionModelInfo], ModelResponse | Awaitable[ModelResponse]]"
 
 
 class FunctionModel:
@@ -55,14 +55,15 @@ class FunctionModel:
 
 
 def tool_context(
-    tool_name: str = "tool", *, deps: object = None, approval: ApprovalDecision | bool | str | None = None
-) -> ToolContext:
+    tool_name: str = "tool", *, deps: DepsT | None = None, approval: ApprovalDecision | bool | str | None = None
+) -> ToolContext[DepsT]:
     """A ``ToolContext`` outside any run, to call a tool's function directly in a unit
-    test: ``ctx.deps`` is ``deps``; ``ctx.approval`` is ``approval`` (a decision, ``True``,
-    or the name of who approved), or ``None``.
+    test: ``ctx.deps`` is ``deps`` (typed as given: ``ToolContext[MyDeps]``); ``ctx.approval``
+    is ``approval`` (a decision, ``True``, or the name of who approved), or ``None``.
 
     >>> ctx = tool_context(deps={"db": "test"}, approval="alice")
     >>> (ctx.deps, ctx.approval.decided_by if ctx.approval else None)
     ({'db': 'test'}, 'alice')
     """
-    return ToolContext.detached(tool_name, deps=deps, approval=approval)
+    context = ToolContext.detached(tool_name, deps=deps, approval=approval)
+    return cast("ToolContext[DepsT]", context)  # `detached` gives back the `deps` it was given

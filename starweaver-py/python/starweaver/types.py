@@ -2,6 +2,8 @@
 events, model requests, tool definitions and exported session state. They describe the
 dicts the runtime hands out (``result.messages``, ``result.events``, ``session.export_state()``,
 ``tool.definition.to_dict()``, ``TestModel.requests``); nothing is validated against them.
+Any other JSON value the runtime hands out is a ``JsonValue``. ``DepsT`` and ``OutputT`` are
+the type parameters of ``Agent``, ``ToolContext`` and ``RunResult``.
 
     from starweaver.types import Message
 
@@ -12,10 +14,11 @@ dicts the runtime hands out (``result.messages``, ``result.events``, ``session.e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Literal, TypeAlias, Union
 
-# typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12.
-from typing_extensions import NotRequired, TypedDict
+# typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12;
+# its TypeVar takes a default (PEP 696) on every Python version.
+from typing_extensions import NotRequired, TypeAliasType, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     from ._native import ConcurrencyLimit
@@ -26,10 +29,14 @@ __all__ = [
     "ConcurrencyLimitDict",
     "ContentPart",
     "DeferredRequestedEvent",
+    "DepsT",
     "DocumentContent",
     "ElicitationRequestedEvent",
     "Event",
+    "FunctionModelInfo",
     "ImageContent",
+    "JsonObject",
+    "JsonValue",
     "LogLevel",
     "Message",
     "ModelOptions",
@@ -37,6 +44,7 @@ __all__ = [
     "ModelRequestRecord",
     "ModelResponseEvent",
     "ModelSettings",
+    "OutputT",
     "PendingItem",
     "RequestMessage",
     "RequestPart",
@@ -73,6 +81,25 @@ __all__ = [
     "UserPromptPart",
     "WaitingEvent",
 ]
+
+DepsT = TypeVar("DepsT", default=None)
+"""The type of an agent's dependencies, as ``ctx.deps`` gives them: ``None`` for an agent
+without (``create_agent(deps_type=..., deps=...)`` sets it; a bare ``ToolContext`` is
+``ToolContext[None]``)."""
+
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's output (``RunResult.output``): ``str``, a text answer, by default."""
+
+if TYPE_CHECKING:
+    JsonValue: TypeAlias = Union[str, int, float, bool, list["JsonValue"], dict[str, "JsonValue"], None]
+    """Any JSON value, as the runtime hands JSON out (objects as ``dict``, arrays as ``list``)."""
+else:
+    # The same alias as pydantic (validating against these TypedDicts) resolves a recursive
+    # one: by name, in this module.
+    JsonValue = TypeAliasType("JsonValue", "Union[str, int, float, bool, list[JsonValue], dict[str, JsonValue], None]")
+
+JsonObject: TypeAlias = dict[str, JsonValue]
+"""A JSON object: a tool's arguments, metadata, a JSON Schema."""
 
 
 class SystemPromptPart(TypedDict):
@@ -152,13 +179,13 @@ class _ToolReturnFields(TypedDict):
     name: str
     #: What the model sees: the tool's value, its ``model_content`` (a list of
     #: ``ContentPart`` for rich content), or for an error ``{"kind", "message", "success": False, ...}``.
-    content: Any
+    content: JsonValue
     is_error: bool
-    metadata: dict[str, Any]
-    value: NotRequired[Any]
-    app_value: NotRequired[Any]
-    user_content: NotRequired[Any]
-    private_metadata: NotRequired[Any]
+    metadata: JsonObject
+    value: NotRequired[JsonValue]
+    app_value: NotRequired[JsonValue]
+    user_content: NotRequired[JsonValue]
+    private_metadata: NotRequired[JsonValue]
 
 
 class ToolReturnPart(_ToolReturnFields):
@@ -177,7 +204,7 @@ class ToolCallPart(TypedDict):
     kind: Literal["tool_call"]
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
 RequestPart: TypeAlias = Union[SystemPromptPart, UserPromptPart, ToolReturnPart]
@@ -209,7 +236,7 @@ class ToolDefinitionDict(TypedDict):
 
     name: str
     description: str | None
-    parameters: dict[str, Any]
+    parameters: JsonObject
     strict: bool | None
     sequential: bool
     timeout_ms: NotRequired[int | None]
@@ -220,8 +247,8 @@ class ToolDefinitionDict(TypedDict):
     """How many times one run may call the tool, when bounded."""
     max_concurrency: NotRequired[int | ConcurrencyLimitDict]
     """How many of its calls may run at once: a number (a limit of its own) or a shared limit."""
-    metadata: NotRequired[dict[str, Any]]
-    return_schema: NotRequired[dict[str, Any]]
+    metadata: NotRequired[JsonObject]
+    return_schema: NotRequired[JsonObject]
     """The JSON Schema of the value the tool returns, when it declares one; never sent to
     models (MCP's ``outputSchema``)."""
 
@@ -310,6 +337,16 @@ class ModelRequestRecord(TypedDict):
     agent's (absent when there are none)."""
 
 
+class FunctionModelInfo(TypedDict):
+    """What a ``FunctionModel``'s function gets beside the messages, for one request."""
+
+    tools: list[ToolDefinitionDict]
+    toolset_instructions: list[str]
+    """The instructions of the toolsets whose tools the request offers."""
+    step: int
+    run_id: str
+
+
 class UsageDict(TypedDict):
     requests: int
     input_tokens: int
@@ -321,9 +358,9 @@ class _PendingFields(TypedDict):
     id: str
     tool_call_id: str
     tool_name: str
-    arguments: Any
+    arguments: JsonValue
     reason: str
-    metadata: dict[str, Any]
+    metadata: JsonObject
 
 
 class PendingItem(_PendingFields):
@@ -333,7 +370,7 @@ class PendingItem(_PendingFields):
 
     run_id: str
     message: NotRequired[str]
-    schema: NotRequired[dict[str, Any]]
+    schema: NotRequired[JsonObject]
 
 
 class _EventHead(TypedDict):
@@ -398,9 +435,9 @@ class ToolCallEvent(_EventHead):
     type: Literal["tool_call"]
     tool_call_id: str
     name: str
-    override_arguments: NotRequired[Any]
+    override_arguments: NotRequired[JsonValue]
     #: The arguments the call runs with, when a hook rewrote them.
-    arguments: NotRequired[dict[str, Any]]
+    arguments: NotRequired[JsonObject]
     #: The (last) hook that rewrote the arguments.
     rewritten_by: NotRequired[str]
     #: The hook that answered in the tool's place (the tool did not run).
@@ -442,7 +479,7 @@ class ToolLogEvent(_EventHead):
     name: str
     level: LogLevel
     message: str
-    data: NotRequired[Any]
+    data: NotRequired[JsonValue]
 
 
 class SamplingMessageDict(TypedDict):
@@ -480,7 +517,7 @@ class ElicitationRequestedEvent(_EventHead, _PendingFields):
 
     type: Literal["elicitation_requested"]
     message: str
-    schema: dict[str, Any]
+    schema: JsonObject
 
 
 class WaitingEvent(_EventHead):
@@ -492,7 +529,7 @@ class WaitingEvent(_EventHead):
 
 class RunCompleteEvent(_EventHead):
     type: Literal["run_complete"]
-    output: object
+    output: JsonValue
     """The text, or the output type's value as JSON."""
     output_tool: NotRequired[str]
     """The output tool whose call gave ``output``; absent for text."""
@@ -537,4 +574,4 @@ class SessionState(TypedDict):
     version: int
     history: list[Message]
     decided: list[str]
-    waiting: dict[str, Any] | None
+    waiting: JsonObject | None
