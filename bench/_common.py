@@ -12,6 +12,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+from pydantic import BaseModel
+
 CALLS = 1_000
 STEPS = (100, 1_000)
 SLEEPERS = 100
@@ -109,3 +111,34 @@ def report(value: float, **extra: float) -> None:
 
 def main(scenarios: dict[str, Callable[[], None]]) -> None:
     scenarios[sys.argv[1]]()
+
+
+class Invoice(BaseModel):
+    """P14's output: ten fields of the usual kinds."""
+
+    number: str
+    customer: str
+    email: str
+    currency: str
+    total_cents: int
+    tax_cents: int
+    lines: int
+    paid: bool
+    due_days: int
+    note: str
+
+
+INVOICE = {
+    "number": "A-7",
+    "customer": "Ada",
+    "email": "ada@example.com",
+    "currency": "EUR",
+    "total_cents": 1250,
+    "tax_cents": 250,
+    "lines": 3,
+    "paid": False,
+    "due_days": 30,
+    "note": "thanks",
+}
+#: Runs timed per P14 measurement.
+RUNS = 2000

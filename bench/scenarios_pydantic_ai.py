@@ -7,9 +7,12 @@ from typing import Any
 
 from _common import (
     CALLS,
+    INVOICE,
     MEMORY_CALLS,
+    RUNS,
     SLEEPERS,
     STEPS,
+    Invoice,
     cpu_per_chunk,
     definition_cost,
     main,
@@ -49,6 +52,22 @@ def add_sync(a: int, b: int) -> int:
 def p1() -> None:
     agent = Agent(one_response(CALLS), tools=[Tool(add, name="add")])
     report(timed(lambda: agent.run("go", usage_limits=UNLIMITED)) / CALLS * 1e6)
+
+
+def p14() -> None:
+    """P14's twin: the same scripted run ending in an `Invoice` through pydantic-ai's output
+    tool (`output_type=Invoice`), and a run ending in text."""
+    answer = ModelResponse(parts=[ToolCallPart("final_result", INVOICE, "c1")])
+    typed = Agent(FunctionModel(lambda messages, info: answer), output_type=Invoice)
+    text = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("done")])))
+
+    async def runs(agent: Any) -> None:
+        for _ in range(RUNS):
+            await agent.run("go")
+
+    plain = min(timed(lambda: runs(text)) for _ in range(5)) / RUNS * 1e6
+    structured = min(timed(lambda: runs(typed)) for _ in range(5)) / RUNS * 1e6
+    report(structured, text=plain, added=structured - plain)
 
 
 def p13() -> None:
@@ -151,4 +170,4 @@ def p9() -> None:
 
 
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p5": p5, "p6": p6, "p8": p8, "p9": p9})
+    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p14": p14, "p5": p5, "p6": p6, "p8": p8, "p9": p9})

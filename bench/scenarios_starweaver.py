@@ -9,9 +9,12 @@ from typing import Any
 
 from _common import (
     CALLS,
+    INVOICE,
     MEMORY_CALLS,
+    RUNS,
     SLEEPERS,
     STEPS,
+    Invoice,
     cpu_per_chunk,
     definition_cost,
     main,
@@ -69,6 +72,23 @@ def p13() -> None:
     without = min(timed(lambda: plain.run("go")) for _ in range(5)) / CALLS * 1e6
     with_hooks = min(timed(lambda: hooked.run("go")) for _ in range(5)) / CALLS * 1e6
     report(with_hooks, without=without, added=with_hooks - without)
+
+
+def p14() -> None:
+    """µs per run that ends in an `Invoice` through the output tool, and what that adds
+    over a run that ends in text (both timed in turn, best of 5, so both see one machine)."""
+    answer = {"tool_calls": [{"id": "c1", "name": "final_result", "arguments": INVOICE}]}
+    typed = create_agent(model=FunctionModel(lambda messages, info: answer), output_type=Invoice)
+    text = create_agent(model=FunctionModel(lambda messages, info: {"text": "done"}))
+
+    async def runs(agent: Any) -> None:
+        for _ in range(RUNS):
+            result = await agent.run("go")
+            assert result.status == "completed"
+
+    plain = min(timed(lambda: runs(text)) for _ in range(5)) / RUNS * 1e6
+    structured = min(timed(lambda: runs(typed)) for _ in range(5)) / RUNS * 1e6
+    report(structured, text=plain, added=structured - plain)
 
 
 def p3() -> None:
@@ -191,4 +211,4 @@ def p15() -> None:
 
 
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p5": p5, "p6": p6, "p8": p8, "p9": p9, "p15": p15})
+    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p14": p14, "p5": p5, "p6": p6, "p8": p8, "p9": p9, "p15": p15})

@@ -96,11 +96,12 @@ def _typed_member(member: object) -> _Member:
         }
         if defs is not None:
             parameters["$defs"] = defs
-    validate = adapter.validate_python
+    validate, dump = adapter.validate_python, adapter.dump_python
 
-    def final_result(args: dict[str, object]) -> object:
+    # Async, so the call needs no worker thread; what it returns is the output's JSON.
+    async def final_result(args: dict[str, object]) -> object:
         try:
-            return validate(args["response"] if wrapped else args)
+            return dump(validate(args["response"] if wrapped else args), mode="json")
         except pydantic.ValidationError as error:
             raise invalid(error, within="response" if wrapped else None) from error
 
