@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::output::OutputMode;
 use starweaver::{Agent, ApprovalRule, CancellationToken, EndStrategy, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::RustFuture;
@@ -58,6 +59,13 @@ impl PyAgent {
         crate::task::request_model(py, &self.agent, task)
     }
 
+    /// Checks a durable run's text answer as its output (a `check_output` step's task):
+    /// `{"output": ...}` or `{"refused": message}`, to hand to `NativeDurableRun.output_checked`.
+    #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
+    fn check_output(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
+        crate::task::check_output(py, &self.agent, task)
+    }
+
     /// Runs one of a durable run's call tasks through the scheduler's call path; the
     /// result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
     /// `tool_progress` and `tool_log` event of the call as it happens.
@@ -79,7 +87,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_mode=None, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -104,6 +112,8 @@ impl PyAgent {
         max_return_chars: Option<u32>,
         output_tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
         output_text: bool,
+        #[gen_stub(override_type(type_repr = "typing.Literal['tool', 'native', 'prompted'] | None", imports = ("typing",)))]
+        output_mode: Option<&str>,
         output_retries: Option<u32>,
         #[gen_stub(override_type(type_repr = "typing.Literal['early', 'exhaustive'] | None", imports = ("typing",)))]
         end_strategy: Option<&str>,
@@ -161,6 +171,16 @@ impl PyAgent {
         if output_text {
             builder = builder.text_output();
         }
+        builder = match output_mode {
+            None | Some("tool") => builder,
+            Some("native") => builder.output_mode(OutputMode::Native),
+            Some("prompted") => builder.output_mode(OutputMode::Prompted),
+            Some(other) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "`output_mode` must be \"tool\", \"native\" or \"prompted\", got {other:?}"
+                )));
+            }
+        };
         if let Some(retries) = output_retries {
             builder = builder.output_retries(retries);
         }

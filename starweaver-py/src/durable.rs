@@ -36,64 +36,60 @@ impl PyDurableRun {
     }
 }
 
-/// A step of a `NativeDurableRun`, for an agent with dynamic toolsets (an MCP server's):
-/// list the step's tools (`NativeAgent.list_tools`) and hand the listing to
-/// `tools_listed`.
-#[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "ListTools", frozen)]
-pub struct PyListTools {
-    task: Py<PyAny>,
+/// A step of a `NativeDurableRun` that carries one task (a JSON-ready dict): the class
+/// for one kind of step, with its `task` and `match` support.
+macro_rules! task_step {
+    ($rust:ident, $name:literal, $doc:literal, $task_doc:literal) => {
+        #[doc = $doc]
+        #[gen_stub_pyclass]
+        #[pyclass(module = "starweaver._native", name = $name, frozen)]
+        pub struct $rust {
+            task: Py<PyAny>,
+        }
+
+        #[gen_stub_pymethods]
+        #[pymethods]
+        impl $rust {
+            #[classattr]
+            #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['task']]", imports = ("typing",)))]
+            fn __match_args__() -> (&'static str,) {
+                ("task",)
+            }
+
+            #[doc = $task_doc]
+            #[getter]
+            #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
+            fn task(&self, py: Python<'_>) -> Py<PyAny> {
+                self.task.clone_ref(py)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                Ok(format!(concat!($name, "(task={})"), self.task.bind(py).repr()?))
+            }
+        }
+    };
 }
 
-#[gen_stub_pymethods]
-#[pymethods]
-impl PyListTools {
-    #[classattr]
-    #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['task']]", imports = ("typing",)))]
-    fn __match_args__() -> (&'static str,) {
-        ("task",)
-    }
+task_step!(
+    PyListTools,
+    "ListTools",
+    "A step of a `NativeDurableRun`, for an agent with dynamic toolsets (an MCP server's): list the step's tools (`NativeAgent.list_tools`) and hand the listing to `tools_listed`.",
+    "The listing, as a JSON-ready dict (`run_id`, `step`)."
+);
 
-    /// The listing, as a JSON-ready dict (`run_id`, `step`).
-    #[getter]
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
-    fn task(&self, py: Python<'_>) -> Py<PyAny> {
-        self.task.clone_ref(py)
-    }
+task_step!(
+    PyRequestModel,
+    "RequestModel",
+    "A step of a `NativeDurableRun`: make this model request (`NativeAgent.request_model`) and hand the answer to `model_answered`.",
+    "The request, as a JSON-ready dict."
+);
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("ListTools(task={})", self.task.bind(py).repr()?))
-    }
-}
-
-/// A step of a `NativeDurableRun`: make this model request (`NativeAgent.request_model`)
-/// and hand the answer to `model_answered`.
-#[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "RequestModel", frozen)]
-pub struct PyRequestModel {
-    task: Py<PyAny>,
-}
-
-#[gen_stub_pymethods]
-#[pymethods]
-impl PyRequestModel {
-    #[classattr]
-    #[gen_stub(override_return_type(type_repr = "tuple[typing.Literal['task']]", imports = ("typing",)))]
-    fn __match_args__() -> (&'static str,) {
-        ("task",)
-    }
-
-    /// The request, as a JSON-ready dict.
-    #[getter]
-    #[gen_stub(override_return_type(type_repr = "dict[str, typing.Any]", imports = ("typing",)))]
-    fn task(&self, py: Python<'_>) -> Py<PyAny> {
-        self.task.clone_ref(py)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("RequestModel(task={})", self.task.bind(py).repr()?))
-    }
-}
+task_step!(
+    PyCheckOutput,
+    "CheckOutput",
+    "A step of a `NativeDurableRun`: check the model's text answer as the run's output (`NativeAgent.check_output`) and hand the outcome to `output_checked`.",
+    "The answer to check, as a JSON-ready dict (`run_id`, `step`, `text`)."
+);
 
 /// A step of a `NativeDurableRun`: start these calls (`NativeAgent.run_call`, side by
 /// side) and hand each result to `call_finished` with the task's `index`.
@@ -193,7 +189,9 @@ impl PyDurableRun {
 
     /// What to do next: `ListTools(task)`, `RequestModel(task)`, `StartCalls(tasks)`,
     /// `AwaitCalls()` or `Done(result)`, for `match`.
-    #[gen_stub(override_return_type(type_repr = "ListTools | RequestModel | StartCalls | AwaitCalls | Done"))]
+    #[gen_stub(override_return_type(
+        type_repr = "ListTools | RequestModel | StartCalls | AwaitCalls | CheckOutput | Done"
+    ))]
     fn next_step(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let step = self.run().next_step();
         Ok(match step {
@@ -201,6 +199,7 @@ impl PyDurableRun {
             Step::RequestModel(task) => Py::new(py, PyRequestModel { task: to_py(py, &task)?.unbind() })?.into_any(),
             Step::StartCalls(tasks) => Py::new(py, PyStartCalls { tasks: to_py(py, &tasks)?.unbind() })?.into_any(),
             Step::AwaitCalls => Py::new(py, PyAwaitCalls)?.into_any(),
+            Step::CheckOutput(task) => Py::new(py, PyCheckOutput { task: to_py(py, &task)?.unbind() })?.into_any(),
             Step::Done(result) => {
                 Py::new(py, PyDone { result: Py::new(py, PyRunResult::new(py, result, None)?)? })?.into_any()
             }
@@ -250,6 +249,14 @@ impl PyDurableRun {
     /// error return carrying `message`.
     fn call_lost(&self, index: usize, message: &str) {
         self.run().call_lost(index, message);
+    }
+
+    /// How a `CheckOutput` step's check ended (`{"output": ...}` or `{"refused": message}`
+    /// from `NativeAgent.check_output`).
+    fn output_checked(&self, py: Python<'_>, checked: &Bound<'_, PyAny>) -> PyResult<()> {
+        let checked = from_py(py, checked, "output check")?;
+        self.run().output_checked(checked);
+        Ok(())
     }
 
     /// The model request could not be made (its activity failed for good).

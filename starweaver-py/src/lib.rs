@@ -34,7 +34,9 @@ mod _native {
     #[pymodule_export]
     use crate::bridge::RustFuture;
     #[pymodule_export]
-    use crate::durable::{PyAwaitCalls, PyDone, PyDurableRun, PyListTools, PyRequestModel, PyStartCalls};
+    use crate::durable::{
+        PyAwaitCalls, PyCheckOutput, PyDone, PyDurableRun, PyListTools, PyRequestModel, PyStartCalls,
+    };
     #[pymodule_export]
     use crate::hitl::{
         PyApprovalDecision, PyDeferredResult, PyElicitationResponse, PyHitl, PyPendingApproval, PyPendingDeferred,

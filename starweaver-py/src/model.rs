@@ -50,7 +50,8 @@ impl PyFunctionModel {
     /// `callback(messages, info)`: `messages` is a read-only sequence of canonical message
     /// dicts (converted as they are read), `info` a dict with `tools`,
     /// `toolset_instructions` (what the toolsets whose tools are offered say, sent with the
-    /// agent's instructions), `step` and `run_id`.
+    /// agent's instructions), `step`, `run_id`, and `output` (the output's definition) when
+    /// the run asks for native output.
     /// It returns (or, if async, resolves to) a response dict.
     #[new]
     fn new(callback: Py<PyAny>) -> Self {
@@ -65,6 +66,11 @@ enum Answer {
 }
 
 impl Model for CallbackModel {
+    /// The callback sees a native output's definition as `info["output"]`.
+    fn native_output(&self) -> bool {
+        true
+    }
+
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let answer = Python::attach(|py| -> PyResult<Answer> {
             let info = PyDict::new(py);
@@ -75,6 +81,9 @@ impl Model for CallbackModel {
             )?;
             info.set_item("step", request.step)?;
             info.set_item("run_id", request.run_id)?;
+            if let Some(output) = request.output {
+                info.set_item("output", convert::serialize_to_py(py, output)?)?;
+            }
             let answer = self.0.bind(py).call1((Messages(request.messages.clone()), info))?;
             if answer.hasattr("__await__")? && !answer.is_instance_of::<PyDict>() {
                 Ok(Answer::Awaiting(PyAwait::new(answer)?))

@@ -41,8 +41,9 @@ impl OutputValidator for PyOutputCheck {
     }
 }
 
-/// Turns a run's output JSON into the Python value of its output tool's type:
-/// `decode(output_tool, value)`.
+/// Turns a run's output JSON into the Python value of its type: `decode(output_tool,
+/// value)`, the tool `None` for an answer in text (the type's JSON, for native or
+/// prompted output).
 #[derive(Clone)]
 pub(crate) struct Decoder(pub(crate) std::sync::Arc<Py<PyAny>>);
 
@@ -56,9 +57,9 @@ impl Decoder {
     ) -> PyResult<Py<PyAny>> {
         let Some(output) = output else { return Ok(py.None()) };
         let value = convert::to_py(py, output)?;
-        match (decoder, tool) {
-            (Some(decoder), Some(tool)) => Ok(decoder.0.bind(py).call1((tool, value))?.unbind()),
-            _ => Ok(value.unbind()),
+        match decoder {
+            Some(decoder) => Ok(decoder.0.bind(py).call1((tool, value))?.unbind()),
+            None => Ok(value.unbind()),
         }
     }
 }

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::Arc;
 
-use starweaver::durable::{CallTask, ListTask, ModelTask};
+use starweaver::durable::{CallTask, ListTask, ModelTask, OutputTask};
 use starweaver::tool::{CallChannel, LogMessage, Progress};
 use starweaver::{Agent, EventKind, ToolContext};
 use tokio_util::sync::CancellationToken;
@@ -51,6 +51,17 @@ pub(crate) fn request_model(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAn
         Python::attach(|py| Ok(convert::to_py(py, &answer)?.unbind()))
     };
     Ok(RustFuture::new(request.boxed(), None))
+}
+
+/// Checks a text answer as the run's output: `{"output": ...}` or `{"refused": message}`.
+pub(crate) fn check_output(py: Python<'_>, agent: &Agent, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
+    let task: OutputTask = from_py(py, task, "output task")?;
+    let agent = agent.clone();
+    let check = async move {
+        let checked = agent.check_output(&task).await;
+        Python::attach(|py| Ok(convert::serialize_to_py(py, &checked)?.unbind()))
+    };
+    Ok(RustFuture::new(check.boxed(), None))
 }
 
 /// Runs one call task; cancelling the awaiting task cancels the call as a run would.

@@ -44,6 +44,7 @@
 //!             }
 //!         }
 //!         Step::AwaitCalls => unreachable!("every started call was reported"),
+//!         Step::CheckOutput(task) => run.output_checked(agent.check_output(&task).await),
 //!         Step::Done(result) => break result,
 //!     }
 //! };
@@ -56,7 +57,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::agent::{Bounds, Machine, Next, SessionState, Suspended, resolve_decisions};
-pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
+pub use crate::agent::{CallResult, CallTask, ListTask, ModelTask, OutputChecked, OutputTask, ToolListing};
 use crate::concurrency::{self, Admission, Counted, Limit};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
@@ -85,6 +86,9 @@ pub enum Step {
     StartCalls(Vec<CallTask>),
     /// Nothing new may start until a running call is reported.
     AwaitCalls,
+    /// Check the model's text answer as the output ([`Agent::check_output`]) and report
+    /// with [`DurableRun::output_checked`].
+    CheckOutput(OutputTask),
     /// The run ended: completed, failed, cancelled, or waiting for decisions
     /// ([`DurableRun::resume`]).
     Done(RunResult),
@@ -250,6 +254,9 @@ impl DurableRun {
                 Self::starting(self.admission.offer(offered))
             }
             Next::AwaitCalls => Self::starting(self.admission.release()),
+            Next::CheckOutput { text } => {
+                Step::CheckOutput(OutputTask { run_id: self.run_id.to_string(), step: machine.step, text })
+            }
             Next::End(end) => {
                 let Stage::Running { machine, events } = std::mem::replace(&mut self.stage, Stage::Poisoned) else {
                     unreachable!("matched above")
@@ -292,6 +299,16 @@ impl DurableRun {
         let bounds = Self::bounds(&self.agent);
         let machine = Machine::resume(state, waiting, bounds, resolved, &self.tools, refused, &events);
         self.stage = Stage::Running { machine: Box::new(machine), events };
+    }
+
+    /// How the check of a [`Step::CheckOutput`] step ended.
+    pub fn output_checked(&mut self, checked: OutputChecked) {
+        if let Stage::Running { machine, .. } = &mut self.stage {
+            machine.output_checked(match checked {
+                OutputChecked::Output(output) => Ok(output),
+                OutputChecked::Refused(message) => Err(crate::tool::ToolError::model_retry(message)),
+            });
+        }
     }
 
     /// The tools of a [`Step::ListTools`] step, from [`Agent::list_tools`]. A listing that

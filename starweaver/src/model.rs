@@ -19,6 +19,10 @@ pub struct ModelRequest<'a> {
     pub messages: &'a Messages,
     /// The tools the model may call.
     pub tools: &'a [ToolDefinition],
+    /// The output's definition when the run asks for native output: the provider's
+    /// JSON-schema response format with its `parameters` as the schema (see
+    /// [`Model::native_output`]).
+    pub output: Option<&'a ToolDefinition>,
     /// The instructions of the toolsets whose tools this request offers, each once: a
     /// provider sends them with the agent's instructions (the system prompt). They are not
     /// part of the history, since the tools offered may change from step to step.
@@ -328,6 +332,12 @@ pub trait Model: Send + Sync + 'static {
         None
     }
 
+    /// Whether the model takes [`ModelRequest::output`]: a JSON-schema response format its
+    /// answer's text then follows.
+    fn native_output(&self) -> bool {
+        false
+    }
+
     /// The model asked for (`gen_ai.request.model`), for models that name one.
     fn model_name(&self) -> Option<&str> {
         None
@@ -341,6 +351,10 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 
     fn system(&self) -> Option<&str> {
         (**self).system()
+    }
+
+    fn native_output(&self) -> bool {
+        (**self).native_output()
     }
 
     fn model_name(&self) -> Option<&str> {

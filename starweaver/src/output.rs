@@ -53,6 +53,21 @@ pub const OUTPUT_TAKEN: &str = "Final result processed.";
 /// How many times the model may be corrected on its output unless the agent says otherwise.
 pub const DEFAULT_OUTPUT_RETRIES: u32 = 1;
 
+/// How the model is asked for the output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Output tools: the model calls `final_result` with the output as arguments.
+    #[default]
+    Tool,
+    /// The provider's JSON-schema response format (OpenAI Chat and Responses
+    /// `json_schema`, Gemini `responseSchema`): the answer's text is the output's JSON. An
+    /// agent whose model has none is refused when built.
+    Native,
+    /// The schema in the instructions, the answer's text parsed as the output's JSON.
+    Prompted,
+}
+
 /// What happens to a response's other tool calls when it also calls an output tool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -154,6 +169,10 @@ fn parameters_of(mut schema: Value) -> (Value, bool) {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OutputRules {
     pub takes_text: bool,
+    /// Whether a text answer is checked before it ends the run (native and prompted
+    /// output, or output validators on text).
+    pub checks_text: bool,
+    pub retries: u32,
     pub end_strategy: EndStrategy,
 }
 
@@ -162,6 +181,7 @@ pub(crate) struct OutputRules {
 #[derive(Clone)]
 pub(crate) struct OutputSpec {
     members: Vec<Member>,
+    pub mode: OutputMode,
     /// Whether a text answer ends the run too (always, without members).
     pub text: bool,
     pub retries: u32,
@@ -173,6 +193,7 @@ impl Default for OutputSpec {
     fn default() -> Self {
         Self {
             members: Vec::new(),
+            mode: OutputMode::Tool,
             text: false,
             retries: DEFAULT_OUTPUT_RETRIES,
             end_strategy: EndStrategy::Early,
@@ -204,17 +225,62 @@ impl OutputSpec {
     }
 
     pub(crate) fn rules(&self) -> OutputRules {
-        OutputRules { takes_text: self.text || self.members.is_empty(), end_strategy: self.end_strategy }
+        let by_tool = self.mode == OutputMode::Tool;
+        OutputRules {
+            takes_text: self.text || self.members.is_empty() || !by_tool,
+            checks_text: (!self.members.is_empty() && !by_tool)
+                || ((self.text || self.members.is_empty()) && !self.validators.is_empty()),
+            retries: self.retries,
+            end_strategy: self.end_strategy,
+        }
     }
 
-    /// The output tools, each as a registration: `final_result` for one member,
-    /// `final_result_<Name>` for each of several.
+    /// The output tools a run offers (none when the output is asked for otherwise), what
+    /// checks a text answer, and the definition a native or prompted output is asked with.
+    ///
+    /// # Errors
+    /// A member whose name cannot make a valid tool name; native or prompted output of
+    /// other than one type, or with text.
+    pub(crate) fn build(&self) -> crate::Result<BuiltOutput> {
+        let tools = self.output_tools()?;
+        if self.mode == OutputMode::Tool {
+            let check =
+                self.rules().checks_text.then(|| OutputCheck { tool: None, validators: self.shared_validators() });
+            return Ok(BuiltOutput {
+                registrations: tools.into_iter().map(OutputTool::registration).collect(),
+                check,
+                asked: None,
+            });
+        }
+        let mode = if self.mode == OutputMode::Native { "NativeOutput" } else { "PromptedOutput" };
+        let [tool] = <[OutputTool; 1]>::try_from(tools).map_err(|tools| crate::Error::InvalidOption {
+            option: "output_type",
+            message: format!("{mode} takes one type, got {}", tools.len()),
+        })?;
+        if self.text {
+            let message = format!("{mode} takes one type, without text (its answer is the type's JSON)");
+            return Err(crate::Error::InvalidOption { option: "output_type", message });
+        }
+        let asked = tool.definition.clone();
+        Ok(BuiltOutput {
+            registrations: Vec::new(),
+            check: Some(OutputCheck { tool: Some(tool), validators: self.shared_validators() }),
+            asked: Some(asked),
+        })
+    }
+
+    fn shared_validators(&self) -> Arc<[Arc<dyn OutputValidator>]> {
+        self.validators.iter().cloned().collect()
+    }
+
+    /// The output tools: `final_result` for one member, `final_result_<Name>` for each of
+    /// several.
     ///
     /// # Errors
     /// A member whose name cannot make a valid tool name (two members of one name are
     /// refused where the tools are registered).
-    pub(crate) fn registrations(&self) -> Result<Vec<Registration>, DefinitionError> {
-        let validators: Arc<[Arc<dyn OutputValidator>]> = self.validators.iter().cloned().collect();
+    fn output_tools(&self) -> Result<Vec<OutputTool>, DefinitionError> {
+        let validators = self.shared_validators();
         let single = self.members.len() == 1;
         self.members
             .iter()
@@ -242,13 +308,7 @@ impl OutputSpec {
                 };
                 definition.max_retries = Some(self.retries);
                 definition.validate()?;
-                let tool = OutputTool { definition, member: member.clone(), validators: validators.clone() };
-                Ok(Registration {
-                    tool: Arc::new(tool),
-                    source: Source::Output,
-                    hooks: Arc::new([]),
-                    toolset: ToolsetTraits::default(),
-                })
+                Ok(OutputTool { definition, member: member.clone(), validators: validators.clone() })
             })
             .collect()
     }
@@ -260,12 +320,93 @@ fn tool_name_part(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
+/// What an agent's output turns into when it is built.
+pub(crate) struct BuiltOutput {
+    pub registrations: Vec<Registration>,
+    /// What checks a text answer, when one is checked.
+    pub check: Option<OutputCheck>,
+    /// The definition a native or prompted output is asked with.
+    pub asked: Option<ToolDefinition>,
+}
+
+/// Checks a text answer: as the output's JSON (native and prompted output), decoded by
+/// the output's one member; or as text, by the output validators.
+pub(crate) struct OutputCheck {
+    tool: Option<OutputTool>,
+    validators: Arc<[Arc<dyn OutputValidator>]>,
+}
+
+impl OutputCheck {
+    /// The tool name the check's context gives: the output tool's whose schema the answer
+    /// follows, or none for a text answer.
+    pub(crate) fn tool_name(&self) -> &str {
+        self.tool.as_ref().map_or("", |tool| tool.definition.name.as_str())
+    }
+
+    /// The output `text` gives, or why it is refused (the model is told).
+    ///
+    /// # Errors
+    /// Text that is not JSON, JSON the member refuses, or a validator's refusal.
+    pub(crate) async fn check(&self, ctx: ToolContext, text: &str) -> Result<Value, ToolError> {
+        match &self.tool {
+            Some(tool) => {
+                let json: Value = serde_json::from_str(strip_fence(text)).map_err(|error| {
+                    ToolError::invalid_arguments(format!("the answer must be JSON matching the schema: {error}"))
+                })?;
+                Ok(tool.call(ctx, &json).await?.value)
+            }
+            None => validated(&self.validators, ctx, Value::String(text.to_owned())).await,
+        }
+    }
+}
+
+/// The instructions that ask for a prompted output: the schema, and the answer's form.
+pub(crate) fn prompted_instructions(asked: &ToolDefinition) -> String {
+    let schema = serde_json::to_string(&asked.parameters).unwrap_or_default();
+    let about = asked.description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+    format!(
+        "Always give your final answer{about} as a JSON object that matches this JSON Schema, \
+         with no text or Markdown before or after it:\n{schema}"
+    )
+}
+
+/// The JSON inside a Markdown code fence, for a model that fences it anyway.
+fn strip_fence(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(inner) = trimmed.strip_prefix("```") else { return trimmed };
+    let inner = inner.strip_prefix("json").unwrap_or(inner);
+    inner.strip_suffix("```").unwrap_or(inner).trim()
+}
+
+/// `output` through each validator in turn.
+async fn validated(
+    validators: &[Arc<dyn OutputValidator>],
+    ctx: ToolContext,
+    mut output: Value,
+) -> Result<Value, ToolError> {
+    for validator in validators {
+        output = validator.validate(ctx.clone(), output).await?;
+    }
+    Ok(output)
+}
+
 /// An output tool: decodes a member's arguments, or runs an output function, then the
 /// agent's output validators in order.
 struct OutputTool {
     definition: ToolDefinition,
     member: Member,
     validators: Arc<[Arc<dyn OutputValidator>]>,
+}
+
+impl OutputTool {
+    fn registration(self) -> Registration {
+        Registration {
+            tool: Arc::new(self),
+            source: Source::Output,
+            hooks: Arc::new([]),
+            toolset: ToolsetTraits::default(),
+        }
+    }
 }
 
 impl Tool for OutputTool {
@@ -275,16 +416,14 @@ impl Tool for OutputTool {
 
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
         Box::pin(async move {
-            let mut output = match &self.member {
+            let output = match &self.member {
                 Member::Typed { wrapped, decode, .. } => {
                     let response = if *wrapped { response_of(args)? } else { args };
                     decode(response)?
                 }
                 Member::Function(tool) => tool.call(ctx.clone(), args).await?.value,
             };
-            for validator in self.validators.iter() {
-                output = validator.validate(ctx.clone(), output).await?;
-            }
+            let output = validated(&self.validators, ctx, output).await?;
             Ok(ToolResult::new(output).with_model_content(Value::String(OUTPUT_TAKEN.to_owned())))
         })
     }

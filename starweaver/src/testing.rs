@@ -23,6 +23,10 @@ pub struct RecordedRequest {
     /// agent's); left out of the JSON when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub toolset_instructions: Vec<Arc<str>>,
+    /// The native output's definition, when the run asks for native output; left out of
+    /// the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<ToolDefinition>,
 }
 
 /// A model that plays back a script and records every request.
@@ -90,6 +94,11 @@ impl TestModel {
 }
 
 impl Model for TestModel {
+    /// Records the native output's definition with each request.
+    fn native_output(&self) -> bool {
+        true
+    }
+
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let mut requests = self.lock();
         let index = requests.len();
@@ -97,6 +106,7 @@ impl Model for TestModel {
             messages: request.messages.clone(),
             tools: request.tools.to_vec(),
             toolset_instructions: request.toolset_instructions.to_vec(),
+            output: request.output.cloned(),
         });
         let answer = self.script.get(index).cloned().ok_or_else(|| {
             ModelError::new(format!(
@@ -140,5 +150,10 @@ where
 {
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         futures::future::ready((self.f)(request)).boxed()
+    }
+
+    /// The function sees the native output's definition in its request.
+    fn native_output(&self) -> bool {
+        true
     }
 }

@@ -218,6 +218,7 @@ async fn drive_durably(agent: &Agent) -> (starweaver::RunResult, usize) {
                 let result = agent.run_call("run_limits", &task, CancellationToken::default(), None).await;
                 run.call_finished(task.index, result);
             }
+            Step::CheckOutput(task) => run.output_checked(agent.check_output(&task).await),
             Step::Done(result) => return (result, peak),
         }
     }

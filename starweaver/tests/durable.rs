@@ -54,6 +54,7 @@ async fn drive_finishing(agent: &Agent, run: &mut DurableRun, reverse: bool) -> 
                 }
             }
             Step::AwaitCalls => panic!("every started call was reported"),
+            Step::CheckOutput(task) => run.output_checked(recorded(&agent.check_output(&recorded(&task)).await)),
             Step::Done(result) => return result,
         }
     }

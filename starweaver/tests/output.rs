@@ -10,6 +10,7 @@ use std::sync::Arc;
 use common::*;
 use serde_json::{Value, json};
 use starweaver::durable::{DurableRun, Step};
+use starweaver::output::OutputMode;
 use starweaver::testing::TestModel;
 use starweaver::{
     Agent, CancellationToken, EndStrategy, Error, ModelResponse, RunError, RunStatus, ToolBuilder, ToolContext,
@@ -261,6 +262,7 @@ async fn a_durable_run_ends_with_the_same_output() {
                 }
             }
             Step::AwaitCalls => unreachable!("every started call was reported"),
+            Step::CheckOutput(task) => run.output_checked(agent.check_output(&task).await),
             Step::Done(result) => break result,
         }
     };
@@ -285,4 +287,65 @@ fn the_output_tools_definitions_are_snapshotted() {
         insta::assert_json_snapshot!("rust__output_tool_union", union.definitions());
         insta::assert_json_snapshot!("rust__output_tool_function", function.definitions());
     });
+}
+
+#[tokio::test]
+async fn native_output_reads_the_answer_as_json_and_asks_again_when_it_is_not() {
+    let model = Arc::new(TestModel::new([
+        ModelResponse::text("A-7, 5 cents"),
+        ModelResponse::text(r#"{"number": "A-7", "total_cents": 5}"#),
+    ]));
+    let agent = Agent::builder(model.clone()).output_type::<Invoice>().output_mode(OutputMode::Native).build().unwrap();
+    assert!(agent.definitions().is_empty(), "native output offers no output tool");
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap().total_cents, 5);
+    assert_eq!(result.output_tool, None);
+    let requests = model.requests();
+    assert_eq!(requests[0].output.as_ref().map(|d| d.name.as_str()), Some("final_result"));
+    let told = serde_json::to_value(requests[1].messages.last().unwrap()).unwrap();
+    assert!(told.to_string().contains("must be JSON"), "{told}");
+}
+
+#[tokio::test]
+async fn prompted_output_puts_the_schema_in_the_instructions_and_takes_fenced_json() {
+    let model =
+        Arc::new(TestModel::new([ModelResponse::text("```json\n{\"number\": \"P-1\", \"total_cents\": 9}\n```")]));
+    let agent = Agent::builder(model.clone())
+        .instructions("Read invoices.")
+        .output_type::<Invoice>()
+        .output_mode(OutputMode::Prompted)
+        .build()
+        .unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "P-1".into(), total_cents: 9 });
+    let system = serde_json::to_value(&model.requests()[0].messages[0]).unwrap();
+    let text = system["parts"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Read invoices.") && text.contains(r#""total_cents""#), "{text}");
+    assert!(model.requests()[0].output.is_none(), "prompted output sends no response format");
+}
+
+#[tokio::test]
+async fn native_and_prompted_output_take_one_type() {
+    let union = Agent::builder(TestModel::new([]))
+        .output_type::<Invoice>()
+        .output_type::<Refusal>()
+        .output_mode(OutputMode::Prompted)
+        .build();
+    assert!(matches!(union, Err(Error::InvalidOption { option: "output_type", .. })));
+}
+
+#[tokio::test]
+async fn validators_check_a_text_answer_too() {
+    let model = TestModel::new([ModelResponse::text("hello"), ModelResponse::text("HELLO")]);
+    let agent = Agent::builder(model)
+        .output_validator(|_: ToolContext, output: Value| async move {
+            match output.as_str() {
+                Some(text) if text == text.to_uppercase() => Ok(json!(format!("{text}!"))),
+                _ => Err(ToolError::model_retry("shout it")),
+            }
+        })
+        .build()
+        .unwrap();
+    let result = agent.run("greet").await.unwrap();
+    assert_eq!(result.text(), Some("HELLO!"));
 }

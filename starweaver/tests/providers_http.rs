@@ -16,6 +16,7 @@ use common::*;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use starweaver::content::{Audio, Document, Image, Part, Text};
+use starweaver::output::OutputMode;
 use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, Settings, ToolChoice};
 use starweaver::{
     Agent, EventKind, FinishReason, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus,
@@ -262,6 +263,7 @@ async fn agent_once(model: Arc<dyn Model>) -> Message {
     let request = starweaver::ModelRequest {
         messages: history.messages(),
         tools: &tools,
+        output: None,
         toolset_instructions: &[],
         run_id: "run_x",
         step: 1,
@@ -1110,4 +1112,53 @@ async fn toolset_instructions_reach_each_provider_with_the_agents() {
     insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
         insta::assert_json_snapshot!("rust__toolset_instructions_requests", bodies);
     });
+}
+
+/// The output the native-output test asks for.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema, Debug, PartialEq)]
+struct Invoice {
+    number: String,
+    total_cents: u64,
+}
+
+#[tokio::test]
+async fn native_output_sends_each_providers_json_schema_format_and_reads_the_answer_as_the_type() {
+    for protocol in PROTOCOLS {
+        let native = protocol.dir != "anthropic";
+        let fixture = if native { "native_output.json" } else { "text.json" };
+        let server = serve(protocol.path, vec![json_body(protocol.dir, fixture)]).await;
+        let built = Agent::builder(protocol.model(&server.uri()))
+            .output_type::<Invoice>()
+            .output_mode(OutputMode::Native)
+            .build();
+        if !native {
+            let Err(starweaver::Error::InvalidOption { option, message }) = built else {
+                panic!("anthropic has no JSON-schema response format and is refused")
+            };
+            assert_eq!(option, "output_type");
+            assert!(message.contains("anthropic"), "{message}");
+            continue;
+        }
+        let result = built.unwrap().run("read it").await.unwrap();
+        assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "A-7".into(), total_cents: 5 });
+        let sent = body(&requests(&server).await[0]);
+        let schema = match protocol.dir {
+            "openai_chat" => {
+                assert_eq!(sent["response_format"]["type"], "json_schema", "{sent}");
+                assert_eq!(sent["response_format"]["json_schema"]["strict"], true);
+                &sent["response_format"]["json_schema"]["schema"]
+            }
+            "openai_responses" => {
+                assert_eq!(sent["text"]["format"]["type"], "json_schema", "{sent}");
+                assert_eq!(sent["text"]["format"]["name"], "final_result");
+                &sent["text"]["format"]["schema"]
+            }
+            _ => {
+                assert_eq!(sent["generationConfig"]["responseMimeType"], "application/json", "{sent}");
+                &sent["generationConfig"]["responseSchema"]
+            }
+        };
+        assert_eq!(schema["properties"]["number"]["type"], "string", "{}", protocol.dir);
+        assert!(sent.get("tools").is_none(), "native output offers no output tool");
+    }
 }

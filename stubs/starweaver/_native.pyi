@@ -13,6 +13,7 @@ import typing_extensions
 __all__ = [
     "ApprovalDecision",
     "AwaitCalls",
+    "CheckOutput",
     "ConcurrencyLimit",
     "DeferredResult",
     "Done",
@@ -108,6 +109,19 @@ class AwaitCalls:
     reported.
     """
     __match_args__: tuple[()]
+    def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class CheckOutput:
+    r"""
+    A step of a `NativeDurableRun`: check the model's text answer as the run's output (`NativeAgent.check_output`) and hand the outcome to `output_checked`.
+    """
+    __match_args__: tuple[typing.Literal['task']]
+    @property
+    def task(self) -> dict[str, typing.Any]:
+        r"""
+        The answer to check, as a JSON-ready dict (`run_id`, `step`, `text`).
+        """
     def __repr__(self) -> builtins.str: ...
 
 @typing.final
@@ -218,9 +232,7 @@ class Hitl:
 @typing.final
 class ListTools:
     r"""
-    A step of a `NativeDurableRun`, for an agent with dynamic toolsets (an MCP server's):
-    list the step's tools (`NativeAgent.list_tools`) and hand the listing to
-    `tools_listed`.
+    A step of a `NativeDurableRun`, for an agent with dynamic toolsets (an MCP server's): list the step's tools (`NativeAgent.list_tools`) and hand the listing to `tools_listed`.
     """
     __match_args__: tuple[typing.Literal['task']]
     @property
@@ -275,13 +287,18 @@ class NativeAgent:
         Makes a durable run's model request (a `request_model` step's task): `{"response":
         ...}` or `{"error": ...}`, to hand to `NativeDurableRun.model_answered`.
         """
+    def check_output(self, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
+        r"""
+        Checks a durable run's text answer as its output (a `check_output` step's task):
+        `{"output": ...}` or `{"refused": message}`, to hand to `NativeDurableRun.output_checked`.
+        """
     def run_call(self, run_id: builtins.str, task: typing.Any, on_event: typing.Callable[[types.Event], object] | None = None) -> typing.Awaitable[dict[str, typing.Any]]:
         r"""
         Runs one of a durable run's call tasks through the scheduler's call path; the
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, deps: object = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output_tools: typing.Optional[typing.Sequence[NativeTool]] = None, output_text: builtins.bool = False, output_retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, output_check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, output_decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, deps: object = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output_tools: typing.Optional[typing.Sequence[NativeTool]] = None, output_text: builtins.bool = False, output_mode: typing.Literal['tool', 'native', 'prompted'] | None = None, output_retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, output_check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, output_decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
@@ -326,7 +343,7 @@ class NativeDurableRun:
         r"""
         A run that ended or waits, from `export_state()`.
         """
-    def next_step(self) -> ListTools | RequestModel | StartCalls | AwaitCalls | Done:
+    def next_step(self) -> ListTools | RequestModel | StartCalls | AwaitCalls | CheckOutput | Done:
         r"""
         What to do next: `ListTools(task)`, `RequestModel(task)`, `StartCalls(tasks)`,
         `AwaitCalls()` or `Done(result)`, for `match`.
@@ -353,6 +370,11 @@ class NativeDurableRun:
         r"""
         A call could not be run to its end (its activity failed for good): an `execution`
         error return carrying `message`.
+        """
+    def output_checked(self, checked: typing.Any) -> None:
+        r"""
+        How a `CheckOutput` step's check ended (`{"output": ...}` or `{"refused": message}`
+        from `NativeAgent.check_output`).
         """
     def model_lost(self, message: builtins.str) -> None:
         r"""
@@ -386,7 +408,8 @@ class NativeFunctionModel:
         `callback(messages, info)`: `messages` is a read-only sequence of canonical message
         dicts (converted as they are read), `info` a dict with `tools`,
         `toolset_instructions` (what the toolsets whose tools are offered say, sent with the
-        agent's instructions), `step` and `run_id`.
+        agent's instructions), `step`, `run_id`, and `output` (the output's definition) when
+        the run asks for native output.
         It returns (or, if async, resolves to) a response dict.
         """
 
@@ -901,8 +924,7 @@ class PendingElicitation:
 @typing.final
 class RequestModel:
     r"""
-    A step of a `NativeDurableRun`: make this model request (`NativeAgent.request_model`)
-    and hand the answer to `model_answered`.
+    A step of a `NativeDurableRun`: make this model request (`NativeAgent.request_model`) and hand the answer to `model_answered`.
     """
     __match_args__: tuple[typing.Literal['task']]
     @property

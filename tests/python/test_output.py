@@ -17,7 +17,9 @@ from typing_extensions import TypedDict
 
 from starweaver import (
     ModelRetry,
+    NativeOutput,
     OutputValidationError,
+    PromptedOutput,
     RegistrationError,
     ToolContext,
     create_agent,
@@ -168,8 +170,6 @@ def test_validators_sync_async_and_decorated_may_change_the_output_or_ask_again(
     assert "never 0" in json.dumps(returns(result.messages)[0]["content"])
 
     with pytest.raises(RegistrationError, match="output_type"):
-        create_agent(model=TestModel.responses([]), output_validators=[positive])
-    with pytest.raises(RegistrationError, match="output_type"):
         create_agent(model=TestModel.responses([])).output_validator(positive)  # type: ignore[arg-type]
 
 
@@ -235,3 +235,32 @@ def test_the_output_tools_definitions_are_snapshotted() -> None:
         agent = create_agent(model=TestModel.responses([]), output_type=output_type)
         body = json.dumps([d.to_dict() for d in agent.definitions], indent=2, ensure_ascii=False)
         assert_snapshot(f"python__output_tool_{label}", body, "tests/python/test_output.py")
+
+
+def test_native_and_prompted_output_read_the_answer_as_the_type() -> None:
+    model = TestModel.responses([{"text": "A-7"}, {"text": '{"number": "A-7", "total_cents": 5}'}])
+    result = create_agent(model=model, output_type=NativeOutput(Invoice)).run_sync("read it")
+    assert result.output == Invoice(number="A-7", total_cents=5)
+    assert result.output_tool is None
+    assert model.requests[0]["tools"] == []
+    assert model.requests[0]["output"]["name"] == "final_result"
+
+    model = TestModel.responses([{"text": '```json\n{"number": "P", "total_cents": 2}\n```'}])
+    agent = create_agent(model=model, instructions="Read invoices.", output_type=PromptedOutput(Invoice))
+    assert agent.run_sync("read it").output == Invoice(number="P", total_cents=2)
+    system = json.dumps(model.requests[0]["messages"][0])
+    assert "Read invoices." in system and "total_cents" in system
+
+    with pytest.raises(RegistrationError, match="anthropic"):
+        create_agent(model="anthropic:claude-sonnet-4-5", output_type=NativeOutput(Invoice))
+
+
+def test_validators_check_a_text_answer_too() -> None:
+    def shout(ctx: ToolContext, text: str) -> str:
+        if text != text.upper():
+            raise ModelRetry("shout it")
+        return text + "!"
+
+    model = TestModel.responses([{"text": "hello"}, {"text": "HELLO"}])
+    agent = create_agent(model=model, output_validators=[shout])
+    assert agent.run_sync("greet").output == "HELLO!"

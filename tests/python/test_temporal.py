@@ -31,6 +31,7 @@ from agents import (  # noqa: E402
     temporal_agent,
     temporal_limited_agent,
     temporal_mcp_agent,
+    temporal_prompted_agent,
     temporal_typed_agent,
 )
 
@@ -346,6 +347,25 @@ def test_a_typed_run_carries_its_output_as_json_and_the_agent_types_it(server: s
     assert temporal_typed_agent.output(result) == Invoice(number="T-1", total_cents=5)
     first = next(p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return")
     assert first["content"]["kind"] == "invalid_arguments"
+
+
+def test_a_prompted_answer_is_checked_in_an_activity_and_retried(server: str, workers: Workers) -> None:
+    """A prompted output's answer is text the workflow has an activity check; the first,
+    not JSON, goes back to the model, and the second ends the run."""
+    workers.start()
+
+    async def scenario() -> dict[str, Any]:
+        client = await Client.connect(server)
+        handle = await temporal_prompted_agent.start(
+            client, "prompted", id=workflow_id("prompted"), task_queue=TASK_QUEUE
+        )
+        return await handle.result()
+
+    result = run(scenario())
+    assert (result["status"], result["output_tool"]) == ("completed", None)
+    assert temporal_prompted_agent.output(result) == Invoice(number="P-2", total_cents=1)
+    prompts = [p["text"] for m in result["messages"] for p in m["parts"] if p["kind"] == "user_prompt"]
+    assert len(prompts) == 2 and "must be JSON" in prompts[1]
 
 
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:

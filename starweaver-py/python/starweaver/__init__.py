@@ -68,6 +68,7 @@ from .exceptions import (
     UserError,
 )
 from .hooks import Hooks, ToolCall
+from .output import NativeOutput, PromptedOutput
 from .tools import BaseTool, Tool, tool
 from .toolsets import DynamicToolset, Toolset
 
@@ -104,10 +105,12 @@ __all__ = [
     "ModelHTTPError",
     "ModelRetry",
     "ModelTimeoutError",
+    "NativeOutput",
     "OutputValidationError",
     "PendingApproval",
     "PendingDeferred",
     "PendingElicitation",
+    "PromptedOutput",
     "QuotaExhaustedError",
     "RefusalError",
     "RegistrationError",

@@ -15,7 +15,7 @@ import inspect
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 import pydantic
 import pydantic_core
@@ -23,6 +23,7 @@ import pydantic_core
 from ._native import NativeTool, ToolContext
 from ._schema import invalid, tool_schema, type_hints
 from .exceptions import RegistrationError
+from .output import NativeOutput, PromptedOutput
 from .tools import Tool, native_tool, tool
 
 __all__ = ["OutputSpec", "OutputValidator"]
@@ -37,6 +38,7 @@ _DESCRIPTION = "The final response which ends this run."
 class NativeOutputOptions(TypedDict, total=False):
     output_tools: list[NativeTool]
     output_text: bool
+    output_mode: Literal["tool", "native", "prompted"]
     output_check: Callable[[ToolContext, Any], Any]
     output_decoder: Callable[[str, Any], Any]
 
@@ -124,6 +126,10 @@ class OutputSpec:
     """What ``create_agent(output_type=...)`` asks for, as the native agent takes it."""
 
     def __init__(self, output_type: object, validators: list[OutputValidator]) -> None:
+        self.mode: Literal["tool", "native", "prompted"] = "tool"
+        if isinstance(output_type, (NativeOutput, PromptedOutput)):
+            self.mode = "native" if isinstance(output_type, NativeOutput) else "prompted"
+            output_type = typing.cast("NativeOutput[Any]", output_type).output_type
         members = _union_members(output_type)
         self.text = str in members
         self.members = [
@@ -138,39 +144,43 @@ class OutputSpec:
 
     def native_options(self) -> NativeOutputOptions:
         """The output keyword arguments of ``NativeAgent``."""
-        if not self.members:
-            return {}
         return {
             "output_tools": [m.tool for m in self.members],
             "output_text": self.text,
+            "output_mode": self.mode,
             "output_check": self.check,
             "output_decoder": self.decode,
         }
 
-    def decode(self, tool_name: str, value: object) -> object:
-        """A run's output JSON as the Python value of its output tool's type."""
-        member = self.by_tool.get(tool_name)
+    def _member(self, tool_name: str | None) -> _Member | None:
+        """The member an output's JSON is a value of: its output tool's, or for an answer in
+        text, the one member of a native or prompted output (none: the answer is text)."""
+        if tool_name:
+            return self.by_tool.get(tool_name)
+        return self.members[0] if self.mode != "tool" and self.members else None
+
+    def decode(self, tool_name: str | None, value: object) -> object:
+        """A run's output JSON as the Python value of its type."""
+        member = self._member(tool_name)
         return value if member is None else member.decode(value)
 
     def check(self, ctx: ToolContext, value: object) -> object:
-        """Runs the validators on an output call's value: its JSON back (or an awaitable of
-        it, once one is async)."""
+        """Runs the validators on an output's value (JSON, or the answer's text): its JSON
+        back (or an awaitable of it, once one is async)."""
         if not self.validators:
             return value
-        member = self.by_tool.get(ctx.tool_name)
-        if member is None:
-            return value
-        output = member.decode(value)
+        member = self._member(ctx.tool_name)
+        output = value if member is None else member.decode(value)
         for index, validator in enumerate(self.validators):
             returned = validator(ctx, output)
             if inspect.isawaitable(returned):
                 return self._finish(ctx, member, returned, index + 1)
             output = returned
-        return member.encode(output)
+        return output if member is None else member.encode(output)
 
-    async def _finish(self, ctx: ToolContext, member: _Member, pending: Awaitable[Any], start: int) -> object:
+    async def _finish(self, ctx: ToolContext, member: _Member | None, pending: Awaitable[Any], start: int) -> object:
         output = await pending
         for validator in self.validators[start:]:
             returned = validator(ctx, output)
             output = await returned if inspect.isawaitable(returned) else returned
-        return member.encode(output)
+        return output if member is None else member.encode(output)

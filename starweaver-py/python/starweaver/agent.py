@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from ._output import NativeOutputOptions, OutputSpec, OutputValidator
     from .elicitation import Elicited
+    from .output import NativeOutput, PromptedOutput
     from .types import DepsT, Message, OutputT, SessionState
 else:
     # The type checkers' TypeVars, with their defaults, are `starweaver.types`'s, which
@@ -153,9 +154,10 @@ class Agent(_AsyncContext, Generic[DepsT, OutputT]):
         the output (changed or not) or raising ``ModelRetry`` to have the model correct it.
         Validators run in the order added, after ``create_agent(output_validators=...)``'s,
         on every output of the agent's ``output_type``."""
-        if self._output is None or not self._output.members:
+        if self._output is None:
             raise RegistrationError(
-                "output validators check the value of an `output_type`: create the agent with `output_type=...`"
+                "this agent checks no output: give `create_agent` its `output_type` or `output_validators`, "
+                "then add more with `@agent.output_validator`"
             )
         self._output.validators.append(validator)
         return validator
@@ -417,7 +419,11 @@ def create_agent(
 def create_agent(
     *,
     model: ModelLike,
-    output_type: type[OutputT] | Callable[..., Awaitable[OutputT]] | Callable[..., OutputT],
+    output_type: type[OutputT]
+    | NativeOutput[OutputT]
+    | PromptedOutput[OutputT]
+    | Callable[..., Awaitable[OutputT]]
+    | Callable[..., OutputT],
     deps_type: type[DepsT] | None = None,
     deps: DepsT | None = None,
     **options: Unpack[AgentOptions],
@@ -494,13 +500,11 @@ def create_agent(
     output = None
     output_options: NativeOutputOptions = {}
     output_validators = list(options.get("output_validators", ()))
-    if output_type is not str:
+    if output_type is not str or output_validators:
         from ._output import OutputSpec  # only then: importing starweaver stays cheap
 
         output = OutputSpec(output_type, output_validators)
         output_options = output.native_options()
-    elif output_validators:
-        raise RegistrationError("`output_validators` check the value of an `output_type`: give one")
     approval_required_tools = options.get("approval_required_tools")
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.

@@ -38,7 +38,16 @@ from temporalio.exceptions import ActivityError
 from temporalio.worker import Worker
 from typing_extensions import assert_never
 
-from ._native import AwaitCalls, Done, ListTools, NativeDurableRun, RequestModel, RunResult, StartCalls
+from ._native import (
+    AwaitCalls,
+    CheckOutput,
+    Done,
+    ListTools,
+    NativeDurableRun,
+    RequestModel,
+    RunResult,
+    StartCalls,
+)
 from .agent import Agent, decision_list
 from .types import Event
 
@@ -50,7 +59,8 @@ DEFAULT_HEARTBEAT = timedelta(seconds=10)
 
 class TemporalAgent:
     """``agent``'s runs as Temporal workflows named ``name`` (the workflow type; its
-    activities are ``{name}.list_tools``, ``{name}.request_model`` and ``{name}.run_call``).
+    activities are ``{name}.list_tools``, ``{name}.request_model``, ``{name}.check_output`` and
+    ``{name}.run_call``).
 
     ``model_timeout`` bounds one model request; ``call_timeout`` bounds a call of a tool
     without ``timeout_ms`` (a tool's own ``timeout_ms`` sets its activity's timeout);
@@ -87,6 +97,10 @@ class TemporalAgent:
         async def request_model(task: dict[str, Any]) -> dict[str, Any]:
             return await native.request_model(task)
 
+        @activity.defn(name=f"{name}.check_output")
+        async def check_output(task: dict[str, Any]) -> dict[str, Any]:
+            return await native.check_output(task)
+
         @activity.defn(name=f"{name}.run_call")
         async def run_call(run_id: str, task: dict[str, Any]) -> dict[str, Any]:
             reports = _Reports()
@@ -96,7 +110,7 @@ class TemporalAgent:
             finally:
                 beating.cancel()
 
-        self.activities: list[Callable[..., Any]] = [list_tools, request_model, run_call]
+        self.activities: list[Callable[..., Any]] = [list_tools, request_model, check_output, run_call]
         if model_requests not in ("local", "activity"):
             raise ValueError(f"model_requests must be 'local' or 'activity', got {model_requests!r}")
         config = _Config(name, native, model_timeout, call_timeout, heartbeat, model_requests == "local")
@@ -107,10 +121,9 @@ class TemporalAgent:
         workflow carries the output as JSON, validated here into the agent's
         ``output_type`` (text as is); ``None`` unless the run completed."""
         output = self.agent._output  # pyright: ignore[reportPrivateUsage]
-        tool_name = result.get("output_tool")
-        if output is None or tool_name is None:
+        if output is None or result.get("output") is None:
             return result.get("output")
-        return output.decode(tool_name, result["output"])
+        return output.decode(result.get("output_tool"), result["output"])
 
     def worker(self, client: Client, *, task_queue: str, **options: Any) -> Worker:
         """A worker that runs this agent's workflows and activities on ``task_queue``."""
@@ -274,6 +287,12 @@ class _AgentRun:
                         run.model_lost(_cause(error))
                     else:
                         run.model_answered(answer)
+                case CheckOutput(task=task):
+                    try:
+                        checked = await self._model_side("check_output", task)
+                    except ActivityError as error:
+                        checked = {"refused": _cause(error)}
+                    run.output_checked(checked)
                 case StartCalls(tasks=tasks):
                     for call in tasks:
                         running[self._start_call(run_id, call)] = call["index"]

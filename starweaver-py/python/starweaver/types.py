@@ -335,6 +335,8 @@ class ModelRequestRecord(TypedDict):
     toolset_instructions: NotRequired[list[str]]
     """The instructions of the toolsets whose tools the request offers, sent with the
     agent's (absent when there are none)."""
+    output: NotRequired[ToolDefinitionDict]
+    """The output's definition, when the run asks for native output (``NativeOutput``)."""
 
 
 class FunctionModelInfo(TypedDict):
@@ -345,6 +347,8 @@ class FunctionModelInfo(TypedDict):
     """The instructions of the toolsets whose tools the request offers."""
     step: int
     run_id: str
+    output: NotRequired[ToolDefinitionDict]
+    """The output's definition, when the run asks for native output (``NativeOutput``)."""
 
 
 class UsageDict(TypedDict):

@@ -10,10 +10,12 @@ use crate::event::EventKind;
 use crate::hitl::ApprovalPolicy;
 use crate::hook::Hooks;
 use crate::model::Model;
-use crate::output::OutputRules;
+use crate::output::{OutputCheck, OutputRules};
 use crate::registry::{Registration, RegistrationRules, ToolList, ToolRegistry};
 use crate::store::SessionStore;
-use crate::tool::{CallChannel, Dependencies};
+use serde_json::Value;
+
+use crate::tool::{CallChannel, Dependencies, ToolContext, ToolDefinition, ToolError};
 use crate::toolset::{RefusedTool, ToolsetContext};
 
 use super::limits::UsageLimits;
@@ -31,6 +33,10 @@ pub(crate) struct AgentInner {
     pub instructions: Option<String>,
     /// What ends a run besides an output tool's call (its tools are among `tools`).
     pub output: OutputRules,
+    /// What checks a text answer, when one is checked.
+    pub output_check: Option<Arc<OutputCheck>>,
+    /// The definition a native output is asked with (sent with each model request).
+    pub output_asked: Option<ToolDefinition>,
     pub max_steps: u32,
     pub usage_limits: UsageLimits,
     pub max_concurrency: Option<ConcurrencyLimit>,
@@ -52,6 +58,26 @@ impl AgentInner {
     /// The cap on one run's calls: a number is each run's own, a shared limit everyone's.
     pub(crate) fn run_limit(&self) -> Option<Limit> {
         self.max_concurrency.as_ref().map(|limit| Limit::new(&limit.per_run(), || "run".to_owned()))
+    }
+
+    /// What an output check sees as its call: the output tool's name (none for a text
+    /// answer), the run's id and dependencies.
+    pub(crate) fn output_context(&self, run_id: &Arc<str>, dependencies: &Dependencies) -> ToolContext {
+        let mut ctx = ToolContext::detached(self.output_check.as_ref().map_or("", |check| check.tool_name()));
+        (ctx.run_id, ctx.dependencies) = (run_id.clone(), dependencies.clone());
+        ctx
+    }
+
+    /// Checks a text answer as the run's output (the machine asks only when the agent
+    /// checks text answers).
+    ///
+    /// # Errors
+    /// Why the answer is refused, for the model.
+    pub(crate) async fn check_output(&self, ctx: ToolContext, text: &str) -> std::result::Result<Value, ToolError> {
+        match &self.output_check {
+            Some(check) => check.check(ctx, text).await,
+            None => Ok(Value::String(text.to_owned())),
+        }
     }
 
     /// The tools of one step: the agent's, the run's own, and what every dynamic toolset

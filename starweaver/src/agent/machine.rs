@@ -99,6 +99,9 @@ pub(crate) enum Next {
     StartCalls(Vec<ReadyCall>),
     /// Nothing new may start: report the next running call that finishes.
     AwaitCalls,
+    /// Check the model's text answer as the run's output (native or prompted output,
+    /// output validators on text) and report with [`Machine::output_checked`].
+    CheckOutput { text: String },
     /// The run is over; hand the end to [`Machine::conclude`].
     End(End),
 }
@@ -231,6 +234,8 @@ enum Phase {
     Listing,
     /// The model is being asked.
     Requesting,
+    /// The model's text answer is being checked as the output.
+    Checking(String),
     Calls(Batch),
     Over(End),
     /// The end was handed out; nothing follows.
@@ -426,6 +431,10 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     self.phase = Phase::Requesting;
                     return Next::RequestModel { step: self.step };
                 }
+                Phase::Checking(text) => {
+                    self.phase = Phase::Checking(text.clone());
+                    return Next::CheckOutput { text };
+                }
                 Phase::Calls(mut batch) => {
                     let start = self.release(&mut batch, events);
                     let done = batch.plan.is_done();
@@ -537,8 +546,38 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             Phase::Over(End::Failed(RunError::EmptyResponse))
         } else if !self.bounds.output.takes_text {
             self.refuse_text(registry)
+        } else if self.bounds.output.checks_text {
+            Phase::Checking(message.text().unwrap_or_default())
         } else {
             Phase::Over(End::Completed(Answer { value: Value::String(message.text().unwrap_or_default()), tool: None }))
+        };
+    }
+
+    /// The text answer was checked as the output: it ends the run with the output, or
+    /// the model is told why not, as a correction counted against the output's retries;
+    /// past them the run fails.
+    pub fn output_checked(&mut self, checked: std::result::Result<Value, ToolError>) {
+        if !matches!(self.phase, Phase::Checking(_)) {
+            return;
+        }
+        self.phase = match checked {
+            Ok(value) => Phase::Over(End::Completed(Answer { value, tool: None })),
+            Err(error) => {
+                let max_retries = self.bounds.output.retries;
+                let spent = self.retries.entry(Arc::from(crate::output::OUTPUT_TOOL)).or_default();
+                *spent += 1;
+                let message = error.message().to_owned();
+                if *spent > max_retries {
+                    Phase::Over(End::Failed(RunError::OutputValidation { max_retries, message }))
+                } else {
+                    let text = format!("Your answer was not accepted: {message}\n\nFix it and answer again.");
+                    self.state
+                        .borrow_mut()
+                        .history
+                        .push(Message::Request { parts: vec![RequestPart::UserPrompt { text }] });
+                    Phase::Model
+                }
+            }
         };
     }
 
@@ -636,7 +675,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 self.phase = Phase::Over(end);
             }
             over @ Phase::Over(_) => self.phase = over,
-            Phase::Model | Phase::Listing | Phase::Requesting | Phase::Spent => {
+            Phase::Model | Phase::Listing | Phase::Requesting | Phase::Checking(_) | Phase::Spent => {
                 self.phase = Phase::Over(End::Cancelled);
             }
         }

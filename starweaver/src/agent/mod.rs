@@ -25,7 +25,7 @@ pub(crate) use machine::{Machine, Next, resolve_decisions};
 pub use options::RunOptions;
 pub(crate) use run::{Claim, Start, drive};
 pub(crate) use state::{SessionState, Suspended};
-pub use task::{CallResult, CallTask, ListTask, ModelTask, ToolListing};
+pub use task::{CallResult, CallTask, ListTask, ModelTask, OutputChecked, OutputTask, ToolListing};
 
 use crate::concurrency::ConcurrencyLimit;
 use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
@@ -33,7 +33,7 @@ use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::hook::Hooks;
 use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
-use crate::output::{EndStrategy, OutputSpec, OutputValidator};
+use crate::output::{EndStrategy, OutputMode, OutputSpec, OutputValidator, prompted_instructions};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
 use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone};
@@ -212,12 +212,23 @@ impl Agent {
         let request = ModelRequest {
             messages: history.messages(),
             tools: task.tools.as_deref().unwrap_or_else(|| self.inner.registry.definitions()),
+            output: self.inner.output_asked.as_ref(),
             toolset_instructions: &task.toolset_instructions,
             run_id: &task.run_id,
             step: task.step,
             deltas: None,
         };
         self.inner.model.request(request).await
+    }
+
+    /// Checks a text answer a [`DurableRun`](crate::durable::DurableRun) asked to check as
+    /// its output (native or prompted output, output validators on text).
+    pub async fn check_output(&self, task: &OutputTask) -> OutputChecked {
+        let ctx = self.inner.output_context(&Arc::from(task.run_id.as_str()), &self.inner.dependencies);
+        match self.inner.check_output(ctx, &task.text).await {
+            Ok(output) => OutputChecked::Output(output),
+            Err(error) => OutputChecked::Refused(error.message().to_owned()),
+        }
     }
 
     /// Runs a call a [`DurableRun`](crate::durable::DurableRun) asked for through the scheduler's call path (argument
@@ -444,6 +455,15 @@ impl AgentBuilder {
         self
     }
 
+    /// How the model is asked for the output: output tools ([`OutputMode::Tool`], the
+    /// default), the provider's JSON-schema response format ([`OutputMode::Native`]; a model
+    /// without one is refused by [`build`](Self::build)), or the schema in the instructions
+    /// ([`OutputMode::Prompted`]). Native and prompted output take one type.
+    pub fn output_mode(mut self, mode: OutputMode) -> Self {
+        self.output.mode = mode;
+        self
+    }
+
     /// Lets a text answer end a run too, beside the output types (a union with text).
     pub fn text_output(mut self) -> Self {
         self.output.text = true;
@@ -495,8 +515,29 @@ impl AgentBuilder {
         if let Some(error) = self.output_errors.into_iter().next() {
             return Err(error.into());
         }
+        let output = self.output.build()?;
+        let mut instructions = self.instructions;
+        if let Some(asked) = &output.asked {
+            match self.output.mode {
+                OutputMode::Native if !self.model.native_output() => {
+                    let model = self.model.system().unwrap_or("this model");
+                    let message = format!(
+                        "`{model}` has no JSON-schema response format for native output: ask with output tools (the default) or prompted output"
+                    );
+                    return Err(Error::InvalidOption { option: "output_type", message });
+                }
+                OutputMode::Prompted => {
+                    let prompt = prompted_instructions(asked);
+                    instructions = Some(match instructions {
+                        Some(own) => format!("{own}\n\n{prompt}"),
+                        None => prompt,
+                    });
+                }
+                OutputMode::Tool | OutputMode::Native => {}
+            }
+        }
         let mut tools = self.tools;
-        tools.entries.extend(self.output.registrations()?);
+        tools.entries.extend(output.registrations);
         let policy = ApprovalPolicy::new(self.approval_rules);
         let registry = Arc::new(ToolRegistry::new(tools.entries.clone(), &policy, self.rules)?);
         let answerer = Arc::new(Answerer { model: self.model.clone(), elicitation: self.elicitation });
@@ -507,9 +548,11 @@ impl AgentBuilder {
                 registry,
                 tools,
                 output: self.output.rules(),
+                output_check: output.check.map(Arc::new),
+                output_asked: output.asked.filter(|_| self.output.mode == OutputMode::Native),
                 policy,
                 rules: self.rules,
-                instructions: self.instructions,
+                instructions,
                 max_steps: self.max_steps,
                 usage_limits: self.usage_limits,
                 max_concurrency: self.max_concurrency,

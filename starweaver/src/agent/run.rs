@@ -183,6 +183,11 @@ impl Run<'_> {
                     None => self.run_calls(&mut machine, first, self.run_span).await,
                 },
                 Next::AwaitCalls => unreachable!("run_calls returns once every call has ended"),
+                Next::CheckOutput { text } => {
+                    let ctx = self.agent.output_context(&self.run_id, &self.dependencies);
+                    let checked = self.agent.check_output(ctx, &text).await;
+                    machine.output_checked(checked);
+                }
                 Next::End(end) => {
                     if let Some((span_id, _)) = step_span.take() {
                         self.channel.trace.close(span_id, end.as_str());
@@ -252,6 +257,7 @@ impl Run<'_> {
         let request = ModelRequest {
             messages: machine.state.history.messages(),
             tools: self.registry.definitions(),
+            output: self.agent.output_asked.as_ref(),
             toolset_instructions: self.registry.instructions(),
             run_id: &machine.run_id,
             step,

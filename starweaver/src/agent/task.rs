@@ -139,6 +139,25 @@ pub struct ModelTask {
     pub toolset_instructions: Vec<Arc<str>>,
 }
 
+/// A text answer to check as the run's output (native or prompted output, output
+/// validators on text): [`Agent::check_output`](crate::Agent::check_output) checks it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OutputTask {
+    pub run_id: String,
+    pub step: u32,
+    /// The model's answer.
+    pub text: String,
+}
+
+/// How an output check ended: the output, or why the answer was refused (the model is
+/// told).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputChecked {
+    Output(Value),
+    Refused(String),
+}
+
 /// One tool call of a run, with what it runs under.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallTask {

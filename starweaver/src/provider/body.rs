@@ -1,6 +1,6 @@
 //! Pieces of a request body that several protocols build alike.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::content::{self, Audio, Document, Image, Part, Resource, ResourceContents, Text};
 use crate::message::ToolReturnPart;
@@ -20,6 +20,35 @@ pub(crate) fn text_of(value: &Value) -> String {
 pub(crate) fn tools(request: &ModelRequest<'_>, provider: crate::render::Provider) -> Result<Vec<Value>, ModelError> {
     crate::render::render_all(request.tools, provider, None)
         .map_err(|e| ModelError::of(ModelErrorKind::Other, e.to_string()))
+}
+
+/// A native output's response format: the output's definition, its schema as `provider`
+/// renders a tool's parameters (through the same strict transform).
+pub(crate) struct NativeFormat {
+    pub schema: Value,
+    /// OpenAI's `json_schema` object: `name`, `schema`, `strict` and any `description`.
+    pub json_schema: Map<String, Value>,
+}
+
+/// The native output's response format, when the request asks for native output.
+pub(crate) fn native_output(
+    request: &ModelRequest<'_>,
+    provider: crate::render::Provider,
+) -> Result<Option<NativeFormat>, ModelError> {
+    let Some(definition) = request.output else { return Ok(None) };
+    let rendered = crate::render::render(definition, provider, None)
+        .map_err(|e| ModelError::of(ModelErrorKind::Other, e.to_string()))?;
+    // OpenAI Chat nests a tool under `function`; the others do not.
+    let tool = rendered.get("function").unwrap_or(&rendered);
+    let schema = tool.get("parameters").cloned().unwrap_or_default();
+    let mut json_schema = Map::new();
+    json_schema.insert("name".into(), definition.name.clone().into());
+    if let Some(description) = &definition.description {
+        json_schema.insert("description".into(), description.clone().into());
+    }
+    json_schema.insert("schema".into(), schema.clone());
+    json_schema.insert("strict".into(), tool.get("strict").cloned().unwrap_or(Value::Bool(false)));
+    Ok(Some(NativeFormat { schema, json_schema }))
 }
 
 /// The text of the system prompts, then the toolset instructions, joined (for providers

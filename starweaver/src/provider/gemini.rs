@@ -6,7 +6,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::arguments::keep_wide_arguments;
-use super::body::{instructions, refused, return_parts, texts_of, tools};
+use super::body::{instructions, native_output, refused, return_parts, texts_of, tools};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
@@ -33,6 +33,7 @@ impl Protocol for Gemini {
     const BASE_URL_ENV: Option<&'static str> = Some("GEMINI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://generativelanguage.googleapis.com";
     const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    const NATIVE_OUTPUT: bool = true;
     type Body = GenerateContentResponse;
     type Stream = GeminiStream;
 
@@ -85,6 +86,10 @@ impl Protocol for Gemini {
         }
         if let Some(seed) = settings.seed {
             generation.insert("seed".into(), seed.into());
+        }
+        if let Some(output) = native_output(request, Provider::Gemini)? {
+            generation.insert("responseMimeType".into(), "application/json".into());
+            generation.insert("responseSchema".into(), output.schema);
         }
         if !generation.is_empty() {
             body.insert("generationConfig".into(), Value::Object(generation));

@@ -379,6 +379,10 @@ impl<P: Protocol> Model for ProviderModel<P> {
         Some(P::SYSTEM)
     }
 
+    fn native_output(&self) -> bool {
+        P::NATIVE_OUTPUT
+    }
+
     fn model_name(&self) -> Option<&str> {
         Some(&self.name)
     }

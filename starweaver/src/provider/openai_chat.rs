@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{data_url, insert_toolset_instructions, refused, return_parts, text_of, texts_of, tools};
+use super::body::{
+    data_url, insert_toolset_instructions, native_output, refused, return_parts, text_of, texts_of, tools,
+};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
@@ -30,6 +32,7 @@ impl Protocol for OpenAIChat {
     const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
     const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    const NATIVE_OUTPUT: bool = true;
     type Body = ChatCompletion;
     type Stream = ChatStream;
 
@@ -60,6 +63,9 @@ impl Protocol for OpenAIChat {
             if let Some(parallel) = settings.parallel_tool_calls {
                 body.insert("parallel_tool_calls".into(), parallel.into());
             }
+        }
+        if let Some(output) = native_output(request, Provider::OpenAiChat)? {
+            body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": output.json_schema}));
         }
         sampling(&mut body, settings, "max_tokens");
         if stream {

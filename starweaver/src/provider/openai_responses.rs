@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{data_url, insert_toolset_instructions, refused, return_parts, text_of, tools};
+use super::body::{data_url, insert_toolset_instructions, native_output, refused, return_parts, text_of, tools};
 use super::openai_chat::{OpenAIUsage, sampling, tool_choice_value};
 use super::protocol::{Protocol, StreamState};
 use super::settings::Settings;
@@ -30,6 +30,7 @@ impl Protocol for OpenAIResponses {
     const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
     const REQUEST_ID_HEADER: &'static str = "x-request-id";
+    const NATIVE_OUTPUT: bool = true;
     type Body = ApiResponse;
     type Stream = ResponsesStream;
 
@@ -64,6 +65,11 @@ impl Protocol for OpenAIResponses {
             if let Some(parallel) = settings.parallel_tool_calls {
                 body.insert("parallel_tool_calls".into(), parallel.into());
             }
+        }
+        if let Some(output) = native_output(request, Provider::OpenAiResponses)? {
+            let mut format = output.json_schema;
+            format.insert("type".into(), "json_schema".into());
+            body.insert("text".into(), json!({ "format": format }));
         }
         sampling(&mut body, settings, "max_output_tokens");
         // The Responses API takes no seed.

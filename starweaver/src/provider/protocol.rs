@@ -28,6 +28,8 @@ pub trait Protocol: Default + Send + Sync + 'static {
     const DEFAULT_BASE_URL: &'static str;
     /// The response header holding the provider's request id.
     const REQUEST_ID_HEADER: &'static str;
+    /// Whether the protocol has a JSON-schema response format for native output.
+    const NATIVE_OUTPUT: bool = false;
     /// A whole (unstreamed) response body, as the protocol defines it: what is required
     /// of it is required here, so a body without it is a named error.
     type Body: DeserializeOwned;

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from starweaver import ApprovalRequired, ModelRetry, ToolContext, create_agent, tool
+from starweaver import ApprovalRequired, ModelRetry, PromptedOutput, ToolContext, create_agent, tool
 from starweaver.elicitation import Accepted, Elicited
 from starweaver.mcp import MCPServerStdio
 from starweaver.temporal import TemporalAgent
@@ -60,6 +60,8 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"tool_calls": [_call("c1", "final_result", {"number": 7})]},
         {"tool_calls": [_call("c2", "final_result", {"number": "T-1", "total_cents": 5})]},
     ],
+    # A prompted answer whose first try is not JSON.
+    "prompted": [{"text": "P-2, one cent"}, {"text": '{"number": "P-2", "total_cents": 1}'}],
     "desk": [
         {"tool_calls": [_call("c1", "lookup", {"order": 7})]},
         {"tool_calls": [_call("c2", "hang")]},
@@ -202,5 +204,14 @@ class Invoice(BaseModel):
 # An agent whose runs answer with an `Invoice`.
 typed_agent = create_agent(model=FunctionModel(_respond), output_type=Invoice)
 temporal_typed_agent = TemporalAgent(typed_agent, name="starweaver_tests_typed")
+# The same output asked for in the instructions: the answer's text is checked in an activity.
+prompted_agent = create_agent(model=FunctionModel(_respond), output_type=PromptedOutput(Invoice))
+temporal_prompted_agent = TemporalAgent(prompted_agent, name="starweaver_tests_prompted")
 # What the workers run.
-WORKER_AGENTS = [*TEMPORAL_AGENTS, temporal_mcp_agent, temporal_limited_agent, temporal_typed_agent]
+WORKER_AGENTS = [
+    *TEMPORAL_AGENTS,
+    temporal_mcp_agent,
+    temporal_limited_agent,
+    temporal_typed_agent,
+    temporal_prompted_agent,
+]
