@@ -79,6 +79,7 @@ ROWS = [
     ("P9", "p9", "µs CPU/chunk", "≥ 40× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 40),
     ("P10", "mcp", "", "server ≥ 10×, client and pair ≥ 5×", None),
     ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
+    ("P12", "p12", "× fewer bytes", "≥ 20× fewer bytes; search ≤ 1 ms", None),
     (
         "P13",
         "p13",
@@ -121,6 +122,20 @@ def p10(runs: int) -> int:
             f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {f'≥ {target}× ({unit})':<36} {'met' if ok else 'MISSED'}"
         )
     return missed
+
+
+def p12(runs: int) -> int:
+    """P12, ours alone (pydantic-ai has no tool search): how many times fewer rendered tool
+    bytes the largest request of a search-then-call run sends than all 1,000 definitions,
+    and µs of one search over 10,000 deferred tools."""
+    ours = median([measure(OURS, "scenarios_starweaver.py", "p12") for _ in range(runs)])
+    ok = ours["value"] >= 20 and ours["search_us"] <= 1000
+    print(
+        f"{'P12':<4} {'p12':<8} {ours['value']:>11.1f}× {'-':>12} {'-':>8}  {'≥ 20× fewer bytes; search ≤ 1 ms':<36} "
+        f"{'met' if ok else 'MISSED'} ({ours['deferred_bytes']:.0f} B vs {ours['all_bytes']:.0f} B per request; "
+        f"one search over 10,000 tools: {ours['search_us']:.0f} µs)"
+    )
+    return int(not ok)
 
 
 def p15(runs: int) -> int:
@@ -193,6 +208,9 @@ def main() -> int:
             continue
         if scenario == "mcp":
             missed += p10(args.runs)
+            continue
+        if scenario == "p12":
+            missed += p12(args.runs)
             continue
         if scenario == "p15":
             missed += p15(args.runs)
