@@ -79,6 +79,7 @@ ROWS = [
     ("P9", "p9", "µs CPU/chunk", "≥ 40× less CPU per chunk", lambda o, t: t["value"] / o["value"] >= 40),
     ("P10", "mcp", "", "server ≥ 10×, client and pair ≥ 5×", None),
     ("P11", "temporal", "ms/step", "≥ 2× faster", lambda o, t: t["value"] / o["value"] >= 2),
+    ("P12", "p12", "× fewer bytes", "≥ 20× fewer bytes; search ≤ 1 ms", None),
     (
         "P13",
         "p13",
@@ -128,6 +129,20 @@ def p10(runs: int) -> int:
             f"{'P10':<4} {'mcp':<8} {ours:>12.2f} {theirs:>12.2f} {ratio:>7.1f}×  {f'≥ {target}× ({unit})':<36} {'met' if ok else 'MISSED'}"
         )
     return missed
+
+
+def p12(runs: int) -> int:
+    """P12, ours alone (pydantic-ai has no tool search): how many times fewer rendered tool
+    bytes the largest request of a search-then-call run sends than all 1,000 definitions,
+    and µs of one search over 10,000 deferred tools."""
+    ours = median([measure(OURS, "scenarios_starweaver.py", "p12") for _ in range(runs)])
+    ok = ours["value"] >= 20 and ours["search_us"] <= 1000
+    print(
+        f"{'P12':<4} {'p12':<8} {ours['value']:>11.1f}× {'-':>12} {'-':>8}  {'≥ 20× fewer bytes; search ≤ 1 ms':<36} "
+        f"{'met' if ok else 'MISSED'} ({ours['deferred_bytes']:.0f} B vs {ours['all_bytes']:.0f} B per request; "
+        f"one search over 10,000 tools: {ours['search_us']:.0f} µs)"
+    )
+    return int(not ok)
 
 
 def p15(runs: int) -> int:
@@ -201,6 +216,9 @@ def main() -> int:
         if scenario == "mcp":
             missed += p10(args.runs)
             continue
+        if scenario == "p12":
+            missed += p12(args.runs)
+            continue
         if scenario == "p15":
             missed += p15(args.runs)
             continue
@@ -230,7 +248,7 @@ def main() -> int:
             f"{target:<36} {'met' if ok else 'MISSED'}{extra}"
         )
     print(
-        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK (server and client rows: µs of that one process's CPU per call; pair rows: ms per call and calls/s), P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server, P13 µs per call of P1 with one before and one after hook (pydantic-ai: a `capabilities.Hooks` with `before_tool_validate` and `after_tool_execute`), P14 µs per run ending in a 10-field pydantic model through the output tool; {args.runs} runs each, medians"
+        f"units: P1/P3 µs per call, P2 µs per step at 1,000 steps, P5 µs per @tool, P6 ms wall, P7 ms of `import` over a bare `python -c pass`, P8 MiB, P9 µs of CPU per SSE chunk, P10 against the official Python mcp SDK (server and client rows: µs of that one process's CPU per call; pair rows: ms per call and calls/s), P11 ms per run of one step with 10 calls (distinct tools) on a Temporal dev server, P13 µs per call of P1 with one before and one after hook (pydantic-ai: a `capabilities.Hooks` with `before_tool_validate` and `after_tool_execute`), P12 how many times fewer tool bytes a request with 1,000 deferred tools sends than with all loaded (and one search over 10,000 tools), P14 µs per run ending in a 10-field pydantic model through the output tool; {args.runs} runs each, medians"
     )
     print("all targets met" if not missed else f"{missed} target(s) missed")
     return 0

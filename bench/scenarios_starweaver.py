@@ -4,6 +4,7 @@ JSON measurement; bench/run.py runs it in fresh processes beside the pydantic-ai
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -24,8 +25,8 @@ from _common import (
     timed,
 )
 
-from starweaver import Hooks, ToolCall, ToolContext, ToolResult, create_agent, tool
-from starweaver.testing import FunctionModel, Messages
+from starweaver import Hooks, Tool, ToolCall, ToolContext, ToolDefinition, ToolResult, create_agent, tool
+from starweaver.testing import FunctionModel, Messages, TestModel
 from starweaver.types import FunctionModelInfo
 
 
@@ -210,5 +211,63 @@ def p15() -> None:
     report(tool_side / REPORTS * 1e6, end_to_end_us=end_to_end / REPORTS * 1e6, kept=1)
 
 
+def catalog(count: int) -> list[Tool[..., str]]:
+    """``count`` deferred tools, each with a name, a description and one parameter."""
+
+    def item(i: int) -> Tool[..., str]:
+        def fetch(key: str) -> str:
+            return f"{key} of item {i}"
+
+        return Tool(fetch, name=f"fetch_item_{i}", description=f"Fetch a field of item {i}.", defer_loading=True)
+
+    return [item(i) for i in range(count)]
+
+
+def rendered_bytes(tools: list[Any]) -> int:
+    """The bytes of ``tools`` (definition dicts) as Anthropic's request renders them."""
+    definitions = [ToolDefinition(t["name"], t["parameters"], description=t.get("description")) for t in tools]
+    return sum(len(json.dumps(d.render("anthropic"), separators=(",", ":"))) for d in definitions)
+
+
+def p12() -> None:
+    """1,000 deferred tools: rendered tool bytes of the largest request of a run that
+    searches, then calls the tool found, against sending all 1,000; and the time of one
+    search over 10,000 deferred tools (its trace span, the index already built)."""
+    tools = catalog(1_000)
+    model = TestModel.responses(
+        [
+            TestModel.tool_call_response([{"id": "s1", "name": "search_tools", "arguments": {"query": "item 500"}}]),
+            TestModel.tool_call_response([{"id": "c1", "name": "fetch_item_500", "arguments": {"key": "k"}}]),
+            {"text": "done"},
+        ]
+    )
+    result = create_agent(model=model, tools=tools).run_sync("go")
+    assert result.status == "completed", result.exception
+    deferred = max(rendered_bytes(request["tools"]) for request in model.requests)
+    everything = sum(len(json.dumps(t.definition.render("anthropic"), separators=(",", ":"))) for t in tools)
+    search = {"id": "s1", "name": "search_tools", "arguments": {"query": "fetch item 7321 field", "limit": 5}}
+    scripted = [TestModel.tool_call_response([search]), {"text": "done"}] * 6
+    big = create_agent(model=TestModel.responses(scripted), tools=catalog(10_000))
+    spans = []
+    for _ in range(6):
+        trace = big.run_sync("find").trace
+        spans += [span.duration_us for span in trace.spans if span.kind == "tool_search"]
+    report(everything / deferred, deferred_bytes=deferred, all_bytes=everything, search_us=min(spans[1:]))
+
+
 if __name__ == "__main__":
-    main({"p1": p1, "p2": p2, "p3": p3, "p13": p13, "p14": p14, "p5": p5, "p6": p6, "p8": p8, "p9": p9, "p15": p15})
+    main(
+        {
+            "p12": p12,
+            "p1": p1,
+            "p2": p2,
+            "p3": p3,
+            "p13": p13,
+            "p14": p14,
+            "p5": p5,
+            "p6": p6,
+            "p8": p8,
+            "p9": p9,
+            "p15": p15,
+        }
+    )

@@ -12,6 +12,7 @@ pub(crate) const NAME: Symbol = Symbol("name");
 pub(crate) const DESCRIPTION: Symbol = Symbol("description");
 pub(crate) const STRICT: Symbol = Symbol("strict");
 const SEQUENTIAL: Symbol = Symbol("sequential");
+const DEFER_LOADING: Symbol = Symbol("defer_loading");
 pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
 const MAX_RETURN_CHARS: Symbol = Symbol("max_return_chars");
 pub(crate) const MAX_USES: Symbol = Symbol("max_uses");
@@ -49,6 +50,7 @@ pub(crate) const TOOL_KEYS: &[(Symbol, Kind)] = &[
     (DESCRIPTION, Kind::Str),
     (STRICT, Kind::Flag),
     (SEQUENTIAL, Kind::Flag),
+    (DEFER_LOADING, Kind::Flag),
     (TIMEOUT_MS, Kind::Int),
     (MAX_RETURN_CHARS, Kind::Int),
     (MAX_RETRIES, Kind::Int),

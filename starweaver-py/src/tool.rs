@@ -131,6 +131,12 @@ impl PyToolDefinition {
         self.0.sequential
     }
 
+    /// Whether the definition stays out of model requests until `search_tools` finds it.
+    #[getter]
+    fn defer_loading(&self) -> bool {
+        self.0.defer_loading
+    }
+
     /// Per-attempt timeout.
     #[getter]
     fn timeout_ms(&self) -> Option<u64> {

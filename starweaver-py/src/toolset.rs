@@ -111,6 +111,11 @@ impl PyToolset {
         Self(Arc::new(self.0.clone().renamed(names)))
     }
 
+    /// The same tools, deferred: not sent to the model until `search_tools` finds them.
+    fn deferred(&self) -> Self {
+        Self(Arc::new(self.0.clone().deferred()))
+    }
+
     /// The same tools, each call needing a human decision first.
     fn approval_required(&self) -> Self {
         Self(Arc::new(self.0.clone().approval_required()))

@@ -79,7 +79,7 @@ impl PyTraceSpan {
         self.0.parent
     }
 
-    /// `"run"`, `"step"`, `"model_request"` or `"tool_call"`.
+    /// `"run"`, `"step"`, `"model_request"`, `"tool_call"` or `"tool_search"`.
     #[getter]
     fn kind(&self) -> &'static str {
         match self.0.kind {
@@ -87,6 +87,7 @@ impl PyTraceSpan {
             starweaver::SpanKind::Step => "step",
             starweaver::SpanKind::ModelRequest => "model_request",
             starweaver::SpanKind::ToolCall => "tool_call",
+            starweaver::SpanKind::ToolSearch => "tool_search",
         }
     }
 

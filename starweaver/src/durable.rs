@@ -237,7 +237,9 @@ impl DurableRun {
             Next::ListTools { .. } => unreachable!("the tools were just listed"),
             Next::RequestModel { step } => {
                 let messages = machine.state.history.to_json();
-                let tools = lists_tools.then(|| self.tools.definitions().to_vec());
+                // Deferred tools make each request's tools depend on what the run loaded.
+                let tools = (lists_tools || self.tools.defers())
+                    .then(|| self.tools.offered(&machine.state.loaded).into_owned());
                 let toolset_instructions = self.tools.instructions().to_vec();
                 Step::RequestModel(ModelTask {
                     run_id: self.run_id.to_string(),

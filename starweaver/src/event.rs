@@ -120,6 +120,15 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish_reason: Option<FinishReason>,
     },
+    /// Deferred tools were loaded: their definitions are sent from the next model request
+    /// on, after the tools loaded before them.
+    ToolsLoaded {
+        /// The tools loaded, in load order.
+        names: Vec<String>,
+        /// The `search_tools` query that found them; `None` when the model called a
+        /// deferred tool by name.
+        query: Option<String>,
+    },
     /// A toolset left a tool out of the tools of `step` (an MCP server's tool with an
     /// invalid name or schema, say); its other tools are offered.
     ToolRefused {

@@ -91,6 +91,7 @@ pub mod render;
 pub mod result;
 pub mod scheduler;
 pub mod schema;
+pub mod search;
 pub mod session;
 pub mod store;
 pub mod stream;

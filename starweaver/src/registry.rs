@@ -1,13 +1,15 @@
 //! The tools of one agent, by name, with the policy that applies to each worked out once.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::concurrency::{ConcurrencyLimit, Limit};
 use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::hook::Hooks;
+use crate::search::{SEARCH_TOOL, ToolIndex, search_tool};
 use crate::tool::{Tool, ToolDefinition};
 use crate::toolset::Toolset;
 
@@ -28,11 +30,12 @@ pub(crate) struct Registration {
 }
 
 /// What a tool takes from its toolset besides hooks: the instructions sent while the tool
-/// is offered, the return-size limit for a tool that sets none, and the concurrency limit
-/// its calls share with the toolset's other tools.
+/// is offered, the return-size limit for a tool that sets none, the concurrency limit its
+/// calls share with the toolset's other tools, and whether the toolset is deferred.
 #[derive(Clone, Default)]
 pub(crate) struct ToolsetTraits {
     pub instructions: Option<Arc<str>>,
+    pub defer_loading: bool,
     pub max_return_chars: Option<u32>,
     pub max_concurrency: Option<ConcurrencyLimit>,
 }
@@ -81,6 +84,7 @@ impl Registration {
         let source = Source::of(toolset);
         let traits = ToolsetTraits {
             instructions: toolset.instructions(),
+            defer_loading: toolset.defer_loading(),
             max_return_chars: toolset.max_return_chars(),
             max_concurrency: toolset.max_concurrency(),
         };
@@ -189,6 +193,8 @@ pub(crate) struct RegisteredTool {
     pub instructions: Option<Arc<str>>,
     /// Whether a `null` argument may stand for a schema `default` (strict mode's optionals).
     pub fills_defaults: bool,
+    /// Whether it is sent to the model only once loaded (its own option, or its toolset's).
+    pub deferred: bool,
 }
 
 /// The concurrency limits a tool's calls run under: its own, then its toolset's.
@@ -219,6 +225,10 @@ pub struct ToolRegistry {
     definitions: Vec<ToolDefinition>,
     /// The instructions of the toolsets offering tools here, each once, in tool order.
     instructions: Vec<Arc<str>>,
+    /// The positions of the deferred tools, in registration order.
+    deferred: Vec<usize>,
+    /// The search index of the deferred tools, built at the first search.
+    search: OnceLock<ToolIndex>,
 }
 
 impl ToolRegistry {
@@ -265,11 +275,19 @@ impl ToolRegistry {
                 limits,
                 max_return_chars: definition.max_return_chars.or(toolset.max_return_chars).or(rules.max_return_chars),
                 instructions: toolset.instructions,
+                deferred: definition.defer_loading || toolset.defer_loading,
                 tool,
             });
             registry.definitions.push(definition);
         }
         registry.collect_instructions();
+        if let Some(tool) = registry.get(SEARCH_TOOL).filter(|_| registry.defers()) {
+            return Err(Error::ToolCollision {
+                name: SEARCH_TOOL.to_owned(),
+                first: tool.source.to_string(),
+                second: "the tool search offered while tools are deferred".to_owned(),
+            });
+        }
         Ok(registry)
     }
 
@@ -327,6 +345,7 @@ impl ToolRegistry {
     }
 
     fn collect_instructions(&mut self) {
+        self.deferred = self.tools.iter().enumerate().filter(|(_, tool)| tool.deferred).map(|(i, _)| i).collect();
         for text in self.tools.iter().filter_map(|tool| tool.instructions.as_ref()) {
             if !self.instructions.contains(text) {
                 self.instructions.push(text.clone());
@@ -342,5 +361,47 @@ impl ToolRegistry {
     /// The registered names, for error messages.
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.definitions.iter().map(|d| d.name.as_str())
+    }
+
+    /// Whether any tool here is deferred (the model is then offered `search_tools`).
+    pub(crate) fn defers(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Whether the tool called `name` is deferred.
+    pub(crate) fn is_deferred(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|tool| tool.deferred)
+    }
+
+    /// The deferred tools that match `query` best, at most `limit`, best first.
+    pub(crate) fn search(&self, query: &str, limit: usize) -> Vec<&ToolDefinition> {
+        let index =
+            self.search.get_or_init(|| ToolIndex::new(self.deferred.iter().filter_map(|&i| self.definitions.get(i))));
+        index
+            .search(query, limit)
+            .into_iter()
+            .filter_map(|i| self.deferred.get(i))
+            .filter_map(|&i| self.definitions.get(i))
+            .collect()
+    }
+
+    /// The definitions a model request sends when `loaded` (in load order) are the deferred
+    /// tools loaded so far: every tool not deferred, in registration order, then
+    /// `search_tools`, then the loaded ones in load order. A tool loaded later only adds to
+    /// the end, so the rendered tools of an earlier request stay a byte-identical prefix
+    /// (a provider's cached prompt prefix holds). Without deferred tools, every definition.
+    pub(crate) fn offered(&self, loaded: &[Arc<str>]) -> Cow<'_, [ToolDefinition]> {
+        if !self.defers() {
+            return Cow::Borrowed(&self.definitions);
+        }
+        let always = self.tools.iter().zip(&self.definitions).filter(|(tool, _)| !tool.deferred);
+        let mut offered: Vec<ToolDefinition> = always.map(|(_, definition)| definition.clone()).collect();
+        offered.push(search_tool().clone());
+        let loaded = loaded
+            .iter()
+            .filter_map(|name| self.index.get(&**name))
+            .filter_map(|&i| self.tools.get(i).filter(|tool| tool.deferred).and_then(|_| self.definitions.get(i)));
+        offered.extend(loaded.cloned());
+        Cow::Owned(offered)
     }
 }

@@ -228,6 +228,28 @@ pub trait Toolset: Send + Sync + 'static {
         Configured { hooks: Some(hooks), ..Configured::new(self) }
     }
 
+    /// Whether its tools are deferred: not sent to the model until a tool search finds
+    /// them (or the model calls one by name).
+    fn defer_loading(&self) -> bool {
+        false
+    }
+
+    /// The same tools, deferred: the model sees none of them until `search_tools` finds
+    /// it (DESIGN.md §20).
+    ///
+    /// ```
+    /// use starweaver::{StaticToolset, Toolset};
+    ///
+    /// let catalog = StaticToolset::new("catalog").deferred();
+    /// assert!(catalog.defer_loading());
+    /// ```
+    fn deferred(self) -> Configured<Self>
+    where
+        Self: Sized,
+    {
+        Configured { defer_loading: true, ..Configured::new(self) }
+    }
+
     /// How many calls of its tools may run at once, together (across every run in the
     /// process), if it is limited.
     fn max_concurrency(&self) -> Option<ConcurrencyLimit> {
@@ -327,6 +349,10 @@ impl<T: Toolset + ?Sized> Toolset for Arc<T> {
 
     fn max_return_chars(&self) -> Option<u32> {
         (**self).max_return_chars()
+    }
+
+    fn defer_loading(&self) -> bool {
+        (**self).defer_loading()
     }
 }
 
@@ -503,16 +529,21 @@ impl<T: Toolset> Toolset for Mapped<T> {
     fn max_return_chars(&self) -> Option<u32> {
         self.inner.max_return_chars()
     }
+
+    fn defer_loading(&self) -> bool {
+        self.inner.defer_loading()
+    }
 }
 
 /// A toolset with options of its own over another's: its approval requirement, hooks,
-/// concurrency limit, instructions or return-size limit, each the inner toolset's unless
-/// set here (see [`Toolset::approval_required`], [`Toolset::with_hooks`],
+/// concurrency limit, instructions, return-size limit or deferred loading, each the inner
+/// toolset's unless set here (see [`Toolset::approval_required`], [`Toolset::with_hooks`],
 /// [`Toolset::with_max_concurrency`], [`Toolset::with_instructions`],
-/// [`Toolset::with_max_return_chars`]).
+/// [`Toolset::with_max_return_chars`], [`Toolset::deferred`]).
 pub struct Configured<T> {
     inner: T,
     requires_approval: bool,
+    defer_loading: bool,
     hooks: Option<Arc<[Arc<dyn Hooks>]>>,
     max_concurrency: Option<ConcurrencyLimit>,
     instructions: Option<Arc<str>>,
@@ -524,6 +555,7 @@ impl<T: Toolset> Configured<T> {
         Self {
             inner,
             requires_approval: false,
+            defer_loading: false,
             hooks: None,
             max_concurrency: None,
             instructions: None,
@@ -567,6 +599,10 @@ impl<T: Toolset> Toolset for Configured<T> {
 
     fn max_return_chars(&self) -> Option<u32> {
         self.max_return_chars.or_else(|| self.inner.max_return_chars())
+    }
+
+    fn defer_loading(&self) -> bool {
+        self.defer_loading || self.inner.defer_loading()
     }
 }
 

@@ -58,6 +58,9 @@ impl std::fmt::Display for Trace {
                 SpanKind::ModelRequest => {
                     writeln!(f, "{indent}model_request {}: {ms:.1} ms ({outcome})", span.step.unwrap_or(0))?;
                 }
+                SpanKind::ToolSearch => {
+                    writeln!(f, "{indent}tool_search {}: {ms:.1} ms ({outcome})", span.step.unwrap_or(0))?;
+                }
                 SpanKind::ToolCall => writeln!(
                     f,
                     "{indent}tool_call {} {}: {ms:.1} ms ({outcome})",
@@ -82,6 +85,8 @@ pub enum SpanKind {
     ModelRequest,
     /// One tool call, all attempts included.
     ToolCall,
+    /// The `search_tools` calls of a response, answered by the run itself.
+    ToolSearch,
 }
 
 impl SpanKind {
@@ -92,6 +97,7 @@ impl SpanKind {
             Self::Step => "starweaver.step",
             Self::ModelRequest => "starweaver.model_request",
             Self::ToolCall => "starweaver.tool_call",
+            Self::ToolSearch => "starweaver.tool_search",
         }
     }
 }
@@ -191,6 +197,7 @@ pub(crate) enum SpanOf<'a> {
     Step(u32),
     ModelRequest(u32),
     ToolCall { tool: &'a Arc<str>, tool_call_id: &'a Arc<str> },
+    ToolSearch(u32),
 }
 
 /// Records a run's spans as they open and close.
@@ -220,6 +227,9 @@ impl Tracer {
             }
             SpanOf::ModelRequest(step) => {
                 (SpanKind::ModelRequest, Some(step), None, None, tracing::info_span!("starweaver.model_request", step))
+            }
+            SpanOf::ToolSearch(step) => {
+                (SpanKind::ToolSearch, Some(step), None, None, tracing::info_span!("starweaver.tool_search", step))
             }
             SpanOf::ToolCall { tool, tool_call_id } => (
                 SpanKind::ToolCall,

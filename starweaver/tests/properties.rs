@@ -223,6 +223,7 @@ fn any_explicit_schema_is_accepted_or_refused_by_name_and_accepted_ones_render_o
             parameters,
             strict: None,
             sequential: false,
+            defer_loading: false,
             timeout_ms: None,
             max_return_chars: None,
             max_retries: None,

@@ -1162,3 +1162,57 @@ async fn native_output_sends_each_providers_json_schema_format_and_reads_the_ans
         assert!(sent.get("tools").is_none(), "native output offers no output tool");
     }
 }
+
+/// The tools of a provider's request body, each as the bytes sent.
+fn rendered_tools(dir: &str, body: &Value) -> Vec<String> {
+    let tools = if dir == "gemini" { &body["tools"][0]["functionDeclarations"] } else { &body["tools"] };
+    tools.as_array().unwrap().iter().map(Value::to_string).collect()
+}
+
+/// DESIGN.md §20: a search loads tools for the next request, after the always-loaded ones,
+/// so every provider is sent the earlier request's tools again byte for byte (its cached
+/// prompt prefix holds), with the found tool after them.
+#[tokio::test]
+async fn a_tool_search_keeps_each_providers_rendered_tools_a_byte_identical_prefix() {
+    for protocol in PROTOCOLS {
+        let server = serve(
+            protocol.path,
+            vec![json_body(protocol.dir, "search_tools.json"), json_body(protocol.dir, "text.json")],
+        )
+        .await;
+        let weather = ToolBuilder::new("get_weather")
+            .description("Forecast for a city.")
+            .defer_loading(true)
+            .handler(|_: ToolContext, _: Args| async move { Ok(json!("sunny")) })
+            .unwrap();
+        let email = ToolBuilder::new("send_email")
+            .description("Send an email.")
+            .defer_loading(true)
+            .handler(|_: ToolContext, _: Args| async move { Ok(json!("sent")) })
+            .unwrap();
+        let agent = Agent::builder(protocol.model(&server.uri()))
+            .tool(ToolBuilder::new("status").handler(|_: ToolContext, _: Args| async move { Ok(json!("ok")) }).unwrap())
+            .tool(weather)
+            .tool(email)
+            .build()
+            .unwrap();
+        let result = agent.run("weather?").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        let sent = requests(&server).await;
+        let (before, after) =
+            (rendered_tools(protocol.dir, &body(&sent[0])), rendered_tools(protocol.dir, &body(&sent[1])));
+        assert_eq!(before.len(), 2, "{}: `status` and `search_tools`: {before:?}", protocol.dir);
+        assert_eq!(after[..before.len()], before[..], "{}: the earlier tools are sent byte for byte", protocol.dir);
+        assert_eq!(after.len(), 3, "{}", protocol.dir);
+        assert!(after[2].contains("get_weather") && !after.concat().contains("send_email"), "{}", protocol.dir);
+        if protocol.dir == "anthropic" {
+            let tools = |body: &Value| body["tools"].clone();
+            insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+                insta::assert_json_snapshot!("rust__tool_search_anthropic_request_tools", json!({
+                    "before_search": tools(&body(&sent[0])),
+                    "after_search": tools(&body(&sent[1])),
+                }));
+            });
+        }
+    }
+}

@@ -716,6 +716,10 @@ class NativeToolset:
         r"""
         The same tools, renamed by `names` (old name → new name).
         """
+    def deferred(self) -> NativeToolset:
+        r"""
+        The same tools, deferred: not sent to the model until `search_tools` finds them.
+        """
     def approval_required(self) -> NativeToolset:
         r"""
         The same tools, each call needing a human decision first.
@@ -1248,6 +1252,11 @@ class ToolDefinition:
         Whether each call is a barrier.
         """
     @property
+    def defer_loading(self) -> builtins.bool:
+        r"""
+        Whether the definition stays out of model requests until `search_tools` finds it.
+        """
+    @property
     def timeout_ms(self) -> typing.Optional[builtins.int]:
         r"""
         Per-attempt timeout.
@@ -1411,7 +1420,7 @@ class TraceSpan:
     @property
     def kind(self) -> builtins.str:
         r"""
-        `"run"`, `"step"`, `"model_request"` or `"tool_call"`.
+        `"run"`, `"step"`, `"model_request"`, `"tool_call"` or `"tool_search"`.
         """
     @property
     def name(self) -> builtins.str:

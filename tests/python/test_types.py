@@ -71,6 +71,7 @@ def test_the_definition_options_are_the_definitions_fields_past_name_and_paramet
         description="d",
         strict=False,
         sequential=True,
+        defer_loading=True,
         timeout_ms=5,
         max_return_chars=100,
         max_retries=1,

@@ -96,6 +96,11 @@ class Toolset:
         """The same tools, renamed by ``names`` (old name → new name)."""
         return self._wrap(self.native.renamed(dict(names)))
 
+    def deferred(self) -> Toolset:
+        """The same tools, deferred: the model sees none of them until ``search_tools``
+        finds it (or it calls one by name); found tools stay loaded for the session."""
+        return self._wrap(self.native.deferred())
+
     def approval_required(self) -> Toolset:
         """The same tools, each call needing a human decision first."""
         return self._wrap(self.native.approval_required())

@@ -77,6 +77,7 @@ __all__ = [
     "ToolRetryEvent",
     "ToolReturnEvent",
     "ToolReturnPart",
+    "ToolsLoadedEvent",
     "UsageDict",
     "UserPromptPart",
     "WaitingEvent",
@@ -239,6 +240,8 @@ class ToolDefinitionDict(TypedDict):
     parameters: JsonObject
     strict: bool | None
     sequential: bool
+    defer_loading: NotRequired[bool]
+    """Kept out of model requests until ``search_tools`` finds it (present when true)."""
     timeout_ms: NotRequired[int | None]
     max_return_chars: NotRequired[int]
     """The most characters of model-facing content a return may have, when limited."""
@@ -261,6 +264,9 @@ class ToolDefinitionOptions(TypedDict, total=False):
     description: str | None
     strict: bool | None
     sequential: bool
+    defer_loading: bool
+    """Keeps the definition out of model requests until ``search_tools`` finds it (or the
+    model calls the tool by name)."""
     timeout_ms: int | None
     max_return_chars: int | None
     max_retries: int | None
@@ -435,6 +441,17 @@ class ToolRefusedEvent(_EventHead):
     reason: str
 
 
+class ToolsLoadedEvent(_EventHead):
+    """Deferred tools were loaded: their definitions are sent from the next model request
+    on, after the tools loaded before them."""
+
+    type: Literal["tools_loaded"]
+    names: list[str]
+    query: str | None
+    """The ``search_tools`` query that found them; ``None`` when the model called a
+    deferred tool by name."""
+
+
 class ToolCallEvent(_EventHead):
     type: Literal["tool_call"]
     tool_call_id: str
@@ -557,6 +574,7 @@ Event: TypeAlias = Union[
     ModelResponseEvent,
     ToolCallEvent,
     ToolRefusedEvent,
+    ToolsLoadedEvent,
     ToolRetryEvent,
     ToolProgressEvent,
     ToolLogEvent,
@@ -579,3 +597,5 @@ class SessionState(TypedDict):
     history: list[Message]
     decided: list[str]
     waiting: JsonObject | None
+    loaded: NotRequired[list[str]]
+    """The deferred tools loaded so far, in load order (absent when none was)."""

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::catalog;
 use super::limits::Bounds;
 use super::state::{Asking, SessionState, Slot, Suspended};
 use super::task::CallTask;
@@ -514,22 +515,25 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             // arguments that still parse (a string value ends early): it is the model's to
             // write again, never run.
             let cut_off = (finish_reason == Some(FinishReason::Length)).then_some(last);
-            let slots = message
+            let loaded = &mut self.state.borrow_mut().loaded;
+            let slots: Vec<Option<Slot>> = message
                 .tool_calls()
                 .enumerate()
                 .map(|(i, call)| {
-                    (Some(i) == cut_off).then(|| {
-                        let message = "the answer reached the model's token limit while this call was being \
-                                       written, so its arguments may be cut off: call it again with complete \
-                                       arguments (or raise `max_tokens`)";
-                        let ret = ToolReturn::failure(call, ToolError::invalid_arguments(message), Map::new());
-                        events.emit(ret.event());
-                        Slot::Done(ret)
-                    })
+                    if Some(i) != cut_off {
+                        // A tool search is answered here; a call to a deferred tool loads it.
+                        return catalog::answer(call, registry, loaded, events).map(Slot::Done);
+                    }
+                    let message = "the answer reached the model's token limit while this call was being \
+                                   written, so its arguments may be cut off: call it again with complete \
+                                   arguments (or raise `max_tokens`)";
+                    let ret = ToolReturn::failure(call, ToolError::invalid_arguments(message), Map::new());
+                    events.emit(ret.event());
+                    Some(Slot::Done(ret))
                 })
                 .collect();
             let (outputs, held): (Vec<usize>, Vec<usize>) = (0..=last)
-                .filter(|i| Some(*i) != cut_off)
+                .filter(|i| slots.get(*i).is_some_and(Option::is_none))
                 .partition(|i| message.tool_calls().nth(*i).is_some_and(|call| registry.is_output(&call.name)));
             let to_run = |index| ToRun { index, ..ToRun::default() };
             let mut outputs = VecDeque::from(outputs);

@@ -1,6 +1,7 @@
 //! `Agent`: a model, tools, instructions and an approval policy, built once and run many times.
 
 mod answer;
+mod catalog;
 mod inner;
 mod limits;
 mod machine;

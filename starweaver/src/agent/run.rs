@@ -19,11 +19,12 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventLog};
 use crate::hitl::{HitlDecisions, Resolution};
 use crate::hook::Hooks;
-use crate::message::ToolCallPart;
+use crate::message::{ResponsePart, ToolCallPart};
 use crate::model::ModelRequest;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke, prepare};
+use crate::search::SEARCH_TOOL;
 use crate::tool::{Dependencies, ToolDefinition};
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
@@ -254,9 +255,10 @@ impl Run<'_> {
     async fn request_model(&self, machine: &mut Machine<&mut SessionState>, step: u32, step_span: SpanId) {
         let events = &self.channel.events;
         let deltas = move |delta| events.delta(step, delta);
+        let offered = self.registry.offered(&machine.state.loaded);
         let request = ModelRequest {
             messages: machine.state.history.messages(),
-            tools: self.registry.definitions(),
+            tools: &offered,
             output: self.agent.output_asked.as_ref(),
             toolset_instructions: self.registry.instructions(),
             run_id: &machine.run_id,
@@ -280,7 +282,18 @@ impl Run<'_> {
                 self.channel
                     .trace
                     .annotate(model_span, &GenAi::response(response.model_name.as_deref(), response.usage));
+                // The run answers tool searches itself, while taking the response.
+                let searches = self.registry.defers()
+                    && response
+                        .parts
+                        .iter()
+                        .any(|part| matches!(part, ResponsePart::ToolCall(call) if &*call.name == SEARCH_TOOL));
+                let search = searches.then(|| self.channel.trace.open(SpanOf::ToolSearch(step), Some(step_span)));
+                let _entered = search.as_ref().map(|(_, span)| span.enter());
                 machine.model_responded(response, &self.channel.events, &self.registry);
+                if let Some((search_span, _)) = search {
+                    self.channel.trace.close(search_span, "ok");
+                }
             }
             Err(error) => machine.failed(RunError::model(error)),
         }

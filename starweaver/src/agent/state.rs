@@ -24,6 +24,8 @@ pub(crate) struct SessionState {
     pub waiting: Option<Suspended>,
     /// Canonical ids of every decision already applied, to refuse replays.
     pub decided: HashSet<String>,
+    /// The deferred tools loaded so far, in load order (sent after the always-loaded ones).
+    pub loaded: Vec<Arc<str>>,
 }
 
 /// A run waiting for decisions: the response it stopped at (the history's last message),
@@ -139,12 +141,19 @@ impl SessionState {
             waiting.insert("slots".into(), json!(&w.slots));
             Value::Object(waiting)
         });
-        json!({
+        let mut exported = json!({
             "version": STATE_VERSION,
             "history": self.history.to_json(),
             "decided": decided,
             "waiting": waiting,
-        })
+        });
+        // Only once a tool was loaded, so other states keep their form.
+        if !self.loaded.is_empty()
+            && let Value::Object(fields) = &mut exported
+        {
+            fields.insert("loaded".into(), json!(self.loaded.iter().map(|name| &**name).collect::<Vec<_>>()));
+        }
+        exported
     }
 }
 
@@ -158,6 +167,8 @@ struct ExportedSession {
     history: Value,
     decided: Vec<String>,
     waiting: Option<ExportedWaiting>,
+    #[serde(default)]
+    loaded: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -201,7 +212,8 @@ impl SessionState {
             Some(waiting) => Some(restore_waiting(&history, waiting).map_err(invalid)?),
         };
         let decided: HashSet<String> = exported.decided.into_iter().collect();
-        let mut state = SessionState { history, waiting, decided };
+        let loaded = exported.loaded.into_iter().map(Arc::from).collect();
+        let mut state = SessionState { history, waiting, decided, loaded };
         reissue_interrupted(&mut state);
         Ok(state)
     }

@@ -52,6 +52,9 @@ pub(crate) struct ListedTool {
     /// Its toolset's concurrency limit, which the run's side counts its calls against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     limit: Option<ConcurrencyLimit>,
+    /// Whether its toolset is deferred.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    defer_loading: bool,
 }
 
 impl ToolListing {
@@ -68,6 +71,7 @@ impl ToolListing {
                     definition: entry.tool.definition().clone(),
                     max_return_chars: entry.toolset.max_return_chars,
                     limit: entry.toolset.max_concurrency.clone(),
+                    defer_loading: entry.toolset.defer_loading,
                 }
             })
             .collect();
@@ -82,7 +86,7 @@ impl ToolListing {
         let listed = self
             .tools
             .into_iter()
-            .map(|ListedTool { source, definition, max_return_chars, limit }| {
+            .map(|ListedTool { source, definition, max_return_chars, limit, defer_loading }| {
                 // Each listed tool carries its toolset's limit: read back, the tools of one
                 // toolset share the first one again.
                 let limit = limit.map(|limit| match shared.iter().find(|(of, _)| *of == source) {
@@ -100,7 +104,7 @@ impl ToolListing {
                     tool: Arc::new(Listed(definition)),
                     source,
                     hooks: Arc::new([]),
-                    toolset: ToolsetTraits { instructions, max_return_chars, max_concurrency: limit },
+                    toolset: ToolsetTraits { instructions, defer_loading, max_return_chars, max_concurrency: limit },
                 }
             })
             .collect();

@@ -639,6 +639,7 @@ impl Toolset for McpServer {
                     parameters: Value::Object((*tool.input_schema).clone()),
                     strict: None,
                     sequential: false,
+                    defer_loading: false,
                     timeout_ms: self.0.timeout_ms,
                     max_return_chars: None,
                     max_retries: None,

@@ -199,8 +199,13 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
             announce(env, &request, None, None, Vec::new());
-            let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-            let message = format!("unknown tool `{}`; available tools: {available}", call.name);
+            // A deferred catalog stays out of the model's context, so it is never listed here.
+            let message = if env.registry.defers() {
+                format!("unknown tool `{}`; `search_tools` finds tools by what they do", call.name)
+            } else {
+                let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+                format!("unknown tool `{}`; available tools: {available}", call.name)
+            };
             return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
         };
         let arguments = match object_arguments(arguments_of(&request)) {

@@ -47,6 +47,10 @@ pub struct ToolDefinition {
     /// A sequential call is a barrier: earlier calls finish first, later calls start after it.
     #[serde(default)]
     pub sequential: bool,
+    /// Not sent to the model until a tool search finds it (or the model calls it by
+    /// name); while any tool is deferred, the model is offered `search_tools`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_loading: bool,
     /// Each attempt is cancelled after this many milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
@@ -83,6 +87,7 @@ impl ToolDefinition {
             parameters,
             strict: None,
             sequential: false,
+            defer_loading: false,
             timeout_ms: None,
             max_return_chars: None,
             max_retries: None,

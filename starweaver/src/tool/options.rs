@@ -50,6 +50,9 @@ tool_options! {
     /// Makes each call of this tool a barrier: earlier calls finish first, later calls
     /// start after it.
     sequential / with_sequential(sequential: bool) => sequential;
+    /// Keeps the tool's definition out of model requests until a tool search finds it
+    /// (or the model calls it by name): a large catalog costs no context until used.
+    defer_loading / with_defer_loading(defer_loading: bool) => defer_loading;
     /// Cancels each attempt after this many milliseconds.
     timeout_ms / with_timeout_ms(timeout_ms: u64) => Some(timeout_ms);
     /// The most characters of model-facing content a return may have (longer content is
@@ -80,6 +83,7 @@ mod tests {
         let full = ToolDefinition::new("t", json!({"type": "object"}))
             .with_description("d")
             .with_timeout_ms(1)
+            .with_defer_loading(true)
             .with_max_return_chars(1)
             .with_max_retries(1)
             .with_max_uses(1)

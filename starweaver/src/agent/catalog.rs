@@ -1,0 +1,101 @@
+//! What a run loads of a deferred catalog (DESIGN.md §20). The machine answers each
+//! `search_tools` call itself: the ranking is pure and local, so an in-process run and a
+//! durable one give the same answer without a tool call of their own. A call naming a
+//! deferred tool that was never loaded runs (the model may know the name) and loads it.
+//! Loaded names are session state, kept in load order, so each request offers them in the
+//! same order after the always-loaded tools and a provider's cached prefix holds.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::event::{EventKind, EventLog};
+use crate::message::ToolCallPart;
+use crate::registry::ToolRegistry;
+use crate::scheduler::ToolReturn;
+use crate::search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
+use crate::tool::{ToolError, ToolResult};
+
+/// The arguments of a `search_tools` call.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArguments {
+    query: String,
+    /// `null` too: a strict definition sends the optional `limit` as `null`.
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// The return of `call` when the run answers it itself (a `search_tools` call while
+/// tools are deferred), after loading what it found; `None` for a call the tools answer,
+/// which loads its tool first if that tool is deferred and not loaded yet.
+pub(crate) fn answer(
+    call: &ToolCallPart,
+    registry: &ToolRegistry,
+    loaded: &mut Vec<Arc<str>>,
+    events: &EventLog,
+) -> Option<ToolReturn> {
+    if !registry.defers() {
+        return None;
+    }
+    if &*call.name != SEARCH_TOOL {
+        if registry.is_deferred(&call.name) && !loaded.contains(&call.name) {
+            loaded.push(call.name.clone());
+            events.emit(EventKind::ToolsLoaded { names: vec![call.name.to_string()], query: None });
+        }
+        return None;
+    }
+    events.emit(EventKind::ToolCall {
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        override_arguments: None,
+        arguments: None,
+        rewritten_by: None,
+        answered_by: None,
+        queued_for: Vec::new(),
+    });
+    let ret = match search(call, registry, loaded, events) {
+        Ok(found) => ToolReturn::success(call, ToolResult::new(found), None),
+        Err(error) => ToolReturn::failure(call, error, Map::new()),
+    };
+    events.emit(ret.event());
+    Some(ret)
+}
+
+/// The tools `call` finds, as `{"tools": [{"name", "description"}]}`, each loaded.
+fn search(
+    call: &ToolCallPart,
+    registry: &ToolRegistry,
+    loaded: &mut Vec<Arc<str>>,
+    events: &EventLog,
+) -> Result<Value, ToolError> {
+    let SearchArguments { query, limit } = SearchArguments::deserialize(&call.arguments).map_err(|error| {
+        ToolError::invalid_arguments(format!(
+            "`{SEARCH_TOOL}` takes `query` (a string) and `limit` (an integer from 1 to {MAX_LIMIT}): {error}"
+        ))
+    })?;
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ToolError::invalid_arguments(format!("`limit` must be from 1 to {MAX_LIMIT}, got {limit}")));
+    }
+    let found = registry.search(&query, limit);
+    let mut names = Vec::new();
+    for definition in &found {
+        if !loaded.iter().any(|name| **name == *definition.name) {
+            loaded.push(Arc::from(definition.name.as_str()));
+            names.push(definition.name.clone());
+        }
+    }
+    if !names.is_empty() {
+        events.emit(EventKind::ToolsLoaded { names, query: Some(query) });
+    }
+    let tools: Vec<Value> = found
+        .iter()
+        .map(|definition| json!({"name": definition.name, "description": definition.description_text()}))
+        .collect();
+    if tools.is_empty() {
+        return Ok(json!({"tools": [], "message": "no tool matches these words; try others"}));
+    }
+    Ok(json!({"tools": tools}))
+}
