@@ -186,3 +186,42 @@ async fn a_dynamic_toolset_can_be_deferred_and_a_tool_named_search_tools_collide
     let value: Value = json!(err.to_string());
     assert!(value.as_str().unwrap().contains("tool search"), "{value}");
 }
+
+#[tokio::test]
+async fn a_durable_run_and_a_stored_session_keep_the_loaded_tools() {
+    use starweaver::durable::{DurableRun, Step};
+    use starweaver::store::SqliteSessionStore;
+
+    let script = || [search("s1", "weather"), ModelResponse::text("found it"), ModelResponse::text("again")];
+    let model = Arc::new(TestModel::new(script()));
+    let agent = Agent::builder(model.clone()).toolset(catalog().deferred()).build().unwrap();
+    let mut run = DurableRun::start(&agent, "find the forecast", "run_d").unwrap();
+    let result = loop {
+        match run.next_step() {
+            Step::ListTools(task) => run.tools_listed(agent.list_tools(&task).await.unwrap()),
+            Step::RequestModel(task) => run.model_responded(agent.request_model(&task).await.unwrap()),
+            Step::StartCalls(tasks) => {
+                for task in tasks {
+                    let result = agent.run_call("run_d", &task, starweaver::CancellationToken::default(), None).await;
+                    run.call_finished(task.index, result);
+                }
+            }
+            Step::CheckOutput(task) => run.output_checked(agent.check_output(&task).await),
+            Step::AwaitCalls => unreachable!("every started call was reported"),
+            Step::Done(result) => break result,
+        }
+    };
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(names(&model, 1), ["search_tools", "get_weather"], "the durable run sends what it loaded");
+    assert_eq!(run.export_state().unwrap()["loaded"], json!(["get_weather"]));
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteSessionStore::open(dir.path().join("sessions.db")).unwrap());
+    let model = Arc::new(TestModel::new(script()));
+    let agent =
+        Agent::builder(model.clone()).toolset(catalog().deferred()).session_store(store.clone()).build().unwrap();
+    agent.open_session("desk").unwrap().run("find the forecast").await.unwrap();
+    let mut reopened = agent.open_session("desk").unwrap();
+    reopened.run("again").await.unwrap();
+    assert_eq!(names(&model, 2), ["search_tools", "get_weather"], "the stored session kept what it loaded");
+}
