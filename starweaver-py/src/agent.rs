@@ -6,8 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
-use starweaver::output::OutputMode;
-use starweaver::{Agent, ApprovalRule, CancellationToken, EndStrategy, HitlDecisions, Model, RunOptions, Session};
+use starweaver::{Agent, ApprovalRule, CancellationToken, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::RustFuture;
 use crate::convert;
@@ -16,7 +15,7 @@ use crate::hitl::{self, PyHitl};
 use crate::hooks::{PyNativeHooks, hook_list};
 use crate::limits::{MaxConcurrency, PyUsageLimits};
 use crate::model::{PyFunctionModel, PyTestModel};
-use crate::output::{Decoder, PyOutputCheck};
+use crate::output::{Decoder, PyOutputSpec};
 use crate::provider::PyProviderModel;
 use crate::result::result_to_py;
 use crate::store::{PyMemorySessionStore, PySessionStore};
@@ -87,7 +86,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_mode=None, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -110,20 +109,7 @@ impl PyAgent {
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
         max_return_chars: Option<u32>,
-        output_tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
-        output_text: bool,
-        #[gen_stub(override_type(type_repr = "typing.Literal['tool', 'native', 'prompted'] | None", imports = ("typing",)))]
-        output_mode: Option<&str>,
-        output_retries: Option<u32>,
-        #[gen_stub(override_type(type_repr = "typing.Literal['early', 'exhaustive'] | None", imports = ("typing",)))]
-        end_strategy: Option<&str>,
-        #[gen_stub(override_type(
-            type_repr = "typing.Callable[[ToolContext, typing.Any], typing.Any] | None",
-            imports = ("typing",)
-        ))]
-        output_check: Option<Py<PyAny>>,
-        #[gen_stub(override_type(type_repr = "typing.Callable[[str, typing.Any], typing.Any] | None", imports = ("typing",)))]
-        output_decoder: Option<Py<PyAny>>,
+        output: Option<PyRef<'_, PyOutputSpec>>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -165,36 +151,9 @@ impl PyAgent {
             builder = builder.max_return_chars(max);
         }
         builder = builder.hooks(hook_list(hooks));
-        for tool in output_tools.unwrap_or_default() {
-            builder = builder.shared_output_function(tool.tool.clone());
-        }
-        if output_text {
-            builder = builder.text_output();
-        }
-        builder = match output_mode {
-            None | Some("tool") => builder,
-            Some("native") => builder.output_mode(OutputMode::Native),
-            Some("prompted") => builder.output_mode(OutputMode::Prompted),
-            Some(other) => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "`output_mode` must be \"tool\", \"native\" or \"prompted\", got {other:?}"
-                )));
-            }
-        };
-        if let Some(retries) = output_retries {
-            builder = builder.output_retries(retries);
-        }
-        builder = match end_strategy {
-            None | Some("early") => builder,
-            Some("exhaustive") => builder.end_strategy(EndStrategy::Exhaustive),
-            Some(other) => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "`end_strategy` must be \"early\" or \"exhaustive\", got {other:?}"
-                )));
-            }
-        };
-        if let Some(check) = output_check {
-            builder = builder.output_validator(PyOutputCheck(check));
+        let decoder = output.as_ref().and_then(|spec| spec.decoder.clone());
+        if let Some(spec) = output {
+            builder = builder.output(spec.output.clone());
         }
         if let Some(deps) = deps {
             builder = builder.dependencies(py_deps(deps));
@@ -207,14 +166,14 @@ impl PyAgent {
             None => Bound::new(py, PyMemorySessionStore::new())?.into_super().unbind(),
         };
         builder = builder.session_store(store.get().0.clone());
-        let decoder = output_decoder.map(|decoder| Decoder(Arc::new(decoder)));
         Ok(Self { agent: builder.build().into_py_result(py)?, decoder, store })
     }
 
     /// Runs `prompt` in a fresh session; await the result. `deps` replace the agent's for
     /// this run, and `tools` and `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None, output=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run(
         &self,
         prompt: String,
@@ -223,9 +182,11 @@ impl PyAgent {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
+        output: Option<PyRef<'_, PyOutputSpec>>,
     ) -> RustFuture {
-        let (agent, decoder) = (self.agent.clone(), self.decoder.clone());
-        let (options, cancellation) = run_options(deps, tools, toolsets, usage_limits, hooks);
+        let agent = self.agent.clone();
+        let PyRun { options, cancellation, decoder } =
+            run_options(deps, tools, toolsets, usage_limits, hooks, output, self.decoder.as_ref());
         let run = async move { result_to_py(agent.run_with(prompt, options).await, decoder.as_ref()) };
         RustFuture::new(run.boxed(), Some(cancellation))
     }
@@ -233,7 +194,8 @@ impl PyAgent {
     /// Runs `prompt` in a fresh session, yielding its events as they happen; `deps`
     /// replace the agent's for this run, and `tools` and `toolsets` are added for this run
     /// only.
-    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None, output=None))]
+    #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run_stream(
         &self,
         prompt: String,
@@ -242,9 +204,10 @@ impl PyAgent {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
+        output: Option<PyRef<'_, PyOutputSpec>>,
     ) -> PyRunStream {
-        let (options, _) = run_options(deps, tools, toolsets, usage_limits, hooks);
-        PyRunStream::new(self.agent.run_stream_with(prompt, options), self.decoder.clone())
+        let run = run_options(deps, tools, toolsets, usage_limits, hooks, output, self.decoder.as_ref());
+        PyRunStream::new(self.agent.run_stream_with(prompt, run.options), run.decoder)
     }
 
     /// A new conversation; one restored from `NativeSession.export_state()` (a dict); or,
@@ -291,16 +254,30 @@ pub struct PySession {
     decoder: Option<Decoder>,
 }
 
-/// A run's options from Python: its own deps, tools and toolsets, and a cancellation the
-/// awaiting Task triggers.
+/// A run's options from Python, a cancellation the awaiting Task triggers, and what
+/// decodes the run's output.
+struct PyRun {
+    options: RunOptions,
+    cancellation: CancellationToken,
+    decoder: Option<Decoder>,
+}
+
+/// A run's own deps, tools, toolsets, limits, hooks and output; its output is decoded by
+/// its own output's decoder, or the agent's (`decoder`).
 fn run_options(
     deps: Option<Py<PyAny>>,
     tools: Option<Vec<PyRef<'_, PyNativeTool>>>,
     toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
     usage_limits: Option<PyRef<'_, PyUsageLimits>>,
     hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
-) -> (RunOptions, CancellationToken) {
+    output: Option<PyRef<'_, PyOutputSpec>>,
+    decoder: Option<&Decoder>,
+) -> PyRun {
     let cancellation = CancellationToken::new();
+    let decoder = match &output {
+        Some(spec) => spec.decoder.clone(),
+        None => decoder.cloned(),
+    };
     let options = RunOptions {
         cancellation: Some(cancellation.clone()),
         dependencies: deps.map(py_deps),
@@ -308,8 +285,9 @@ fn run_options(
         toolsets: toolsets.unwrap_or_default().iter().map(|t| t.0.clone()).collect(),
         usage_limits: usage_limits.map(|limits| limits.0),
         hooks: hook_list(hooks),
+        output: output.map(|spec| spec.output.clone()),
     };
-    (options, cancellation)
+    PyRun { options, cancellation, decoder }
 }
 
 /// What a session call does once it holds the session.
@@ -321,10 +299,9 @@ enum Action {
 impl PySession {
     /// Takes the session for one run (a second concurrent run is refused, not queued) and
     /// returns the awaitable that performs it.
-    fn start(&self, py: Python<'_>, action: Action, options: (RunOptions, CancellationToken)) -> PyResult<RustFuture> {
+    fn start(&self, py: Python<'_>, action: Action, run: PyRun) -> PyResult<RustFuture> {
         let mut session = self.session.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let (options, cancellation) = options;
-        let decoder = self.decoder.clone();
+        let PyRun { options, cancellation, decoder } = run;
         let run = async move {
             let result = match action {
                 Action::Run(prompt) => session.run_with(prompt, options).await,
@@ -341,7 +318,7 @@ impl PySession {
 impl PySession {
     /// Runs `prompt`, continuing the conversation; await the result. `deps` replace the
     /// agent's for this run, and `tools` and `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None, output=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run(
@@ -353,13 +330,15 @@ impl PySession {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
+        output: Option<PyRef<'_, PyOutputSpec>>,
     ) -> PyResult<RustFuture> {
-        self.start(py, Action::Run(prompt), run_options(deps, tools, toolsets, usage_limits, hooks))
+        let run = run_options(deps, tools, toolsets, usage_limits, hooks, output, self.decoder.as_ref());
+        self.start(py, Action::Run(prompt), run)
     }
 
     /// Runs `prompt`, yielding its events as they happen; `deps` replace the agent's for
     /// this run, and `tools` and `toolsets` are added for this run only.
-    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (prompt, *, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None, output=None))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python method
     fn run_stream(
         &self,
@@ -370,16 +349,17 @@ impl PySession {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
+        output: Option<PyRef<'_, PyOutputSpec>>,
     ) -> PyResult<PyRunStream> {
         let session = self.session.clone().try_lock_owned().map_err(|_| busy(py))?;
-        let (options, _) = run_options(deps, tools, toolsets, usage_limits, hooks);
-        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, options), self.decoder.clone()))
+        let run = run_options(deps, tools, toolsets, usage_limits, hooks, output, self.decoder.as_ref());
+        Ok(PyRunStream::new(Session::run_stream_owned(session, prompt, run.options), run.decoder))
     }
 
     /// Continues the waiting run: one decision (object or canonical dict) per pending item.
     /// `deps`, `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a
     /// run's are (give the ones it was started with, so its calls meet the same tools and hooks).
-    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None))]
+    #[pyo3(signature = (*, approvals=None, deferred_results=None, elicitations=None, deps=None, tools=None, toolsets=None, usage_limits=None, hooks=None, output=None))]
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[RunResult]", imports = ("typing",)))]
     #[allow(clippy::too_many_arguments)]
     fn resume(
@@ -393,9 +373,11 @@ impl PySession {
         toolsets: Option<Vec<PyRef<'_, PyToolset>>>,
         usage_limits: Option<PyRef<'_, PyUsageLimits>>,
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
+        output: Option<PyRef<'_, PyOutputSpec>>,
     ) -> PyResult<RustFuture> {
         let decisions = hitl::decisions(py, approvals, deferred_results, elicitations)?;
-        self.start(py, Action::Resume(decisions), run_options(deps, tools, toolsets, usage_limits, hooks))
+        let run = run_options(deps, tools, toolsets, usage_limits, hooks, output, self.decoder.as_ref());
+        self.start(py, Action::Resume(decisions), run)
     }
 
     /// What the waiting run needs, or `None` when no run waits.

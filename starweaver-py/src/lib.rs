@@ -53,6 +53,8 @@ mod _native {
     #[pymodule_export]
     use crate::oauth::PyOAuth;
     #[pymodule_export]
+    use crate::output::PyOutputSpec;
+    #[pymodule_export]
     use crate::provider::PyProviderModel;
     #[pymodule_export]
     use crate::render::check_rendered;

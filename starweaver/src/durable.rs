@@ -76,7 +76,8 @@ use crate::{Agent, Session};
 pub enum Step {
     /// List the tools of the agent's dynamic toolsets for a step ([`Agent::list_tools`])
     /// and report with [`DurableRun::tools_listed`] or [`DurableRun::tools_lost`]. Only an
-    /// agent with dynamic toolsets (an MCP server's, say) has this step.
+    /// agent with dynamic toolsets (an MCP server's, say), or with hooks (its own or a
+    /// toolset's, whose `prepare_tools` may change each step's tools), has this step.
     ListTools(ListTask),
     /// Request the model ([`Agent::request_model`]) and report with
     /// [`DurableRun::model_responded`] or [`DurableRun::model_failed`].
@@ -109,6 +110,9 @@ pub struct DurableRun {
     admission: Admission<CallTask>,
     /// The run's cap on its calls, as in process.
     run_limit: Option<Limit>,
+    /// Whether each step's tools are listed ([`Step::ListTools`]): the agent has dynamic
+    /// toolsets, or hooks that prepare each step's tools.
+    lists_tools: bool,
 }
 
 enum Stage {
@@ -142,8 +146,8 @@ struct Resuming {
 
 impl DurableRun {
     /// A run of `prompt` in a new session, under `run_id` (the engine's, so that a replay
-    /// gets the same one). The tools of an agent's dynamic toolsets are listed at each
-    /// step ([`Step::ListTools`]).
+    /// gets the same one). The tools of an agent with dynamic toolsets or hooks are listed
+    /// at each step ([`Step::ListTools`]).
     ///
     /// # Errors
     /// None today; kept fallible as [`start_in_session`](Self::start_in_session) is.
@@ -169,7 +173,7 @@ impl DurableRun {
         let run_id: Arc<str> = run_id.into();
         let events = EventLog::new(run_id.clone(), 0, None);
         let inner = &agent.inner;
-        let instructions = inner.instructions.as_deref();
+        let instructions = inner.output.instructions.as_deref();
         let machine =
             Machine::start(state, run_id.clone(), Self::bounds(agent), instructions, prompt, Vec::new(), &events);
         let running = Stage::Running { machine: Box::new(machine), events };
@@ -185,22 +189,20 @@ impl DurableRun {
             stage,
             admission: Admission::default(),
             run_limit: agent.inner.run_limit(),
+            lists_tools: !agent.inner.tools.dynamic.is_empty()
+                || !agent.inner.hooks.is_empty()
+                || !agent.inner.registry.toolset_hooks().is_empty(),
         }
     }
 
     fn bounds(agent: &Agent) -> Bounds {
-        Bounds { max_steps: agent.inner.max_steps, usage: agent.inner.usage_limits, output: agent.inner.output }
-    }
-
-    /// Whether the agent has dynamic toolsets, whose tools are listed at each step.
-    fn lists_tools(&self) -> bool {
-        !self.agent.inner.tools.dynamic.is_empty()
+        Bounds { max_steps: agent.inner.max_steps, usage: agent.inner.usage_limits, output: agent.inner.output.rules }
     }
 
     /// Whether the tools of a step are still to be listed: a copy of what decides it, so
     /// it can be asked while the stage is borrowed.
     fn unlisted(&self) -> impl Fn(u32) -> bool + Copy + use<> {
-        let (lists, listed_step) = (self.lists_tools(), self.listed_step);
+        let (lists, listed_step) = (self.lists_tools, self.listed_step);
         move |step| lists && listed_step != Some(step)
     }
 
@@ -214,7 +216,7 @@ impl DurableRun {
             }
             self.take_up(Vec::new());
         }
-        let lists_tools = self.lists_tools();
+        let lists_tools = self.lists_tools;
         let next = match &mut self.stage {
             Stage::Running { machine, events } => match machine.next(events, &self.tools) {
                 Next::ListTools { step } if unlisted(step) => {
@@ -326,8 +328,14 @@ impl DurableRun {
         if step != asked || !self.unlisted()(step) {
             return;
         }
-        let (listed, refused) = listing.registrations();
-        match self.agent.inner.step_registry(&ToolList::new(Source::Run), listed) {
+        let (listed, prepared, refused) = listing.registrations();
+        let inner = &self.agent.inner;
+        let tools = inner.step_registry(&ToolList::new(Source::Run), &inner.output, listed).and_then(|tools| {
+            let Some(definitions) = prepared else { return Ok(tools) };
+            let message = |message| Error::PrepareTools { message: format!("the hooks' `prepare_tools`: {message}") };
+            tools.prepared(definitions).map(Arc::new).map_err(message)
+        });
+        match tools {
             Ok(tools) => {
                 self.tools = tools;
                 self.listed_step = Some(step);

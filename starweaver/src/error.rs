@@ -99,6 +99,12 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// A hook's `prepare_tools` failed, or returned tools the step does not have.
+    #[error("{message}")]
+    PrepareTools {
+        /// Which hook, and why.
+        message: String,
+    },
     /// An `approval_required_tools` entry is malformed.
     #[error("invalid approval rule {rule}: {message}")]
     InvalidApprovalRule {
@@ -329,7 +335,7 @@ impl Error {
             Self::SessionConflict { .. } => ErrorCategory::SessionConflict,
             Self::Store { .. } => ErrorCategory::Store,
             Self::Render { .. } => ErrorCategory::Render,
-            Self::Toolset { .. } => ErrorCategory::Toolset,
+            Self::Toolset { .. } | Self::PrepareTools { .. } => ErrorCategory::Toolset,
         }
     }
 }

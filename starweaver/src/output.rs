@@ -39,10 +39,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::error::DefinitionError;
+use crate::error::{DefinitionError, DefinitionErrorKind};
+use crate::model::Model;
 use crate::registry::{Registration, Source, ToolsetTraits};
-use crate::schema::SchemaError;
-use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolResult, decode_args};
+use crate::tool::{Dependencies, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, decode_args};
 
 /// The name of the output tool of an output that has one member.
 pub const OUTPUT_TOOL: &str = "final_result";
@@ -130,13 +130,24 @@ where
 enum Member {
     /// A type: the arguments decode into it (under a `response` key when its schema is
     /// not an object's), and its canonical JSON is the output.
-    Typed { name: String, description: Option<String>, parameters: Value, wrapped: bool, decode: Decode },
+    Typed { name: String, description: Option<String>, parameters: Value, decode: Decode },
     /// An output function: a tool whose return value is the output.
     Function(Arc<dyn Tool>),
 }
 
-/// Decodes a member type's arguments and writes the value back as canonical JSON.
-type Decode = fn(&Value) -> Result<Value, ToolError>;
+impl Member {
+    /// The member's own name: its type's schema name, or its function's tool name.
+    fn name(&self) -> &str {
+        match self {
+            Self::Typed { name, .. } => name,
+            Self::Function(tool) => &tool.definition().name,
+        }
+    }
+}
+
+/// Decodes a member type's arguments (the output tool's, as the model sent them) and
+/// writes the value back as canonical JSON.
+type Decode = Arc<dyn Fn(&Value) -> Result<Value, ToolError> + Send + Sync>;
 
 fn decode<T: DeserializeOwned + Serialize>(args: &Value) -> Result<Value, ToolError> {
     let value: T = decode_args(args)?;
@@ -176,20 +187,47 @@ pub(crate) struct OutputRules {
     pub end_strategy: EndStrategy,
 }
 
-/// What an agent asks its runs to answer with; built by the agent builder's `output_*`
-/// methods. Without members the answer is text.
+/// What a run answers with: text (the default), one type, an output function, or a union
+/// of these, and how the model is asked for it. An agent has one
+/// ([`AgentBuilder::output`](crate::AgentBuilder::output), or its `output_*` methods); a
+/// run may ask for its own ([`RunOptions::output`](crate::RunOptions::output)).
+///
+/// ```
+/// use serde_json::json;
+/// use starweaver::output::Output;
+/// use starweaver::testing::TestModel;
+/// use starweaver::{Agent, RunOptions, ToolCallPart};
+///
+/// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema, Debug, PartialEq)]
+/// struct City { name: String }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let model = TestModel::new([TestModel::tool_call_response([ToolCallPart::new(
+///     "c1",
+///     "final_result",
+///     json!({"name": "Lyon"}),
+/// )])]);
+/// let agent = Agent::builder(model).build().unwrap();
+/// let options = RunOptions { output: Some(Output::new().typed::<City>()), ..RunOptions::default() };
+/// let result = agent.run_with("where?", options).await.unwrap();
+/// assert_eq!(result.output_as::<City>().unwrap(), City { name: "Lyon".into() });
+/// # });
+/// ```
 #[derive(Clone)]
-pub(crate) struct OutputSpec {
+#[must_use]
+pub struct Output {
     members: Vec<Member>,
-    pub mode: OutputMode,
+    mode: OutputMode,
     /// Whether a text answer ends the run too (always, without members).
-    pub text: bool,
-    pub retries: u32,
-    pub end_strategy: EndStrategy,
+    text: bool,
+    retries: u32,
+    end_strategy: EndStrategy,
     validators: Vec<Arc<dyn OutputValidator>>,
+    /// Member types whose schema could not be made, reported when the output is built.
+    errors: Vec<DefinitionError>,
 }
 
-impl Default for OutputSpec {
+impl Default for Output {
     fn default() -> Self {
         Self {
             members: Vec::new(),
@@ -198,33 +236,140 @@ impl Default for OutputSpec {
             retries: DEFAULT_OUTPUT_RETRIES,
             end_strategy: EndStrategy::Early,
             validators: Vec::new(),
+            errors: Vec::new(),
         }
     }
 }
 
-impl OutputSpec {
-    /// Adds the type `T` as a member.
-    pub(crate) fn typed<T: JsonSchema + DeserializeOwned + Serialize>(&mut self) -> Result<(), SchemaError> {
-        let mut schema = crate::schema::output_schema_for::<T>()?;
-        // The type's doc comment describes the tool, not its arguments.
-        let description = schema.as_object_mut().and_then(|s| s.remove("description"));
-        let description = description.as_ref().and_then(Value::as_str).map(str::to_owned);
-        let (parameters, wrapped) = parameters_of(schema);
-        let name = T::schema_name().into_owned();
-        self.members.push(Member::Typed { name, description, parameters, wrapped, decode: decode::<T> });
-        Ok(())
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let members: Vec<&str> = self.members.iter().map(Member::name).collect();
+        f.debug_struct("Output")
+            .field("members", &members)
+            .field("mode", &self.mode)
+            .field("text", &self.text)
+            .field("retries", &self.retries)
+            .field("end_strategy", &self.end_strategy)
+            .field("validators", &self.validators.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Output {
+    /// A text answer, until a member is added.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Adds an output function: a tool whose return value is the output.
-    pub(crate) fn function(&mut self, tool: Arc<dyn Tool>) {
+    /// Adds the type `T` as a member: the model is offered an output tool whose parameters
+    /// are `T`'s schema (`final_result`), and a call to it that decodes ends the run with
+    /// its value. With several members each is one tool of a union (`final_result_<Name>`);
+    /// a type whose schema is not an object's is asked for under a `response` key.
+    pub fn typed<T: JsonSchema + DeserializeOwned + Serialize + 'static>(mut self) -> Self {
+        match crate::schema::output_schema_for::<T>() {
+            Ok(mut schema) => {
+                // The type's doc comment describes the tool, not its arguments.
+                let description = schema.as_object_mut().and_then(|s| s.remove("description"));
+                let description = description.as_ref().and_then(Value::as_str).map(str::to_owned);
+                let (parameters, wrapped) = parameters_of(schema);
+                let name = T::schema_name().into_owned();
+                let decode: Decode = if wrapped {
+                    Arc::new(|args: &Value| decode::<T>(response_of(args)?))
+                } else {
+                    Arc::new(|args: &Value| decode::<T>(args))
+                };
+                self.members.push(Member::Typed { name, description, parameters, decode });
+            }
+            Err(error) => {
+                self.errors.push(DefinitionError::new(&T::schema_name(), DefinitionErrorKind::Schema(error)));
+            }
+        }
+        self
+    }
+
+    /// Adds a member known by its output tool's `parameters` (a JSON Schema of an object)
+    /// and a function that turns the tool's arguments into the output's JSON, or fails
+    /// with the error the model is shown (`invalid_arguments` naming the field, say): a
+    /// type of another language's binding, which validates it its own way. Called in
+    /// place, on the calling thread.
+    ///
+    /// ```
+    /// use serde_json::{Value, json};
+    /// use starweaver::ToolError;
+    /// use starweaver::output::Output;
+    ///
+    /// let city = Output::new().typed_by("City", None, json!({"type": "object", "properties": {"name": {"type": "string"}}}), |args: &Value| {
+    ///     args.get("name").cloned().ok_or_else(|| ToolError::invalid_arguments("missing field `name`"))
+    /// });
+    /// # drop(city);
+    /// ```
+    pub fn typed_by(
+        mut self,
+        name: impl Into<String>,
+        description: Option<String>,
+        parameters: Value,
+        decode: impl Fn(&Value) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        self.members.push(Member::Typed { name: name.into(), description, parameters, decode: Arc::new(decode) });
+        self
+    }
+
+    /// Adds an output function: the model fills its parameters, and its return value is
+    /// the output (a `#[tool]` function, or a [`ToolBuilder`](crate::ToolBuilder) tool). It
+    /// may fail with [`ToolError::model_retry`] to have the model correct the call.
+    pub fn function(self, tool: impl Tool) -> Self {
+        self.shared_function(Arc::new(tool))
+    }
+
+    /// Adds an output function shared with other agents (see [`function`](Self::function)).
+    pub fn shared_function(mut self, tool: Arc<dyn Tool>) -> Self {
         self.members.push(Member::Function(tool));
+        self
     }
 
-    pub(crate) fn validator(&mut self, validator: Arc<dyn OutputValidator>) {
+    /// Lets a text answer end a run too, beside the members (a union with text).
+    pub fn or_text(mut self) -> Self {
+        self.text = true;
+        self
+    }
+
+    /// How the model is asked for the output: output tools ([`OutputMode::Tool`], the
+    /// default), the provider's JSON-schema response format ([`OutputMode::Native`]; a model
+    /// without one is refused), or the schema in the instructions ([`OutputMode::Prompted`]).
+    /// Native and prompted output take one type.
+    pub fn mode(mut self, mode: OutputMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// How many times the model may be corrected on its output (a failed decode, a
+    /// validator's `model_retry`, a text answer where none is taken) before the run fails
+    /// with [`RunError::OutputValidation`](crate::RunError::OutputValidation); 1 by default.
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Checks every output once decoded, after the validators added before it; see
+    /// [`OutputValidator`].
+    pub fn validator(self, validator: impl OutputValidator) -> Self {
+        self.shared_validator(Arc::new(validator))
+    }
+
+    /// An output validator shared with other agents.
+    pub fn shared_validator(mut self, validator: Arc<dyn OutputValidator>) -> Self {
         self.validators.push(validator);
+        self
     }
 
-    pub(crate) fn rules(&self) -> OutputRules {
+    /// What becomes of a response's other calls when it calls an output tool too
+    /// ([`EndStrategy::Early`] by default: they do not run).
+    pub fn end_strategy(mut self, strategy: EndStrategy) -> Self {
+        self.end_strategy = strategy;
+        self
+    }
+
+    fn rules(&self) -> OutputRules {
         let by_tool = self.mode == OutputMode::Tool;
         OutputRules {
             takes_text: self.text || self.members.is_empty() || !by_tool,
@@ -235,22 +380,25 @@ impl OutputSpec {
         }
     }
 
-    /// The output tools a run offers (none when the output is asked for otherwise), what
-    /// checks a text answer, and the definition a native or prompted output is asked with.
+    /// What runs with this output need, for `model` and the agent's `instructions`: the
+    /// output tools they offer (none when the output is asked for otherwise), what checks
+    /// a text answer, and the definition a native output is asked with.
     ///
     /// # Errors
-    /// A member whose name cannot make a valid tool name; native or prompted output of
-    /// other than one type, or with text.
-    pub(crate) fn build(&self) -> crate::Result<BuiltOutput> {
+    /// A member type without a schema or whose name cannot make a valid tool name; native
+    /// or prompted output of other than one type, or with text; native output on a model
+    /// without a JSON-schema response format.
+    pub(crate) fn build(&self, model: &dyn Model, instructions: Option<&str>) -> crate::Result<RunOutput> {
+        if let Some(error) = self.errors.first() {
+            return Err(error.clone().into());
+        }
+        let rules = self.rules();
         let tools = self.output_tools()?;
+        let own = instructions.map(str::to_owned);
         if self.mode == OutputMode::Tool {
-            let check =
-                self.rules().checks_text.then(|| OutputCheck { tool: None, validators: self.shared_validators() });
-            return Ok(BuiltOutput {
-                registrations: tools.into_iter().map(OutputTool::registration).collect(),
-                check,
-                asked: None,
-            });
+            let check = rules.checks_text.then(|| OutputCheck { tool: None, validators: self.shared_validators() });
+            let registrations = tools.into_iter().map(OutputTool::registration).collect();
+            return Ok(RunOutput { rules, registrations, check, asked: None, instructions: own });
         }
         let mode = if self.mode == OutputMode::Native { "NativeOutput" } else { "PromptedOutput" };
         let [tool] = <[OutputTool; 1]>::try_from(tools).map_err(|tools| crate::Error::InvalidOption {
@@ -262,11 +410,21 @@ impl OutputSpec {
             return Err(crate::Error::InvalidOption { option: "output_type", message });
         }
         let asked = tool.definition.clone();
-        Ok(BuiltOutput {
-            registrations: Vec::new(),
-            check: Some(OutputCheck { tool: Some(tool), validators: self.shared_validators() }),
-            asked: Some(asked),
-        })
+        let check = Some(OutputCheck { tool: Some(tool), validators: self.shared_validators() });
+        let (asked, instructions) = if self.mode == OutputMode::Native {
+            if !model.native_output() {
+                let model = model.system().unwrap_or("this model");
+                let message = format!(
+                    "`{model}` has no JSON-schema response format for native output: ask with output tools (the default) or prompted output"
+                );
+                return Err(crate::Error::InvalidOption { option: "output_type", message });
+            }
+            (Some(asked), own)
+        } else {
+            let prompt = prompted_instructions(&asked);
+            (None, Some(own.map_or_else(|| prompt.clone(), |own| format!("{own}\n\n{prompt}"))))
+        };
+        Ok(RunOutput { rules, registrations: Vec::new(), check, asked, instructions })
     }
 
     fn shared_validators(&self) -> Arc<[Arc<dyn OutputValidator>]> {
@@ -285,12 +443,11 @@ impl OutputSpec {
         self.members
             .iter()
             .map(|member| {
-                let own = match member {
-                    Member::Typed { name, .. } => name.as_str(),
-                    Member::Function(tool) => tool.definition().name.as_str(),
+                let name = if single {
+                    OUTPUT_TOOL.to_owned()
+                } else {
+                    format!("{OUTPUT_TOOL}_{}", tool_name_part(member.name()))
                 };
-                let name =
-                    if single { OUTPUT_TOOL.to_owned() } else { format!("{OUTPUT_TOOL}_{}", tool_name_part(own)) };
                 let mut definition = match member {
                     Member::Typed { description, parameters, .. } => {
                         let mut definition = ToolDefinition::new(name, parameters.clone());
@@ -320,18 +477,45 @@ fn tool_name_part(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
-/// What an agent's output turns into when it is built.
-pub(crate) struct BuiltOutput {
+/// What the runs of one output need: built once per agent, or per run for a run's own.
+pub(crate) struct RunOutput {
+    /// What ends a run besides an output tool's call.
+    pub rules: OutputRules,
+    /// The output tools, offered after the agent's own tools.
     pub registrations: Vec<Registration>,
     /// What checks a text answer, when one is checked.
-    pub check: Option<OutputCheck>,
-    /// The definition a native or prompted output is asked with.
+    check: Option<OutputCheck>,
+    /// The definition a native output is asked with (sent with each model request).
     pub asked: Option<ToolDefinition>,
+    /// The agent's instructions, with a prompted output's schema after them.
+    pub instructions: Option<String>,
+}
+
+impl RunOutput {
+    /// What an output check sees as its call: the output tool's name (none for a text
+    /// answer), the run's id and dependencies.
+    pub(crate) fn context(&self, run_id: &Arc<str>, dependencies: &Dependencies) -> ToolContext {
+        let mut ctx = ToolContext::detached(self.check.as_ref().map_or("", OutputCheck::tool_name));
+        (ctx.run_id, ctx.dependencies) = (run_id.clone(), dependencies.clone());
+        ctx
+    }
+
+    /// Checks a text answer as the run's output (the machine asks only when the output
+    /// checks text answers).
+    ///
+    /// # Errors
+    /// Why the answer is refused, for the model.
+    pub(crate) async fn check(&self, ctx: ToolContext, text: &str) -> Result<Value, ToolError> {
+        match &self.check {
+            Some(check) => check.check(ctx, text).await,
+            None => Ok(Value::String(text.to_owned())),
+        }
+    }
 }
 
 /// Checks a text answer: as the output's JSON (native and prompted output), decoded by
 /// the output's one member; or as text, by the output validators.
-pub(crate) struct OutputCheck {
+struct OutputCheck {
     tool: Option<OutputTool>,
     validators: Arc<[Arc<dyn OutputValidator>]>,
 }
@@ -339,7 +523,7 @@ pub(crate) struct OutputCheck {
 impl OutputCheck {
     /// The tool name the check's context gives: the output tool's whose schema the answer
     /// follows, or none for a text answer.
-    pub(crate) fn tool_name(&self) -> &str {
+    fn tool_name(&self) -> &str {
         self.tool.as_ref().map_or("", |tool| tool.definition.name.as_str())
     }
 
@@ -347,7 +531,7 @@ impl OutputCheck {
     ///
     /// # Errors
     /// Text that is not JSON, JSON the member refuses, or a validator's refusal.
-    pub(crate) async fn check(&self, ctx: ToolContext, text: &str) -> Result<Value, ToolError> {
+    async fn check(&self, ctx: ToolContext, text: &str) -> Result<Value, ToolError> {
         match &self.tool {
             Some(tool) => {
                 let json: Value = serde_json::from_str(strip_fence(text)).map_err(|error| {
@@ -361,7 +545,7 @@ impl OutputCheck {
 }
 
 /// The instructions that ask for a prompted output: the schema, and the answer's form.
-pub(crate) fn prompted_instructions(asked: &ToolDefinition) -> String {
+fn prompted_instructions(asked: &ToolDefinition) -> String {
     let schema = serde_json::to_string(&asked.parameters).unwrap_or_default();
     let about = asked.description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
     format!(
@@ -417,10 +601,7 @@ impl Tool for OutputTool {
     fn call<'a>(&'a self, ctx: ToolContext, args: &'a Value) -> BoxFuture<'a, Result<ToolResult, ToolError>> {
         Box::pin(async move {
             let output = match &self.member {
-                Member::Typed { wrapped, decode, .. } => {
-                    let response = if *wrapped { response_of(args)? } else { args };
-                    decode(response)?
-                }
+                Member::Typed { decode, .. } => decode(args)?,
                 Member::Function(tool) => tool.call(ctx.clone(), args).await?.value,
             };
             let output = validated(&self.validators, ctx, output).await?;

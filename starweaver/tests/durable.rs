@@ -13,7 +13,7 @@ use starweaver::durable::{CallResult, CallTask, DurableRun, ListTask, ModelTask,
 use starweaver::testing::TestModel;
 use starweaver::{
     Agent, CancellationToken, DynamicToolset, Error, HitlDecisions, ModelResponse, RunError, RunResult, RunStatus,
-    Tool, ToolBuilder, ToolContext, ToolError,
+    Tool, ToolBuilder, ToolContext, ToolError, Toolset,
 };
 
 /// Through JSON and back, as an engine records it.
@@ -385,4 +385,63 @@ async fn a_durable_runs_model_requests_carry_the_toolset_instructions_and_its_ca
     assert_eq!(sent, [["Quote pages exactly."], ["Quote pages exactly."]]);
     let returned = tool_returns(result.messages.messages())[0].content.clone();
     assert_eq!(returned, json!("ppppp… [25 more characters cut]"));
+}
+
+/// Offers only tools whose names do not start with `admin_`, and describes the rest anew.
+struct HideAdmin;
+
+impl starweaver::hook::Hooks for HideAdmin {
+    fn prepare_tools<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        definitions: Vec<starweaver::ToolDefinition>,
+    ) -> starweaver::hook::Hooked<'a, Result<Vec<starweaver::ToolDefinition>, ToolError>> {
+        let kept = definitions
+            .into_iter()
+            .filter(|d| !d.name.starts_with("admin_"))
+            .map(|d| starweaver::ToolDefinition { description: Some("checked".into()), ..d })
+            .collect();
+        starweaver::hook::Hooked::ready(Ok(kept))
+    }
+}
+
+/// DESIGN.md §18: `prepare_tools` decides a durable run's tools as it does in process: the
+/// step's listing runs it, the model task offers what it left, and a dropped tool's call
+/// is refused.
+#[tokio::test]
+async fn a_durable_runs_steps_offer_the_tools_the_hooks_prepare() {
+    let echo = |name: &str| {
+        ToolBuilder::new(name).handler(|_: ToolContext, args: Args| async move { Ok(Value::Object(args)) }).unwrap()
+    };
+    let agent = |model: Arc<TestModel>| {
+        let admin = starweaver::StaticToolset::new("admin")
+            .tool(echo("admin_list"))
+            .tool(echo("list"))
+            .with_hooks([Arc::new(HideAdmin) as Arc<dyn starweaver::hook::Hooks>]);
+        let agent = Agent::builder(model).tool(echo("admin_drop")).tool(echo("echo")).toolset(admin);
+        agent.hook(HideAdmin).build().unwrap()
+    };
+    let calls = || vec![call("c1", "admin_drop", json!({})), call("c2", "list", json!({}))];
+    let in_process = agent(calls_then_text(calls(), "done")).run("go").await.unwrap();
+
+    let model = calls_then_text(calls(), "done");
+    let durable_agent = agent(model.clone());
+    let mut run = DurableRun::start(&durable_agent, "go", "run_1").unwrap();
+    let Step::ListTools(task) = run.next_step() else { panic!("an agent with hooks lists each step's tools") };
+    run.tools_listed(recorded(&durable_agent.list_tools(&task).await.unwrap()));
+    let Step::RequestModel(task) = run.next_step() else { panic!("the model is asked next") };
+    let offered: Vec<(String, Option<String>)> =
+        task.tools.as_ref().unwrap().iter().map(|d| (d.name.clone(), d.description.clone())).collect();
+    let checked = |name: &str| (name.to_owned(), Some("checked".to_owned()));
+    assert_eq!(offered, [checked("echo"), checked("list")], "the agent's and the toolset's hooks drop `admin_*`");
+    run.model_responded(recorded(&durable_agent.request_model(&task).await.unwrap()));
+    let result = drive(&durable_agent, &mut run).await;
+
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(result.messages.to_json(), in_process.messages.to_json(), "as in process");
+    let returns = tool_returns(result.messages.messages());
+    assert_eq!(returns[0].content["kind"], "not_found", "{}", returns[0].content);
+    assert!(!returns[1].is_error, "{}", returns[1].content);
+    let tools_of = |request: usize| model.requests()[request].tools.iter().map(|d| d.name.clone()).collect::<Vec<_>>();
+    assert_eq!(tools_of(1), ["echo", "list"], "the second step is prepared again");
 }

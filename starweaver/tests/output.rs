@@ -10,11 +10,11 @@ use std::sync::Arc;
 use common::*;
 use serde_json::{Value, json};
 use starweaver::durable::{DurableRun, Step};
-use starweaver::output::OutputMode;
+use starweaver::output::{Output, OutputMode};
 use starweaver::testing::TestModel;
 use starweaver::{
-    Agent, CancellationToken, EndStrategy, Error, ModelResponse, RunError, RunStatus, ToolBuilder, ToolContext,
-    ToolError, tool,
+    Agent, CancellationToken, EndStrategy, Error, ModelResponse, RunError, RunOptions, RunStatus, ToolBuilder,
+    ToolContext, ToolError, tool,
 };
 
 #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -348,4 +348,66 @@ async fn validators_check_a_text_answer_too() {
         .unwrap();
     let result = agent.run("greet").await.unwrap();
     assert_eq!(result.text(), Some("HELLO!"));
+}
+
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+struct City {
+    name: String,
+}
+
+fn with_output(output: Output) -> RunOptions {
+    RunOptions { output: Some(output), ..RunOptions::default() }
+}
+
+#[tokio::test]
+async fn a_run_may_ask_for_its_own_output_instead_of_the_agents() {
+    let model = Arc::new(TestModel::new([
+        TestModel::tool_call_response([call("c1", "final_result", json!({"name": "Lyon"}))]),
+        invoice_call("c2", json!({"number": "A-7", "total_cents": 5})),
+    ]));
+    let agent = Agent::builder(model.clone())
+        .output_type::<Invoice>()
+        .output_validator(|_: ToolContext, _: Value| async move { Err(ToolError::model_retry("never")) })
+        .output_retries(0)
+        .build()
+        .unwrap();
+    // The run's own output replaces the agent's: its tool only, none of the agent's validators.
+    let result = agent.run_with("where?", with_output(Output::new().typed::<City>())).await.unwrap();
+    assert_eq!(result.output_as::<City>().unwrap(), City { name: "Lyon".into() });
+    let offered = &model.requests()[0].tools;
+    assert_eq!(offered.len(), 1);
+    assert_eq!(offered[0].parameters["required"], json!(["name"]));
+    // The agent's own runs are as before.
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.status, RunStatus::Failed, "the agent's validator refuses every invoice");
+    assert!(matches!(result.error, Some(RunError::OutputValidation { .. })), "{:?}", result.error);
+}
+
+#[tokio::test]
+async fn a_run_of_a_text_agent_may_ask_for_prompted_output_and_text_again() {
+    let model =
+        Arc::new(TestModel::new([ModelResponse::text(r#"{"name": "Oslo"}"#), ModelResponse::text("plain words")]));
+    let agent = Agent::builder(model.clone()).instructions("Be brief.").build().unwrap();
+    let prompted = Output::new().typed::<City>().mode(OutputMode::Prompted);
+    let result = agent.run_with("where?", with_output(prompted)).await.unwrap();
+    assert_eq!(result.output_as::<City>().unwrap().name, "Oslo");
+    let system = |request: usize| serde_json::to_value(&model.requests()[request].messages[0]).unwrap();
+    let text = system(0)["parts"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("Be brief.\n\n") && text.contains(r#""name""#), "{text}");
+    // A run without its own output answers in text, with the agent's instructions alone.
+    let result = agent.run("and now?").await.unwrap();
+    assert_eq!(result.text(), Some("plain words"));
+    assert_eq!(system(1)["parts"][0]["text"], "Be brief.");
+}
+
+#[tokio::test]
+async fn a_runs_own_output_is_checked_before_anything_happens() {
+    let model = Arc::new(TestModel::new([ModelResponse::text("never asked")]));
+    let agent = Agent::builder(model.clone()).build().unwrap();
+    let union = Output::new().typed::<Invoice>().typed::<City>().mode(OutputMode::Native);
+    let refused = agent.run_with("where?", with_output(union)).await;
+    let Err(Error::InvalidOption { option, message }) = refused else { panic!("{refused:?}") };
+    assert_eq!(option, "output_type");
+    assert!(message.contains("NativeOutput takes one type, got 2"), "{message}");
+    assert!(model.requests().is_empty(), "nothing was sent");
 }

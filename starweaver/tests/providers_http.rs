@@ -1163,6 +1163,33 @@ async fn native_output_sends_each_providers_json_schema_format_and_reads_the_ans
     }
 }
 
+/// DESIGN.md §17: the output tool reaches each provider as its other tools do, and the
+/// call the provider answers with ends the run with the decoded value.
+#[tokio::test]
+async fn an_output_tool_reaches_each_provider_as_a_tool_and_its_call_ends_the_run_with_the_type() {
+    for protocol in PROTOCOLS {
+        let server = serve(protocol.path, vec![json_body(protocol.dir, "output_tool.json")]).await;
+        let agent = Agent::builder(protocol.model(&server.uri())).output_type::<Invoice>().build().unwrap();
+        let result = agent.run("read it").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "A-7".into(), total_cents: 5 });
+        assert_eq!(result.output_tool.as_deref(), Some("final_result"), "{}", protocol.dir);
+        let sent = body(&requests(&server).await[0]);
+        let (name, schema) = match protocol.dir {
+            "openai_chat" => (&sent["tools"][0]["function"]["name"], &sent["tools"][0]["function"]["parameters"]),
+            "openai_responses" => (&sent["tools"][0]["name"], &sent["tools"][0]["parameters"]),
+            "anthropic" => (&sent["tools"][0]["name"], &sent["tools"][0]["input_schema"]),
+            _ => (
+                &sent["tools"][0]["functionDeclarations"][0]["name"],
+                &sent["tools"][0]["functionDeclarations"][0]["parameters"],
+            ),
+        };
+        assert_eq!(name, "final_result", "{}: {sent}", protocol.dir);
+        assert_eq!(schema["required"], json!(["number", "total_cents"]), "{}: {sent}", protocol.dir);
+        assert!(sent.get("response_format").is_none() && sent["text"].get("format").is_none(), "{}", protocol.dir);
+    }
+}
+
 /// The tools of a provider's request body, each as the bytes sent.
 fn rendered_tools(dir: &str, body: &Value) -> Vec<String> {
     let tools = if dir == "gemini" { &body["tools"][0]["functionDeclarations"] } else { &body["tools"] };

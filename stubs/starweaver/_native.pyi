@@ -32,6 +32,7 @@ __all__ = [
     "NativeMcpServer",
     "NativeMcpService",
     "NativeOAuth",
+    "NativeOutputSpec",
     "NativeProviderModel",
     "NativeSession",
     "NativeTestModel",
@@ -298,16 +299,16 @@ class NativeAgent:
         result goes to `NativeDurableRun.call_finished`. `on_event` is called with each
         `tool_progress` and `tool_log` event of the call as it happens.
         """
-    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, deps: object = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output_tools: typing.Optional[typing.Sequence[NativeTool]] = None, output_text: builtins.bool = False, output_mode: typing.Literal['tool', 'native', 'prompted'] | None = None, output_retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, output_check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, output_decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeAgent:
+    def __new__(cls, model: typing.Any, tools: typing.Sequence[NativeTool], *, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, instructions: typing.Optional[builtins.str] = None, approval_required_tools: typing.Optional[typing.Sequence[typing.Any]] = None, max_concurrency: builtins.int | ConcurrencyLimit | None = None, max_steps: typing.Optional[builtins.int] = None, deps: object = None, session_store: typing.Optional[SessionStore] = None, require_parameter_descriptions: builtins.bool = False, elicitation_handler: typing.Callable[[ToolContext, str, dict[str, typing.Any]], typing.Awaitable[dict[str, typing.Any]]] | None = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, max_return_chars: typing.Optional[builtins.int] = None, output: typing.Optional[NativeOutputSpec] = None) -> NativeAgent:
         r"""
         Validates every tool and option; raises `RegistrationError` naming what is wrong.
         """
-    def run(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, output: typing.Optional[NativeOutputSpec] = None) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt` in a fresh session; await the result. `deps` replace the agent's for
         this run, and `tools` and `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, output: typing.Optional[NativeOutputSpec] = None) -> RunStream:
         r"""
         Runs `prompt` in a fresh session, yielding its events as they happen; `deps`
         replace the agent's for this run, and `tools` and `toolsets` are added for this run
@@ -562,6 +563,20 @@ class NativeOAuth:
         """
 
 @typing.final
+class NativeOutputSpec:
+    r"""
+    What an agent's runs (or one run) answer with, as the Python layer's `OutputSpec` built
+    it: its members (output functions as native tools; types as their output tool's name,
+    description, parameters and a sync `decode(arguments)` that validates them with
+    pydantic), whether text ends a run, how the model is asked, and the check and decoder
+    that give the output its type.
+    """
+    def __new__(cls, members: list[NativeTool | tuple[builtins.str, builtins.str | None, dict[builtins.str, typing.Any], typing.Callable[[dict[builtins.str, typing.Any]], typing.Any]]], *, text: builtins.bool = False, mode: typing.Literal['tool', 'native', 'prompted'] | None = None, retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeOutputSpec:
+        r"""
+        Raises `ValueError` for a `mode` or `end_strategy` it does not know.
+        """
+
+@typing.final
 class NativeProviderModel:
     r"""
     A model behind a provider's HTTP API. `protocol` is `"openai-chat"`,
@@ -606,17 +621,17 @@ class NativeSession:
         r"""
         The id the session is stored under, or `None` for a session not opened by id.
         """
-    def run(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
+    def run(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, output: typing.Optional[NativeOutputSpec] = None) -> typing.Awaitable[RunResult]:
         r"""
         Runs `prompt`, continuing the conversation; await the result. `deps` replace the
         agent's for this run, and `tools` and `toolsets` are added for this run only.
         """
-    def run_stream(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> RunStream:
+    def run_stream(self, prompt: builtins.str, *, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, output: typing.Optional[NativeOutputSpec] = None) -> RunStream:
         r"""
         Runs `prompt`, yielding its events as they happen; `deps` replace the agent's for
         this run, and `tools` and `toolsets` are added for this run only.
         """
-    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None) -> typing.Awaitable[RunResult]:
+    def resume(self, *, approvals: typing.Optional[typing.Sequence[typing.Any]] = None, deferred_results: typing.Optional[typing.Sequence[typing.Any]] = None, elicitations: typing.Optional[typing.Sequence[typing.Any]] = None, deps: object = None, tools: typing.Optional[typing.Sequence[NativeTool]] = None, toolsets: typing.Optional[typing.Sequence[NativeToolset]] = None, usage_limits: typing.Optional[UsageLimits] = None, hooks: typing.Optional[typing.Sequence[NativeHooks]] = None, output: typing.Optional[NativeOutputSpec] = None) -> typing.Awaitable[RunResult]:
         r"""
         Continues the waiting run: one decision (object or canonical dict) per pending item.
         `deps`, `tools`, `toolsets`, `usage_limits` and `hooks` are the resumed run's own, as a

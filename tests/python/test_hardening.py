@@ -212,9 +212,9 @@ def test_resume_and_restore_with_the_wrong_shapes_are_named_errors() -> None:
 
     async def scenario() -> None:
         with pytest.raises(DecisionError, match="`approvals` must be a list"):
-            await session.hitl.resume(approvals=5)  # type: ignore[arg-type]
+            await session.hitl.resume(approvals=5)  # type: ignore[call-overload]
         with pytest.raises(DecisionError, match="`deferred_results` must be a list"):
-            await session.hitl.resume(deferred_results={"id": "x"})  # type: ignore[arg-type]
+            await session.hitl.resume(deferred_results={"id": "x"})  # type: ignore[call-overload]
 
     asyncio.run(scenario())
 

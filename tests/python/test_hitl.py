@@ -91,7 +91,7 @@ def test_a_failed_deferred_call_is_a_deferred_failed_error_for_the_model() -> No
     async def go() -> RunResult:
         session = create_agent(model=calls_then_text([call("c1", "export", {"rows": 3})]), tools=[export]).session()
         waiting = await session.run("export")
-        return await session.hitl.resume(deferred_results=[waiting.hitl.deferred[0].fail("disk full")])
+        return await session.resume(deferred_results=[waiting.hitl.deferred[0].fail("disk full")])
 
     part = returns(asyncio.run(go()).messages)[0]
     assert part["is_error"] is True

@@ -264,3 +264,54 @@ def test_validators_check_a_text_answer_too() -> None:
     model = TestModel.responses([{"text": "hello"}, {"text": "HELLO"}])
     agent = create_agent(model=model, output_validators=[shout])
     assert agent.run_sync("greet").output == "HELLO!"
+
+
+class City(BaseModel):
+    name: str
+
+
+def test_a_run_may_ask_for_its_own_output_type_and_the_agents_runs_keep_theirs() -> None:
+    model = answers(final({"name": "Lyon"}), final({"number": "A-7", "total_cents": 5}))
+    agent = create_agent(model=model, output_type=Invoice)
+
+    seen: list[Invoice] = []
+
+    @agent.output_validator
+    def record(ctx: ToolContext, output: Invoice) -> Invoice:
+        seen.append(output)
+        return output
+
+    result = agent.run_sync("where?", output_type=City)
+    assert result.output == City(name="Lyon")
+    [offered] = model.requests[0]["tools"]
+    assert offered["parameters"]["required"] == ["name"]
+    assert seen == [], "the agent's validators check only the agent's own output type"
+    assert agent.run_sync("read it").output == Invoice(number="A-7", total_cents=5)
+    assert seen == [Invoice(number="A-7", total_cents=5)]
+
+
+def test_a_sessions_run_may_ask_for_prompted_output_and_its_next_run_answers_in_text() -> None:
+    model = TestModel.responses([{"text": '{"name": "Oslo"}'}, {"text": "plain"}])
+    session = create_agent(model=model, instructions="Be brief.").session()
+    result = session.run_sync("where?", output_type=PromptedOutput(City))
+    assert result.output == City(name="Oslo")
+    system = model.requests[0]["messages"][0]["parts"][0]
+    assert system["kind"] == "system_prompt" and '"name"' in system["text"], system
+    assert session.run_sync("and now?").output == "plain"
+
+
+def test_a_streamed_run_gives_its_own_output_type() -> None:
+    async def main() -> object:
+        stream = create_agent(model=answers(final({"response": [1, 2]}))).run_stream("go", output_type=list[int])
+        async for _ in stream:
+            pass
+        return (await stream.result()).output
+
+    assert asyncio.run(main()) == [1, 2]
+
+
+def test_a_runs_own_output_type_is_checked_before_the_run_starts() -> None:
+    model = TestModel.responses([{"text": "never asked"}])
+    with pytest.raises(RegistrationError, match="NativeOutput takes one type"):
+        create_agent(model=model).run_sync("go", output_type=NativeOutput(Invoice | Refusal))  # type: ignore[arg-type]
+    assert model.requests == []

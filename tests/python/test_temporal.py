@@ -31,6 +31,7 @@ from agents import (  # noqa: E402
     temporal_agent,
     temporal_limited_agent,
     temporal_mcp_agent,
+    temporal_prepared_agent,
     temporal_prompted_agent,
     temporal_typed_agent,
 )
@@ -366,6 +367,29 @@ def test_a_prompted_answer_is_checked_in_an_activity_and_retried(server: str, wo
     assert temporal_prompted_agent.output(result) == Invoice(number="P-2", total_cents=1)
     prompts = [p["text"] for m in result["messages"] for p in m["parts"] if p["kind"] == "user_prompt"]
     assert len(prompts) == 2 and "must be JSON" in prompts[1]
+
+
+def test_the_hooks_prepare_tools_decides_each_steps_tools_in_an_activity(
+    server: str, workers: Workers, tmp_path: Path
+) -> None:
+    """DESIGN.md §18 on Temporal: the agent's hooks' ``prepare_tools`` runs where the
+    step's tools are listed; the model is offered what it left, and a call to a tool it
+    dropped is refused as in process."""
+    workers.start()
+
+    async def scenario() -> dict[str, Any]:
+        client = await Client.connect(server)
+        handle = await temporal_prepared_agent.start(
+            client, "prepared", id=workflow_id("prepared"), task_queue=TASK_QUEUE
+        )
+        return await handle.result()
+
+    result = run(scenario())
+    assert result["status"] == "completed"
+    returns = [p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert [r["content"]["kind"] if r["is_error"] else r["content"] for r in returns] == ["not_found", 3]
+    offered = [line for line in (tmp_path / "model.log").read_text().splitlines() if line.startswith("offered")]
+    assert offered == ["offered fetch", "offered fetch"]
 
 
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:

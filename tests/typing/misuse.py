@@ -48,7 +48,8 @@ async def misuse() -> None:
     create_agent(model=42, tools=[add])  # error
     create_agent(model=TestModel([]), tools=[add], max_steps="ten")  # error
     tool(sequential="yes")(add)  # error
-    result = await create_agent(model=TestModel([])).run(42)  # error
+    await create_agent(model=TestModel([])).run(42)  # error
+    result = await create_agent(model=TestModel([])).run("go")
     result.hitl.approvals[0].approve("ui")  # error
     message: str = result.error  # error
     pending = create_agent(model=TestModel([])).session().hitl.pending  # error
@@ -68,4 +69,7 @@ async def misuse() -> None:
     invoice = (await create_agent(model=TestModel([]), output_type=Invoice).run("go")).output
     if invoice is not None:
         print(invoice.total)  # error
+    own = (await create_agent(model=TestModel([])).run("go", output_type=Invoice)).output
+    if own is not None:
+        print(own.total)  # error
     del doubled, result, message, pending, answer, url

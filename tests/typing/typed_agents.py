@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 from typing_extensions import assert_type
 
-from starweaver import Agent, AgentSession, RunResult, RunStream, ToolContext, create_agent, tool
+from starweaver import Agent, AgentSession, PromptedOutput, RunResult, RunStream, ToolContext, create_agent, tool
 from starweaver.testing import TestModel, tool_context
 from starweaver.types import Event
 
@@ -108,3 +108,17 @@ async def typed_output(model: TestModel) -> None:
     @agent.output_validator
     def uppercase(ctx: ToolContext, output: Invoice) -> Invoice:
         return output.model_copy(update={"number": output.number.upper()})
+
+
+async def a_runs_own_output_type(model: TestModel) -> None:
+    agent = create_agent(model=model, output_type=Invoice, deps_type=MyDeps)
+    deps = MyDeps(url="https://example.com")
+    assert_type((await agent.run("go", deps=deps, output_type=int)).output, int | None)
+    assert_type(agent.run_sync("go", deps=deps, output_type=weather).output, float | None)
+    assert_type(agent.run_stream("go", deps=deps, output_type=PromptedOutput(Invoice)), RunStream[Invoice])
+    assert_type((await agent.run("go", deps=deps)).output, Invoice | None)
+    session = agent.session()
+    assert_type((await session.run("go", deps=deps, output_type=str)).output, str | None)
+    assert_type((await session.hitl.resume(deps=deps, output_type=int)).output, int | None)
+    assert_type((await session.resume_after_hitl(deps=deps)).output, Invoice | None)
+    assert_type((await session.resume(deps=deps, output_type=float)).output, float | None)

@@ -4,8 +4,8 @@ union), the check that runs the agent's output validators, and the decoder that 
 ``RunResult.output`` its type.
 
 A member type's output tool takes the type's JSON Schema (under a ``response`` key when it
-is not an object with properties) and validates the call with pydantic, so a failure is
-the call's ``invalid_arguments`` return naming the field. An output function is a tool as
+is not an object with properties) and validates the call with pydantic, called in place by
+the runtime, so a failure is the call's ``invalid_arguments`` return naming the field. An output function is a tool as
 ``@tool`` makes it; its return value is the output.
 """
 
@@ -15,16 +15,16 @@ import inspect
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias
 
 import pydantic
 import pydantic_core
 
-from ._native import NativeTool, ToolContext
+from ._native import NativeOutputSpec, NativeTool, ToolContext
 from ._schema import invalid, tool_schema, type_hints
-from .exceptions import RegistrationError
+from .exceptions import InvalidArguments, RegistrationError
 from .output import NativeOutput, PromptedOutput
-from .tools import Tool, native_tool, tool
+from .tools import Tool, native_tool
 
 __all__ = ["OutputSpec", "OutputValidator"]
 
@@ -35,21 +35,19 @@ OutputValidator: TypeAlias = "Callable[[ToolContext[Any], Any], Any | Awaitable[
 _DESCRIPTION = "The final response which ends this run."
 
 
-class NativeOutputOptions(TypedDict, total=False):
-    output_tools: list[NativeTool]
-    output_text: bool
-    output_mode: Literal["tool", "native", "prompted"]
-    output_check: Callable[[ToolContext, Any], Any]
-    output_decoder: Callable[[str, Any], Any]
+#: A member type as the native layer takes it: its output tool's name, description and
+#: parameters, and what turns the tool's arguments into the output's JSON.
+_NativeType: TypeAlias = "tuple[str, str | None, dict[str, Any], Callable[[dict[str, Any]], Any]]"
 
 
 class _Member:
-    """One member of the output: its output tool, and what decodes the tool's JSON value
-    into the Python value (``None``: the JSON as is)."""
+    """One member of the output: its output tool (an output function's, or a type's for
+    the native layer to make), and what decodes the tool's JSON value into the Python
+    value (``None``: the JSON as is)."""
 
-    def __init__(self, name: str, tool: NativeTool, adapter: pydantic.TypeAdapter[Any] | None) -> None:
+    def __init__(self, name: str, native: NativeTool | _NativeType, adapter: pydantic.TypeAdapter[Any] | None) -> None:
         self.name = name
-        self.tool = tool
+        self.native = native
         self.adapter = adapter
 
     def decode(self, value: object) -> object:
@@ -100,16 +98,17 @@ def _typed_member(member: object) -> _Member:
             parameters["$defs"] = defs
     validate, dump = adapter.validate_python, adapter.dump_python
 
-    # Async, so the call needs no worker thread; what it returns is the output's JSON.
-    async def final_result(args: dict[str, object]) -> object:
+    # Called in place by the runtime (no tool, no worker thread): the output's JSON.
+    def decode(args: dict[str, object]) -> object:
+        if wrapped and "response" not in args:
+            raise InvalidArguments("missing field `response`")
         try:
             return dump(validate(args["response"] if wrapped else args), mode="json")
         except pydantic.ValidationError as error:
             raise invalid(error, within="response" if wrapped else None) from error
 
-    options: dict[str, Any] = {"name": name, "parameters_schema": parameters, "return_schema": False}
-    made = tool(description=description if isinstance(description, str) else _DESCRIPTION, **options)(final_result)
-    return _Member(name, made.native, adapter)
+    tool_description = description if isinstance(description, str) else _DESCRIPTION
+    return _Member(name, (name, tool_description, parameters, decode), adapter)
 
 
 def _function_member(member: object) -> _Member:
@@ -123,7 +122,8 @@ def _function_member(member: object) -> _Member:
 
 
 class OutputSpec:
-    """What ``create_agent(output_type=...)`` asks for, as the native agent takes it."""
+    """What ``create_agent(output_type=...)`` (or one run's ``output_type``) asks for, as
+    the native agent takes it."""
 
     def __init__(self, output_type: object, validators: list[OutputValidator]) -> None:
         self.mode: Literal["tool", "native", "prompted"] = "tool"
@@ -142,15 +142,19 @@ class OutputSpec:
             ("final_result" if single else f"final_result_{m.name}"): m for m in self.members
         }
 
-    def native_options(self) -> NativeOutputOptions:
-        """The output keyword arguments of ``NativeAgent``."""
-        return {
-            "output_tools": [m.tool for m in self.members],
-            "output_text": self.text,
-            "output_mode": self.mode,
-            "output_check": self.check,
-            "output_decoder": self.decode,
-        }
+    def native(
+        self, retries: int | None = None, end_strategy: Literal["early", "exhaustive"] = "early"
+    ) -> NativeOutputSpec:
+        """The output as the native agent (or a native run) takes it."""
+        return NativeOutputSpec(
+            [m.native for m in self.members],
+            text=self.text,
+            mode=self.mode,
+            retries=retries,
+            end_strategy=end_strategy,
+            check=self.check,
+            decoder=self.decode,
+        )
 
     def _member(self, tool_name: str | None) -> _Member | None:
         """The member an output's JSON is a value of: its output tool's, or for an answer in

@@ -15,6 +15,7 @@ from ._native import (
     Hitl,
     NativeAgent,
     NativeHooks,
+    NativeOutputSpec,
     NativeSession,
     NativeTool,
     NativeToolset,
@@ -36,15 +37,22 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from typing_extensions import Self, Unpack
 
-    from ._output import NativeOutputOptions, OutputSpec, OutputValidator
+    from ._output import OutputSpec, OutputValidator
     from .elicitation import Elicited
     from .output import NativeOutput, PromptedOutput
-    from .types import DepsT, Message, OutputT, SessionState
+    from .types import DepsT, Message, OutputT, RunOptions, SessionState
 else:
     # The type checkers' TypeVars, with their defaults, are `starweaver.types`'s, which
     # loads typing_extensions; `Generic` needs only plain ones, so `import starweaver` stays cheap.
     DepsT = TypeVar("DepsT")
     OutputT = TypeVar("OutputT")
+
+#: A run's own ``output_type``'s type.
+RunOutputT = TypeVar("RunOutputT")
+
+#: What ``output_type`` takes besides a union or ``Literal``: a type, ``NativeOutput(T)``,
+#: ``PromptedOutput(T)`` or an output function.
+OutputTypeOf: TypeAlias = "type[RunOutputT] | NativeOutput[RunOutputT] | PromptedOutput[RunOutputT] | Callable[..., Awaitable[RunOutputT]] | Callable[..., RunOutputT]"
 
 __all__ = [
     "Agent",
@@ -62,56 +70,66 @@ DeferredDecision = DeferredResult | Mapping[str, object]
 ElicitationAnswer = ElicitationResponse | Mapping[str, object]
 
 
-class _RunOptions(TypedDict):
+class _NativeRunOptions(TypedDict):
     deps: object
     tools: list[NativeTool]
     toolsets: list[NativeToolset]
     usage_limits: UsageLimits | None
     hooks: list[NativeHooks]
+    output: NativeOutputSpec | None
 
 
-class _Deps:
-    """What an agent's ``deps_type`` promises its tools: when it has no deps of its own,
-    every run must bring some (a run's ``deps`` otherwise fall back to the agent's)."""
+class _Runs:
+    """What every run of an agent (and of its sessions) checks and takes: when the agent
+    has no deps of its own but a ``deps_type``, every run must bring some; a run's own
+    ``output_type`` takes the agent's ``output_retries`` and ``end_strategy``."""
 
-    def __init__(self, deps_type: object, has_deps: bool) -> None:
+    def __init__(
+        self,
+        deps_type: object,
+        has_deps: bool,
+        output_retries: int | None,
+        end_strategy: Literal["early", "exhaustive"],
+    ) -> None:
         self.required = deps_type is not None and not has_deps
         self.deps_type = deps_type
+        self.output_retries = output_retries
+        self.end_strategy: Literal["early", "exhaustive"] = end_strategy
 
-    def options(
-        self,
-        deps: object,
-        tools: Iterable[ToolLike],
-        toolsets: Iterable[Toolset],
-        usage_limits: UsageLimits | None,
-        hooks: Iterable[HookLike],
-    ) -> _RunOptions:
+    def options(self, output_type: object, options: RunOptions[Any]) -> _NativeRunOptions:
         """A run's options for the native layer; a run without the deps its agent's
         ``deps_type`` promises its tools is refused, before it starts."""
+        deps = options.get("deps")
         if deps is None and self.required:
             name = getattr(self.deps_type, "__name__", repr(self.deps_type))
             raise TypeError(f"this agent's tools take `deps_type={name}`: pass `deps=` to the run or to `create_agent`")
+        output = None
+        if output_type is not None:
+            from ._output import OutputSpec  # only then: importing starweaver stays cheap
+
+            output = OutputSpec(output_type, []).native(self.output_retries, self.end_strategy)
         return {
             "deps": deps,
-            "tools": [native_tool(item) for item in tools],
-            "toolsets": [t.native for t in toolsets],
-            "usage_limits": usage_limits,
-            "hooks": native_hooks(hooks),
+            "tools": [native_tool(item) for item in options.get("tools", ())],
+            "toolsets": [t.native for t in options.get("toolsets", ())],
+            "usage_limits": options.get("usage_limits"),
+            "hooks": native_hooks(options.get("hooks", ())),
+            "output": output,
         }
 
 
-def _typed(result: RunResult) -> RunResult[OutputT]:
-    """The native result with the agent's output type: the native layer hands the output
-    out as Python made it, but does not know its annotation."""
-    return cast("RunResult[OutputT]", result)
+def _typed(result: RunResult) -> RunResult[Any]:
+    """The native result with the run's output type (its overload says which): the native
+    layer hands the output out as Python made it, but does not know its annotation."""
+    return cast("RunResult[Any]", result)
 
 
-def _typed_stream(stream: RunStream) -> RunStream[OutputT]:
-    """The native stream with the agent's output type (as ``_typed``)."""
-    return cast("RunStream[OutputT]", stream)
+def _typed_stream(stream: RunStream) -> RunStream[Any]:
+    """The native stream with the run's output type (as ``_typed``)."""
+    return cast("RunStream[Any]", stream)
 
 
-def _run_sync(run: Coroutine[object, object, RunResult[OutputT]]) -> RunResult[OutputT]:
+def _run_sync(run: Coroutine[object, object, RunResult[Any]]) -> RunResult[Any]:
     """Runs ``run`` on a fresh event loop; refused by name inside a running one, where
     blocking would stall every other task on it."""
     import asyncio  # loads `inspect`; kept out of `import starweaver`
@@ -136,15 +154,112 @@ class _AsyncContext:
         return None
 
 
-class Agent(_AsyncContext, Generic[DepsT, OutputT]):
+class _Runner(_AsyncContext, Generic[DepsT, OutputT]):
+    """What an agent and a session share: their runs (``Agent`` says what a run's own
+    options do). ``async with`` is supported."""
+
+    def __init__(self, runner: NativeAgent | NativeSession, runs: _Runs) -> None:
+        self._runner = runner
+        self._runs = runs
+
+    @overload
+    async def run(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    async def run(
+        self, prompt: str, *, output_type: OutputTypeOf[RunOutputT], **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[RunOutputT]: ...
+
+    @overload
+    async def run(
+        # A union (`A | B`) or `Literal[...]`, which mypy cannot take as a type yet (PEP 747).
+        self,
+        prompt: str,
+        *,
+        output_type: object,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]: ...
+
+    async def run(
+        self, prompt: str, *, output_type: object = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[Any]:
+        """Runs ``prompt``: an agent's run in a fresh session (to resume a waiting run, use a
+        session), a session's continuing its conversation."""
+        return _typed(await self._runner.run(prompt, **self._runs.options(output_type, options)))
+
+    @overload
+    def run_sync(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    def run_sync(
+        self, prompt: str, *, output_type: OutputTypeOf[RunOutputT], **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[RunOutputT]: ...
+
+    @overload
+    def run_sync(
+        # A union (`A | B`) or `Literal[...]`, which mypy cannot take as a type yet (PEP 747).
+        self,
+        prompt: str,
+        *,
+        output_type: object,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]: ...
+
+    def run_sync(
+        self, prompt: str, *, output_type: object = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunResult[Any]:
+        """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
+        ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
+        return _run_sync(self.run(prompt, output_type=output_type, **options))
+
+    @overload
+    def run_stream(
+        self, prompt: str, *, output_type: None = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunStream[OutputT]: ...
+
+    @overload
+    def run_stream(
+        self, prompt: str, *, output_type: OutputTypeOf[RunOutputT], **options: Unpack[RunOptions[DepsT]]
+    ) -> RunStream[RunOutputT]: ...
+
+    @overload
+    def run_stream(
+        # A union (`A | B`) or `Literal[...]`, which mypy cannot take as a type yet (PEP 747).
+        self,
+        prompt: str,
+        *,
+        output_type: object,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunStream[Any]: ...
+
+    def run_stream(
+        self, prompt: str, *, output_type: object = None, **options: Unpack[RunOptions[DepsT]]
+    ) -> RunStream[Any]:
+        """Runs ``prompt`` as ``run`` does: ``async for event in ...`` yields the events as
+        they happen; ``await stream.result()`` then gives the ``RunResult``."""
+        return _typed_stream(self._runner.run_stream(prompt, **self._runs.options(output_type, options)))
+
+
+class Agent(_Runner[DepsT, OutputT]):
     """A model, tools, instructions and an approval policy. ``async with`` is supported.
 
     ``Agent[DepsT, OutputT]``: its tools see ``ctx.deps`` as ``DepsT`` (``None`` for an agent
-    without deps), and its runs' ``output`` is an ``OutputT`` (``str`` by default)."""
+    without deps), and its runs' ``output`` is an ``OutputT`` (``str`` by default).
 
-    def __init__(self, native: NativeAgent, deps: _Deps, output: OutputSpec | None = None) -> None:
+    A run's keyword arguments (``RunOptions``) are its own: ``deps`` replace the agent's,
+    ``tools``, ``toolsets`` and ``hooks`` are added for that run only (the agent is
+    unchanged), ``usage_limits`` replace the agent's, and ``output_type`` (anything
+    ``create_agent`` takes) replaces the agent's output for that run, with the agent's
+    ``output_retries`` and ``end_strategy`` but not its output validators (they check the
+    agent's own output type)."""
+
+    def __init__(self, native: NativeAgent, runs: _Runs, output: OutputSpec | None = None) -> None:
+        super().__init__(native, runs)
         self._native = native
-        self._deps = deps
         self._output = output
 
     def output_validator(
@@ -162,55 +277,6 @@ class Agent(_AsyncContext, Generic[DepsT, OutputT]):
         self._output.validators.append(validator)
         return validator
 
-    async def run(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunResult[OutputT]:
-        """Runs ``prompt`` in a fresh session; ``deps`` replace the agent's for this run, and
-        ``tools`` and ``toolsets`` are added for this run only (the agent is unchanged). To
-        resume a waiting run, use a session."""
-        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
-        return _typed(await self._native.run(prompt, **options))
-
-    def run_sync(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunResult[OutputT]:
-        """``run`` for code without an event loop (scripts, notebooks' plain cells): runs
-        ``prompt`` to its end on a loop of its own. Inside a running loop, ``await run(...)``."""
-        return _run_sync(
-            self.run(prompt, deps=deps, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks)
-        )
-
-    def run_stream(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunStream[OutputT]:
-        """Runs ``prompt`` in a fresh session: ``async for event in ...`` yields the events
-        as they happen; ``await stream.result()`` then gives the ``RunResult``. ``deps``
-        replace the agent's for this run, ``tools`` and ``toolsets`` are added for this run
-        only, and ``usage_limits`` replace the agent's for this run."""
-        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
-        return _typed_stream(self._native.run_stream(prompt, **options))
-
     def session(
         self, state: Mapping[str, object] | None = None, *, session_id: str | None = None
     ) -> AgentSession[DepsT, OutputT]:
@@ -224,7 +290,7 @@ class Agent(_AsyncContext, Generic[DepsT, OutputT]):
         if state is not None and not isinstance(cast(object, state), Mapping):
             raise FormatError(f"session state must be a dict from `export_state()`, got {type(state).__name__}")
         native = self._native.session(dict(state) if state is not None else None, session_id=session_id)
-        return AgentSession(native, self._deps)
+        return AgentSession(native, self._runs)
 
     @property
     def session_store(self) -> SessionStore:
@@ -240,9 +306,43 @@ class Agent(_AsyncContext, Generic[DepsT, OutputT]):
 class HitlControls(Generic[DepsT, OutputT]):
     """``session.hitl``: resuming a waiting run (``session.pending`` says what it waits for)."""
 
-    def __init__(self, native: NativeSession, deps: _Deps) -> None:
+    def __init__(self, native: NativeSession, runs: _Runs) -> None:
         self._native = native
-        self._deps = deps
+        self._runs = runs
+
+    @overload
+    async def resume(
+        self,
+        *,
+        approvals: Sequence[Decision] = (),
+        deferred_results: Sequence[DeferredDecision] = (),
+        elicitations: Sequence[ElicitationAnswer] = (),
+        output_type: None = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[OutputT]: ...
+
+    @overload
+    async def resume(
+        self,
+        *,
+        approvals: Sequence[Decision] = (),
+        deferred_results: Sequence[DeferredDecision] = (),
+        elicitations: Sequence[ElicitationAnswer] = (),
+        output_type: OutputTypeOf[RunOutputT],
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[RunOutputT]: ...
+
+    @overload
+    async def resume(
+        # A union (`A | B`) or `Literal[...]`, which mypy cannot take as a type yet (PEP 747).
+        self,
+        *,
+        approvals: Sequence[Decision] = (),
+        deferred_results: Sequence[DeferredDecision] = (),
+        elicitations: Sequence[ElicitationAnswer] = (),
+        output_type: object,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]: ...
 
     async def resume(
         self,
@@ -250,26 +350,25 @@ class HitlControls(Generic[DepsT, OutputT]):
         approvals: Sequence[Decision] = (),
         deferred_results: Sequence[DeferredDecision] = (),
         elicitations: Sequence[ElicitationAnswer] = (),
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunResult[OutputT]:
+        output_type: object = None,
+        **options: Unpack[RunOptions[DepsT]],
+    ) -> RunResult[Any]:
         """Continues the waiting run with one decision per pending item (decision objects,
         or canonical JSON dicts): approval decisions, deferred results, and answers to
         pending elicitations (``pending.accept(value)``, ``.decline()``, ``.cancel()``).
-        ``deps``, ``tools``, ``toolsets``, ``usage_limits`` and ``hooks`` are the resumed
-        run's own, as ``run``'s are: give those the run started with, so its calls meet the
-        same ones."""
-        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
+        The run's own options (``deps``, ``tools``, ``toolsets``, ``usage_limits``,
+        ``hooks`` and ``output_type``) are the resumed run's, as ``run``'s are: give those
+        the run started with, so its calls meet the same ones."""
         resumed = await self._native.resume(
             approvals=decision_list(approvals, "approvals"),
             deferred_results=decision_list(deferred_results, "deferred_results"),
             elicitations=decision_list(elicitations, "elicitations"),
-            **options,
+            **self._runs.options(output_type, options),
         )
         return _typed(resumed)
+
+    #: ``resume``'s older name, which a session (a ``HitlControls`` too) also answers to.
+    resume_after_hitl = resume
 
 
 def decision_list(items: object, what: str) -> list[object]:
@@ -280,84 +379,15 @@ def decision_list(items: object, what: str) -> list[object]:
     return list(cast("Sequence[object]", items))
 
 
-class AgentSession(_AsyncContext, Generic[DepsT, OutputT]):
+class AgentSession(_Runner[DepsT, OutputT], HitlControls[DepsT, OutputT]):
     """A conversation with an agent (``AgentSession[DepsT, OutputT]``, as its ``Agent``).
-    ``async with`` is supported."""
+    ``async with`` is supported. A run's own options are as ``Agent.run``'s;
+    ``session.resume(...)`` (and ``resume_after_hitl``) is ``session.hitl.resume(...)``."""
 
-    def __init__(self, native: NativeSession, deps: _Deps) -> None:
+    def __init__(self, native: NativeSession, runs: _Runs) -> None:
+        super().__init__(native, runs)
         self._native = native
-        self._deps = deps
-        self.hitl: HitlControls[DepsT, OutputT] = HitlControls(native, deps)
-
-    async def run(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunResult[OutputT]:
-        """Runs ``prompt``, continuing the conversation; ``deps`` replace the agent's for
-        this run, and ``tools`` and ``toolsets`` are added for this run only."""
-        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
-        return _typed(await self._native.run(prompt, **options))
-
-    def run_sync(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunResult[OutputT]:
-        """``run`` for code without an event loop, continuing the conversation."""
-        return _run_sync(
-            self.run(prompt, deps=deps, tools=tools, toolsets=toolsets, usage_limits=usage_limits, hooks=hooks)
-        )
-
-    def run_stream(
-        self,
-        prompt: str,
-        *,
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunStream[OutputT]:
-        """Runs ``prompt`` in this conversation, yielding events as they happen; ``deps``
-        replace the agent's for this run, and ``tools`` and ``toolsets`` are added for this
-        run only."""
-        options = self._deps.options(deps, tools, toolsets, usage_limits, hooks)
-        return _typed_stream(self._native.run_stream(prompt, **options))
-
-    async def resume_after_hitl(
-        self,
-        *,
-        approvals: Sequence[Decision] = (),
-        deferred_results: Sequence[DeferredDecision] = (),
-        elicitations: Sequence[ElicitationAnswer] = (),
-        deps: DepsT | None = None,
-        tools: Iterable[ToolLike] = (),
-        toolsets: Iterable[Toolset] = (),
-        usage_limits: UsageLimits | None = None,
-        hooks: Iterable[HookLike] = (),
-    ) -> RunResult[OutputT]:
-        """Same as ``session.hitl.resume(...)``; canonical JSON decisions are accepted."""
-        return await self.hitl.resume(
-            approvals=approvals,
-            deferred_results=deferred_results,
-            elicitations=elicitations,
-            deps=deps,
-            tools=tools,
-            toolsets=toolsets,
-            usage_limits=usage_limits,
-            hooks=hooks,
-        )
+        self.hitl: HitlControls[DepsT, OutputT] = HitlControls(native, runs)
 
     def export_state(self) -> SessionState:
         """The session as canonical JSON: history (host-only fields included), decisions
@@ -498,13 +528,16 @@ def create_agent(
 
         asking = runtime_handler(elicitation_handler)
     output = None
-    output_options: NativeOutputOptions = {}
     output_validators = list(options.get("output_validators", ()))
+    retries, end_strategy = options.get("output_retries"), options.get("end_strategy", "early")
+    native_output = None
     if output_type is not str or output_validators:
         from ._output import OutputSpec  # only then: importing starweaver stays cheap
 
         output = OutputSpec(output_type, output_validators)
-        output_options = output.native_options()
+        native_output = output.native(retries, end_strategy)
+    elif retries is not None or end_strategy != "early":
+        native_output = NativeOutputSpec([], text=True, retries=retries, end_strategy=end_strategy)
     approval_required_tools = options.get("approval_required_tools")
     native = NativeAgent(
         # Anything else reaches the native check, which names what was passed.
@@ -522,11 +555,9 @@ def create_agent(
         usage_limits=options.get("usage_limits"),
         hooks=native_hooks(options.get("hooks", ())),
         max_return_chars=options.get("max_return_chars"),
-        output_retries=options.get("output_retries"),
-        end_strategy=options.get("end_strategy", "early"),
-        **output_options,
+        output=native_output,
     )
-    return Agent(native, _Deps(deps_type, has_deps=deps is not None), output)
+    return Agent(native, _Runs(deps_type, deps is not None, retries, end_strategy), output)
 
 
 #: Answers a tool's question for the user: ``(ctx, message, schema)`` to an answer.

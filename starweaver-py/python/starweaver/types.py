@@ -13,15 +13,18 @@ the type parameters of ``Agent``, ``ToolContext`` and ``RunResult``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal, TypeAlias, Union
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Generic, Literal, TypeAlias, Union
 
 # typing_extensions.TypedDict, so pydantic can validate against these on Python < 3.12;
 # its TypeVar takes a default (PEP 696) on every Python version.
 from typing_extensions import NotRequired, TypeAliasType, TypedDict, TypeVar
 
 if TYPE_CHECKING:
-    from ._native import ConcurrencyLimit
+    from ._native import ConcurrencyLimit, UsageLimits
+    from .hooks import HookLike
+    from .tools import ToolLike
+    from .toolsets import Toolset
 
 __all__ = [
     "ApprovalRequestedEvent",
@@ -55,6 +58,7 @@ __all__ = [
     "RunCancelledEvent",
     "RunCompleteEvent",
     "RunFailedEvent",
+    "RunOptions",
     "RunResumedEvent",
     "RunStartEvent",
     "SamplingMessageDict",
@@ -287,6 +291,23 @@ class ToolOptions(ToolDefinitionOptions, total=False):
     return_schema: Mapping[str, object] | Literal[False] | None
     """The JSON Schema of the returned value: by default (``None``) from the return
     annotation, ``False`` for none."""
+
+
+class RunOptions(TypedDict, Generic[DepsT], total=False):
+    """What one run may set beside the agent's own configuration: the keyword arguments
+    of ``agent.run(...)``, ``session.run(...)``, their ``run_sync`` and ``run_stream``, and
+    ``session.hitl.resume(...)``, besides ``output_type``."""
+
+    deps: DepsT | None
+    """The run's dependencies instead of the agent's."""
+    tools: Iterable[ToolLike]
+    """Tools for this run only, beside the agent's (which stays unchanged)."""
+    toolsets: Iterable[Toolset]
+    """Toolsets for this run only, beside the agent's."""
+    usage_limits: UsageLimits | None
+    """Usage limits for this run instead of the agent's."""
+    hooks: Iterable[HookLike]
+    """Hooks for this run's calls, before the agent's."""
 
 
 ToolChoice: TypeAlias = Union[Literal["auto", "required", "none"], Mapping[str, str]]

@@ -1,9 +1,12 @@
-//! What a run loads of a deferred catalog (DESIGN.md §20). The machine answers each
-//! `search_tools` call itself: the ranking is pure and local, so an in-process run and a
-//! durable one give the same answer without a tool call of their own. A call naming a
-//! deferred tool that was never loaded runs (the model may know the name) and loads it.
-//! Loaded names are session state, kept in load order, so each request offers them in the
-//! same order after the always-loaded tools and a provider's cached prefix holds.
+//! The calls a step's catalog answers itself, and what a run loads of a deferred catalog
+//! (DESIGN.md §20). The machine answers each `search_tools` call itself: the ranking is
+//! pure and local, so an in-process run and a durable one give the same answer without a
+//! tool call of their own; so is a call of a tool the step does not offer (one the hooks'
+//! `prepare_tools` dropped, say), which a durable run's worker would otherwise find among
+//! the agent's tools. A call naming a deferred tool that was never loaded runs (the model
+//! may know the name) and loads it. Loaded names are session state, kept in load order, so
+//! each request offers them in the same order after the always-loaded tools and a
+//! provider's cached prefix holds.
 
 use std::sync::Arc;
 
@@ -13,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::event::{EventKind, EventLog};
 use crate::message::ToolCallPart;
 use crate::registry::ToolRegistry;
-use crate::scheduler::ToolReturn;
+use crate::scheduler::{ToolReturn, not_found};
 use crate::search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
 use crate::tool::{ToolError, ToolResult};
 
@@ -28,18 +31,17 @@ struct SearchArguments {
 }
 
 /// The return of `call` when the run answers it itself (a `search_tools` call while
-/// tools are deferred), after loading what it found; `None` for a call the tools answer,
-/// which loads its tool first if that tool is deferred and not loaded yet.
+/// tools are deferred, after loading what it found, or a call of a tool the step does not
+/// offer); `None` for a call the tools answer, which loads its tool first if that tool is
+/// deferred and not loaded yet.
 pub(crate) fn answer(
     call: &ToolCallPart,
     registry: &ToolRegistry,
     loaded: &mut Vec<Arc<str>>,
     events: &EventLog,
 ) -> Option<ToolReturn> {
-    if !registry.defers() {
-        return None;
-    }
-    if &*call.name != SEARCH_TOOL {
+    let searched = registry.defers() && &*call.name == SEARCH_TOOL;
+    if !searched && registry.get(&call.name).is_some() {
         if registry.is_deferred(&call.name) && !loaded.contains(&call.name) {
             loaded.push(call.name.clone());
             events.emit(EventKind::ToolsLoaded { names: vec![call.name.to_string()], query: None });
@@ -55,9 +57,13 @@ pub(crate) fn answer(
         answered_by: None,
         queued_for: Vec::new(),
     });
-    let ret = match search(call, registry, loaded, events) {
-        Ok(found) => ToolReturn::success(call, ToolResult::new(found), None),
-        Err(error) => ToolReturn::failure(call, error, Map::new()),
+    let ret = if searched {
+        match search(call, registry, loaded, events) {
+            Ok(found) => ToolReturn::success(call, ToolResult::new(found), None),
+            Err(error) => ToolReturn::failure(call, error, Map::new()),
+        }
+    } else {
+        ToolReturn::failure(call, not_found(&call.name, registry), Map::new())
     };
     events.emit(ret.event());
     Some(ret)

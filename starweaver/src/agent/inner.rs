@@ -10,12 +10,10 @@ use crate::event::EventKind;
 use crate::hitl::ApprovalPolicy;
 use crate::hook::Hooks;
 use crate::model::Model;
-use crate::output::{OutputCheck, OutputRules};
+use crate::output::RunOutput;
 use crate::registry::{Registration, RegistrationRules, ToolList, ToolRegistry};
 use crate::store::SessionStore;
-use serde_json::Value;
-
-use crate::tool::{CallChannel, Dependencies, ToolContext, ToolDefinition, ToolError};
+use crate::tool::{CallChannel, Dependencies};
 use crate::toolset::{RefusedTool, ToolsetContext};
 
 use super::limits::UsageLimits;
@@ -30,13 +28,10 @@ pub(crate) struct AgentInner {
     pub tools: ToolList,
     pub policy: ApprovalPolicy,
     pub rules: RegistrationRules,
+    /// The agent's own instructions (a run's own output may add to them).
     pub instructions: Option<String>,
-    /// What ends a run besides an output tool's call (its tools are among `tools`).
-    pub output: OutputRules,
-    /// What checks a text answer, when one is checked.
-    pub output_check: Option<Arc<OutputCheck>>,
-    /// The definition a native output is asked with (sent with each model request).
-    pub output_asked: Option<ToolDefinition>,
+    /// What the agent's runs answer with; its output tools are in `registry`, not `tools`.
+    pub output: Arc<RunOutput>,
     pub max_steps: u32,
     pub usage_limits: UsageLimits,
     pub max_concurrency: Option<ConcurrencyLimit>,
@@ -60,37 +55,23 @@ impl AgentInner {
         self.max_concurrency.as_ref().map(|limit| Limit::new(&limit.per_run(), || "run".to_owned()))
     }
 
-    /// What an output check sees as its call: the output tool's name (none for a text
-    /// answer), the run's id and dependencies.
-    pub(crate) fn output_context(&self, run_id: &Arc<str>, dependencies: &Dependencies) -> ToolContext {
-        let mut ctx = ToolContext::detached(self.output_check.as_ref().map_or("", |check| check.tool_name()));
-        (ctx.run_id, ctx.dependencies) = (run_id.clone(), dependencies.clone());
-        ctx
-    }
-
-    /// Checks a text answer as the run's output (the machine asks only when the agent
-    /// checks text answers).
-    ///
-    /// # Errors
-    /// Why the answer is refused, for the model.
-    pub(crate) async fn check_output(&self, ctx: ToolContext, text: &str) -> std::result::Result<Value, ToolError> {
-        match &self.output_check {
-            Some(check) => check.check(ctx, text).await,
-            None => Ok(Value::String(text.to_owned())),
-        }
-    }
-
-    /// The tools of one step: the agent's, the run's own, and what every dynamic toolset
-    /// lists now. Without dynamic toolsets or run tools, the agent's registry as built.
+    /// The tools of one step: the agent's, the output's, the run's own, and what every
+    /// dynamic toolset lists now. Without dynamic toolsets, run tools or a run's own
+    /// output, the agent's registry as built.
     ///
     /// # Errors
     /// A toolset that cannot list its tools, or two sources giving one name.
-    pub(crate) async fn tools_for(&self, run: &ToolList, ctx: &ToolsetContext) -> Result<StepTools> {
-        if self.tools.dynamic.is_empty() && run.is_empty() {
+    pub(crate) async fn tools_for(
+        &self,
+        run: &ToolList,
+        output: &Arc<RunOutput>,
+        ctx: &ToolsetContext,
+    ) -> Result<StepTools> {
+        if self.tools.dynamic.is_empty() && run.is_empty() && Arc::ptr_eq(output, &self.output) {
             return Ok(StepTools { registry: self.registry.clone(), refused: Vec::new() });
         }
         let (listed, refused) = self.list_dynamic(run, ctx).await?;
-        Ok(StepTools { registry: self.step_registry(run, listed)?, refused })
+        Ok(StepTools { registry: self.step_registry(run, output, listed)?, refused })
     }
 
     /// What every dynamic toolset (the agent's, then the run's) lists for the step `ctx`
@@ -121,13 +102,19 @@ impl AgentInner {
         Ok((listed, refused))
     }
 
-    /// The registry of a step: the agent's tools, the run's, and `listed` (what dynamic
-    /// toolsets listed for it), under the agent's policy and rules.
+    /// The registry of a step: the agent's tools, the output's, the run's, and `listed`
+    /// (what dynamic toolsets listed for it), under the agent's policy and rules.
     ///
     /// # Errors
     /// Two sources giving one name, or a listed tool that breaks a registration rule.
-    pub(crate) fn step_registry(&self, run: &ToolList, listed: Vec<Registration>) -> Result<Arc<ToolRegistry>> {
+    pub(crate) fn step_registry(
+        &self,
+        run: &ToolList,
+        output: &RunOutput,
+        listed: Vec<Registration>,
+    ) -> Result<Arc<ToolRegistry>> {
         let mut entries = self.tools.entries.clone();
+        entries.extend(output.registrations.iter().cloned());
         entries.extend(run.entries.iter().cloned());
         entries.extend(listed);
         ToolRegistry::new(entries, &self.policy, self.rules).map(Arc::new)

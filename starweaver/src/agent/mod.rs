@@ -29,15 +29,15 @@ pub(crate) use state::{SessionState, Suspended};
 pub use task::{CallResult, CallTask, ListTask, ModelTask, OutputChecked, OutputTask, ToolListing};
 
 use crate::concurrency::ConcurrencyLimit;
-use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
+use crate::error::{Error, Result};
 use crate::hitl::{ApprovalPolicy, ApprovalRule};
 use crate::hook::Hooks;
 use crate::message::History;
 use crate::model::{Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse};
-use crate::output::{EndStrategy, OutputMode, OutputSpec, OutputValidator, prompted_instructions};
+use crate::output::{EndStrategy, Output, OutputMode, OutputValidator};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
-use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone};
+use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone, prepare_step};
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
@@ -92,8 +92,7 @@ impl Agent {
             rules: RegistrationRules::default(),
             elicitation: None,
             hooks: Vec::new(),
-            output: OutputSpec::default(),
-            output_errors: Vec::new(),
+            output: Output::default(),
         }
     }
 
@@ -192,14 +191,28 @@ impl Agent {
     }
 
     /// Lists the tools of a step a [`DurableRun`](crate::durable::DurableRun) asked for:
-    /// what this agent's dynamic toolsets (an MCP server's, say) offer now.
+    /// what this agent's dynamic toolsets (an MCP server's, say) offer now, and the step's
+    /// tools as the agent's and toolsets' hooks' `prepare_tools` leave them.
     ///
     /// # Errors
-    /// A toolset that cannot list its tools (a server that will not start).
+    /// A toolset that cannot list its tools (a server that will not start), or a hook's
+    /// failing `prepare_tools`.
     pub async fn list_tools(&self, task: &ListTask) -> Result<ToolListing> {
-        let ctx = ToolsetContext::new(task.run_id.as_str().into(), task.step, self.inner.dependencies.clone());
-        let (listed, refused) = self.inner.list_dynamic(&ToolList::new(Source::Run), &ctx).await?;
-        Ok(ToolListing::new(task.step, &listed, refused))
+        let inner = &self.inner;
+        let run_id: Arc<str> = task.run_id.as_str().into();
+        let ctx = ToolsetContext::new(run_id.clone(), task.step, inner.dependencies.clone());
+        let (listed, refused) = inner.list_dynamic(&ToolList::new(Source::Run), &ctx).await?;
+        let mut listing = ToolListing::new(task.step, &listed, refused);
+        let registry = if listed.is_empty() {
+            inner.registry.clone()
+        } else {
+            inner.step_registry(&ToolList::new(Source::Run), &inner.output, listed)?
+        };
+        let prepared = prepare_step(&registry, &inner.hooks, &run_id, &inner.dependencies)
+            .await
+            .map_err(|message| Error::PrepareTools { message })?;
+        listing.prepared = prepared.map(|prepared| prepared.definitions().to_vec());
+        Ok(listing)
     }
 
     /// Makes the model request a [`DurableRun`](crate::durable::DurableRun) asked for, with this agent's model and
@@ -213,7 +226,7 @@ impl Agent {
         let request = ModelRequest {
             messages: history.messages(),
             tools: task.tools.as_deref().unwrap_or_else(|| self.inner.registry.definitions()),
-            output: self.inner.output_asked.as_ref(),
+            output: self.inner.output.asked.as_ref(),
             toolset_instructions: &task.toolset_instructions,
             run_id: &task.run_id,
             step: task.step,
@@ -225,8 +238,9 @@ impl Agent {
     /// Checks a text answer a [`DurableRun`](crate::durable::DurableRun) asked to check as
     /// its output (native or prompted output, output validators on text).
     pub async fn check_output(&self, task: &OutputTask) -> OutputChecked {
-        let ctx = self.inner.output_context(&Arc::from(task.run_id.as_str()), &self.inner.dependencies);
-        match self.inner.check_output(ctx, &task.text).await {
+        let output = &self.inner.output;
+        let ctx = output.context(&Arc::from(task.run_id.as_str()), &self.inner.dependencies);
+        match output.check(ctx, &task.text).await {
             Ok(output) => OutputChecked::Output(output),
             Err(error) => OutputChecked::Refused(error.message().to_owned()),
         }
@@ -275,7 +289,7 @@ impl Agent {
             return Ok(inner.registry.clone());
         }
         let ctx = ToolsetContext::new(run_id.clone(), task.step, inner.dependencies.clone());
-        Ok(inner.tools_for(&ToolList::new(Source::Run), &ctx).await?.registry)
+        Ok(inner.tools_for(&ToolList::new(Source::Run), &inner.output, &ctx).await?.registry)
     }
 }
 
@@ -294,9 +308,7 @@ pub struct AgentBuilder {
     rules: RegistrationRules,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     hooks: Vec<Arc<dyn Hooks>>,
-    output: OutputSpec,
-    /// Output types whose schema could not be made, reported by `build`.
-    output_errors: Vec<DefinitionError>,
+    output: Output,
 }
 
 impl AgentBuilder {
@@ -428,74 +440,68 @@ impl AgentBuilder {
         self
     }
 
-    /// Runs answer with a `T` ([`RunResult::output_as`]) instead of text: the model is
-    /// offered an output tool whose parameters are `T`'s schema (`final_result`), and a
-    /// call to it that decodes ends the run with its value. Called again, each type is a
-    /// member of a union (`final_result_<Name>` each); a type whose schema is not an
-    /// object's is asked for under a `response` key. See [`crate::output`].
+    /// What runs answer with unless a run asks for its own ([`RunOptions::output`]); see
+    /// [`Output`]. The `output_*` methods below edit it in place.
+    pub fn output(mut self, output: Output) -> Self {
+        self.output = output;
+        self
+    }
+
+    /// Runs answer with a `T` ([`RunResult::output_as`]) instead of text; called again,
+    /// each type is a member of a union. See [`Output::typed`] and [`crate::output`].
     pub fn output_type<T: JsonSchema + DeserializeOwned + Serialize + 'static>(mut self) -> Self {
-        if let Err(error) = self.output.typed::<T>() {
-            let name = T::schema_name();
-            self.output_errors.push(DefinitionError::new(&name, DefinitionErrorKind::Schema(error)));
-        }
+        self.output = self.output.typed::<T>();
         self
     }
 
     /// An output function: the model fills its parameters, and its return value is the
-    /// run's output (a `#[tool]` function, or a [`ToolBuilder`](crate::ToolBuilder) tool).
-    /// It may fail with [`ToolError::model_retry`](crate::ToolError::model_retry) to have
-    /// the model correct the call. With other output types, it is one member of a union.
-    pub fn output_function(mut self, tool: impl Tool) -> Self {
-        self.output.function(Arc::new(tool));
-        self
+    /// run's output. See [`Output::function`].
+    pub fn output_function(self, tool: impl Tool) -> Self {
+        self.shared_output_function(Arc::new(tool))
     }
 
     /// An output function shared with other agents (see [`output_function`](Self::output_function)).
     pub fn shared_output_function(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.output.function(tool);
+        self.output = self.output.shared_function(tool);
         self
     }
 
-    /// How the model is asked for the output: output tools ([`OutputMode::Tool`], the
-    /// default), the provider's JSON-schema response format ([`OutputMode::Native`]; a model
-    /// without one is refused by [`build`](Self::build)), or the schema in the instructions
-    /// ([`OutputMode::Prompted`]). Native and prompted output take one type.
+    /// How the model is asked for the output (output tools by default); a model without
+    /// what the mode needs is refused by [`build`](Self::build). See [`Output::mode`].
     pub fn output_mode(mut self, mode: OutputMode) -> Self {
-        self.output.mode = mode;
+        self.output = self.output.mode(mode);
         self
     }
 
     /// Lets a text answer end a run too, beside the output types (a union with text).
     pub fn text_output(mut self) -> Self {
-        self.output.text = true;
+        self.output = self.output.or_text();
         self
     }
 
-    /// How many times the model may be corrected on its output (a failed decode, a
-    /// validator's `model_retry`, a text answer where none is taken) before the run fails
-    /// with [`RunError::OutputValidation`](crate::RunError::OutputValidation); 1 by default.
+    /// How many times the model may be corrected on its output; 1 by default. See
+    /// [`Output::retries`].
     pub fn output_retries(mut self, retries: u32) -> Self {
-        self.output.retries = retries;
+        self.output = self.output.retries(retries);
         self
     }
 
     /// Checks every output once decoded, after the validators added before it; see
     /// [`OutputValidator`].
-    pub fn output_validator(mut self, validator: impl OutputValidator) -> Self {
-        self.output.validator(Arc::new(validator));
-        self
+    pub fn output_validator(self, validator: impl OutputValidator) -> Self {
+        self.shared_output_validator(Arc::new(validator))
     }
 
     /// An output validator shared with other agents.
     pub fn shared_output_validator(mut self, validator: Arc<dyn OutputValidator>) -> Self {
-        self.output.validator(validator);
+        self.output = self.output.shared_validator(validator);
         self
     }
 
     /// What becomes of a response's other calls when it calls an output tool too
     /// ([`EndStrategy::Early`] by default: they do not run).
     pub fn end_strategy(mut self, strategy: EndStrategy) -> Self {
-        self.output.end_strategy = strategy;
+        self.output = self.output.end_strategy(strategy);
         self
     }
 
@@ -513,34 +519,12 @@ impl AgentBuilder {
         if self.rules.max_return_chars == Some(0) {
             return Err(Error::InvalidOption { option: "max_return_chars", message: "must be at least 1".into() });
         }
-        if let Some(error) = self.output_errors.into_iter().next() {
-            return Err(error.into());
-        }
-        let output = self.output.build()?;
-        let mut instructions = self.instructions;
-        if let Some(asked) = &output.asked {
-            match self.output.mode {
-                OutputMode::Native if !self.model.native_output() => {
-                    let model = self.model.system().unwrap_or("this model");
-                    let message = format!(
-                        "`{model}` has no JSON-schema response format for native output: ask with output tools (the default) or prompted output"
-                    );
-                    return Err(Error::InvalidOption { option: "output_type", message });
-                }
-                OutputMode::Prompted => {
-                    let prompt = prompted_instructions(asked);
-                    instructions = Some(match instructions {
-                        Some(own) => format!("{own}\n\n{prompt}"),
-                        None => prompt,
-                    });
-                }
-                OutputMode::Tool | OutputMode::Native => {}
-            }
-        }
-        let mut tools = self.tools;
-        tools.entries.extend(output.registrations);
+        let output = Arc::new(self.output.build(&*self.model, self.instructions.as_deref())?);
+        let tools = self.tools;
         let policy = ApprovalPolicy::new(self.approval_rules);
-        let registry = Arc::new(ToolRegistry::new(tools.entries.clone(), &policy, self.rules)?);
+        let mut entries = tools.entries.clone();
+        entries.extend(output.registrations.iter().cloned());
+        let registry = Arc::new(ToolRegistry::new(entries, &policy, self.rules)?);
         let answerer = Arc::new(Answerer { model: self.model.clone(), elicitation: self.elicitation });
         Ok(Agent {
             inner: Arc::new(AgentInner {
@@ -548,12 +532,10 @@ impl AgentBuilder {
                 model: self.model,
                 registry,
                 tools,
-                output: self.output.rules(),
-                output_check: output.check.map(Arc::new),
-                output_asked: output.asked.filter(|_| self.output.mode == OutputMode::Native),
+                output,
                 policy,
                 rules: self.rules,
-                instructions,
+                instructions: self.instructions,
                 max_steps: self.max_steps,
                 usage_limits: self.usage_limits,
                 max_concurrency: self.max_concurrency,

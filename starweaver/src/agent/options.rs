@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::limits::UsageLimits;
 use crate::hook::Hooks;
+use crate::output::Output;
 use crate::tool::{Dependencies, Tool};
 use crate::toolset::Toolset;
 
@@ -25,6 +26,10 @@ pub struct RunOptions {
     pub usage_limits: Option<UsageLimits>,
     /// Hooks for this run's calls, before the agent's.
     pub hooks: Vec<Arc<dyn Hooks>>,
+    /// What this run answers with instead of the agent's output (whose validators, mode
+    /// and retries it does not take: it has its own). A waiting run is given it again
+    /// when it is resumed, as its own tools are.
+    pub output: Option<Output>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -36,6 +41,7 @@ impl std::fmt::Debug for RunOptions {
             .field("toolsets", &self.toolsets.iter().map(Toolset::name).collect::<Vec<_>>())
             .field("usage_limits", &self.usage_limits)
             .field("hooks", &self.hooks.iter().map(Hooks::name).collect::<Vec<_>>())
+            .field("output", &self.output)
             .finish()
     }
 }

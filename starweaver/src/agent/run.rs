@@ -21,11 +21,12 @@ use crate::hitl::{HitlDecisions, Resolution};
 use crate::hook::Hooks;
 use crate::message::{ResponsePart, ToolCallPart};
 use crate::model::ModelRequest;
+use crate::output::RunOutput;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke, prepare};
+use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke, prepare_step};
 use crate::search::SEARCH_TOOL;
-use crate::tool::{Dependencies, ToolDefinition};
+use crate::tool::Dependencies;
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
@@ -51,6 +52,10 @@ pub(crate) async fn drive(
     claim: Option<Claim<'_>>,
 ) -> Result<RunResult> {
     // Every check happens before the first event, so a refused call leaves no trace.
+    let output = match &options.output {
+        Some(own) => Arc::new(own.build(&*agent.model, agent.instructions.as_deref())?),
+        None => agent.output.clone(),
+    };
     let dependencies = options.dependencies.unwrap_or_else(|| agent.dependencies.clone());
     let mut extra = ToolList::new(Source::Run);
     for tool in options.tools {
@@ -65,14 +70,14 @@ pub(crate) async fn drive(
         Start::Prompt(prompt) => {
             state.ensure_idle()?;
             let run_id: Arc<str> = format!("run_{}", uuid::Uuid::new_v4().simple()).into();
-            let tools = agent.tools_for(&extra, &tools_at(&run_id, 1)).await?;
+            let tools = agent.tools_for(&extra, &output, &tools_at(&run_id, 1)).await?;
             (run_id, 0, First::Prompt(prompt), tools)
         }
         Start::Resume(decisions) => {
             let (resolved, claimed) = resolve_decisions(state, decisions)?;
             let waiting = state.waiting.as_ref().ok_or(Error::NotWaiting)?;
             // The tools of the step the run resumes at, before anything is claimed.
-            let tools = agent.tools_for(&extra, &tools_at(&waiting.run_id, waiting.step)).await?;
+            let tools = agent.tools_for(&extra, &output, &tools_at(&waiting.run_id, waiting.step)).await?;
             state.decided.extend(claimed.iter().cloned());
             if let Some(claim) = claim
                 && let Err(error) = claim(state)
@@ -109,8 +114,9 @@ pub(crate) async fn drive(
         bounds: Bounds {
             max_steps: agent.max_steps,
             usage: options.usage_limits.unwrap_or(agent.usage_limits),
-            output: agent.output,
+            output: output.rules,
         },
+        output,
     };
     run.go(state, first).instrument(span).await
 }
@@ -143,6 +149,8 @@ struct Run<'a> {
     bounds: Bounds,
     /// The run's hooks, then the agent's.
     hooks: Vec<Arc<dyn Hooks>>,
+    /// What the run answers with: the agent's output, or the run's own.
+    output: Arc<RunOutput>,
 }
 
 impl Run<'_> {
@@ -154,7 +162,7 @@ impl Run<'_> {
                 state,
                 self.run_id.clone(),
                 bounds,
-                self.agent.instructions.as_deref(),
+                self.output.instructions.as_deref(),
                 prompt,
                 refused,
                 &self.channel.events,
@@ -185,8 +193,8 @@ impl Run<'_> {
                 },
                 Next::AwaitCalls => unreachable!("run_calls returns once every call has ended"),
                 Next::CheckOutput { text } => {
-                    let ctx = self.agent.output_context(&self.run_id, &self.dependencies);
-                    let checked = self.agent.check_output(ctx, &text).await;
+                    let ctx = self.output.context(&self.run_id, &self.dependencies);
+                    let checked = self.output.check(ctx, &text).await;
                     machine.output_checked(checked);
                 }
                 Next::End(end) => {
@@ -205,50 +213,16 @@ impl Run<'_> {
         let mut refused = Vec::new();
         if step != self.listed_step {
             let ctx = ToolsetContext::new(run_id.clone(), step, self.dependencies.clone());
-            let tools = self.agent.tools_for(&self.extra, &ctx).await.map_err(|error| error.to_string())?;
+            let tools =
+                self.agent.tools_for(&self.extra, &self.output, &ctx).await.map_err(|error| error.to_string())?;
             self.registry = tools.registry;
             self.listed_step = step;
             refused = tools.refused;
         }
-        let toolset_hooks = self.registry.toolset_hooks();
-        if !self.hooks.is_empty() || !toolset_hooks.is_empty() {
-            self.registry = Arc::new(self.prepared(run_id, &toolset_hooks).await?);
+        if let Some(prepared) = prepare_step(&self.registry, &self.hooks, run_id, &self.dependencies).await? {
+            self.registry = Arc::new(prepared);
         }
         Ok(refused)
-    }
-
-    /// The step's tools as the hooks' `prepare_tools` leave them: the run's and the agent's
-    /// see every tool, then each toolset's hooks see (and may drop) only their toolset's,
-    /// which stay where the toolset's first tool was.
-    async fn prepared(
-        &self,
-        run_id: &Arc<str>,
-        toolset_hooks: &[Arc<[Arc<dyn Hooks>]>],
-    ) -> std::result::Result<ToolRegistry, String> {
-        let mut ctx = crate::tool::ToolContext::detached("");
-        (ctx.run_id, ctx.tool_call_id, ctx.dependencies) = (run_id.clone(), Arc::from(""), self.dependencies.clone());
-        // The output tools are the application's own, not the hooks' to drop: they stay last.
-        let (outputs, offered): (Vec<_>, Vec<_>) =
-            self.registry.definitions().iter().cloned().partition(|d| self.registry.is_output(&d.name));
-        let mut definitions = prepare(&self.hooks, &ctx, offered).await?;
-        for hooks in toolset_hooks {
-            let of_toolset = |definition: &ToolDefinition| {
-                self.registry.get(&definition.name).is_some_and(|t| Arc::ptr_eq(&t.hooks, hooks))
-            };
-            let Some(at) = definitions.iter().position(of_toolset) else { continue };
-            let (own, mut rest): (Vec<_>, Vec<_>) = definitions.into_iter().partition(of_toolset);
-            let own = prepare(hooks, &ctx, own).await?;
-            if let Some(stranger) = own.iter().find(|definition| !of_toolset(definition)) {
-                return Err(format!(
-                    "a toolset's hooks' `prepare_tools` returned the tool `{}`, which is not the toolset's",
-                    stranger.name
-                ));
-            }
-            rest.splice(at..at, own);
-            definitions = rest;
-        }
-        definitions.extend(outputs);
-        self.registry.prepared(definitions).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))
     }
 
     /// One model request, its outcome handed to the machine.
@@ -259,7 +233,7 @@ impl Run<'_> {
         let request = ModelRequest {
             messages: machine.state.history.messages(),
             tools: &offered,
-            output: self.agent.output_asked.as_ref(),
+            output: self.output.asked.as_ref(),
             toolset_instructions: self.registry.instructions(),
             run_id: &machine.run_id,
             step,

@@ -21,18 +21,24 @@ use crate::registry::{Registration, Source, ToolsetTraits};
 use crate::scheduler::CallOutcome;
 use crate::tool::{Answered, Tool, ToolContext, ToolDefinition, ToolError, ToolResult};
 
-/// The listing of a step's tools, for an agent with dynamic toolsets (an MCP server's, say).
+/// The listing of a step's tools, for an agent with dynamic toolsets (an MCP server's, say)
+/// or hooks that prepare each step's tools.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ListTask {
     pub run_id: String,
     pub step: u32,
 }
 
-/// What the dynamic toolsets listed for a step; opaque, but it serialises.
+/// What the dynamic toolsets listed for a step, and what the hooks' `prepare_tools` made
+/// of the step's tools; opaque, but it serialises.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolListing {
     pub(crate) step: u32,
     pub(crate) tools: Vec<ListedTool>,
+    /// The step's definitions as the agent's and toolsets' hooks prepared them, in the
+    /// order offered; `None` when no hook prepares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) prepared: Option<Vec<ToolDefinition>>,
     /// A `tool_refused` event for each tool a toolset left out.
     pub(crate) refused: Vec<EventKind>,
     /// The instructions of the toolsets that listed tools, by toolset name (once each, not
@@ -75,13 +81,13 @@ impl ToolListing {
                 }
             })
             .collect();
-        Self { step, tools, refused, instructions }
+        Self { step, tools, prepared: None, refused, instructions }
     }
 
-    /// The listed tools as registrations, known by their definitions: the run's side
+    /// The listed tools as registrations, known by their definitions (the run's side
     /// checks, plans and renders them; their calls run where they were listed, under their
-    /// toolset's hooks there.
-    pub(crate) fn registrations(self) -> (Vec<Registration>, Vec<EventKind>) {
+    /// toolset's hooks there), the prepared definitions, and the `tool_refused` events.
+    pub(crate) fn registrations(self) -> (Vec<Registration>, Option<Vec<ToolDefinition>>, Vec<EventKind>) {
         let mut shared: Vec<(Source, ConcurrencyLimit)> = Vec::new();
         let listed = self
             .tools
@@ -108,7 +114,7 @@ impl ToolListing {
                 }
             })
             .collect();
-        (listed, self.refused)
+        (listed, self.prepared, self.refused)
     }
 }
 

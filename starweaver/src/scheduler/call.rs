@@ -190,6 +190,18 @@ pub(crate) async fn invoke_alone(
     (outcome, run.events.finish().0.into_iter().map(|event| event.kind).collect())
 }
 
+/// The error of a call of `name`, a tool `registry` does not have.
+pub(crate) fn not_found(name: &str, registry: &ToolRegistry) -> ToolError {
+    // A deferred catalog stays out of the model's context, so it is never listed here.
+    let message = if registry.defers() {
+        format!("unknown tool `{name}`; `search_tools` finds tools by what they do")
+    } else {
+        let available = registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        format!("unknown tool `{name}`; available tools: {available}")
+    };
+    ToolError::new(ToolErrorKind::NotFound, message)
+}
+
 /// Runs one call to its end (value, error, or a suspension for a human).
 pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> CallOutcome {
     let call = request.part;
@@ -199,14 +211,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
             announce(env, &request, None, None, Vec::new());
-            // A deferred catalog stays out of the model's context, so it is never listed here.
-            let message = if env.registry.defers() {
-                format!("unknown tool `{}`; `search_tools` finds tools by what they do", call.name)
-            } else {
-                let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-                format!("unknown tool `{}`; available tools: {available}", call.name)
-            };
-            return ToolReturn::failure(call, ToolError::new(ToolErrorKind::NotFound, message), Map::new()).into();
+            return ToolReturn::failure(call, not_found(&call.name, env.registry), Map::new()).into();
         };
         let arguments = match object_arguments(arguments_of(&request)) {
             Ok(arguments) => arguments,

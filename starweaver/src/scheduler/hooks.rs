@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use crate::hook::{Before, HookCall, Hooked, Hooks};
 use crate::message::ToolCallPart;
-use crate::tool::{ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message};
+use crate::registry::ToolRegistry;
+use crate::tool::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message};
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
 #[derive(Clone, Copy)]
@@ -138,9 +139,50 @@ async fn guarded<'h, T>(
     }
 }
 
+/// A step's tools as the hooks' `prepare_tools` leave them, or `None` when no hook sees
+/// them: `hooks` (a run's and the agent's) see every tool, then each toolset's hooks see
+/// (and may drop) only their toolset's, which stay where the toolset's first tool was. The
+/// output tools are the application's own, not the hooks' to drop: they stay last.
+///
+/// # Errors
+/// Why the run cannot go on: a hook's failure or panic, named, or tools a hook added.
+pub(crate) async fn prepare_step(
+    registry: &ToolRegistry,
+    hooks: &[Arc<dyn Hooks>],
+    run_id: &Arc<str>,
+    dependencies: &Dependencies,
+) -> Result<Option<ToolRegistry>, String> {
+    let toolset_hooks = registry.toolset_hooks();
+    if hooks.is_empty() && toolset_hooks.is_empty() {
+        return Ok(None);
+    }
+    let mut ctx = ToolContext::detached("");
+    (ctx.run_id, ctx.tool_call_id, ctx.dependencies) = (run_id.clone(), Arc::from(""), dependencies.clone());
+    let (outputs, offered): (Vec<_>, Vec<_>) =
+        registry.definitions().iter().cloned().partition(|d| registry.is_output(&d.name));
+    let mut definitions = prepare(hooks, &ctx, offered).await?;
+    for hooks in &toolset_hooks {
+        let of_toolset =
+            |definition: &ToolDefinition| registry.get(&definition.name).is_some_and(|t| Arc::ptr_eq(&t.hooks, hooks));
+        let Some(at) = definitions.iter().position(of_toolset) else { continue };
+        let (own, mut rest): (Vec<_>, Vec<_>) = definitions.into_iter().partition(of_toolset);
+        let own = prepare(hooks, &ctx, own).await?;
+        if let Some(stranger) = own.iter().find(|definition| !of_toolset(definition)) {
+            return Err(format!(
+                "a toolset's hooks' `prepare_tools` returned the tool `{}`, which is not the toolset's",
+                stranger.name
+            ));
+        }
+        rest.splice(at..at, own);
+        definitions = rest;
+    }
+    definitions.extend(outputs);
+    registry.prepared(definitions).map(Some).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))
+}
+
 /// The definitions a step offers after `hooks`' `prepare_tools`, each given what the one
 /// before it left; or why the run cannot go on (a hook's failure or panic, named).
-pub(crate) async fn prepare(
+async fn prepare(
     hooks: &[Arc<dyn Hooks>],
     ctx: &ToolContext,
     mut definitions: Vec<ToolDefinition>,

@@ -12,8 +12,8 @@ mod hooks;
 mod plan;
 
 pub(crate) use call::{
-    Ahead, CallEnv, CallOutcome, CallRequest, Served, ToolReturn, chain_ahead, invoke, invoke_alone,
+    Ahead, CallEnv, CallOutcome, CallRequest, Served, ToolReturn, chain_ahead, invoke, invoke_alone, not_found,
 };
 pub(crate) use channel::RunChannel;
-pub(crate) use hooks::prepare;
+pub(crate) use hooks::prepare_step;
 pub use plan::{CallPlan, PlannedCall};

@@ -60,6 +60,11 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"tool_calls": [_call("c1", "final_result", {"number": 7})]},
         {"tool_calls": [_call("c2", "final_result", {"number": "T-1", "total_cents": 5})]},
     ],
+    # A call to a tool the hooks' `prepare_tools` dropped, then one to a tool they kept.
+    "prepared": [
+        {"tool_calls": [_call("c1", "admin_wipe"), _call("c2", "fetch", {"i": 3})]},
+        {"text": "prepared"},
+    ],
     # A prompted answer whose first try is not JSON.
     "prompted": [{"text": "P-2, one cent"}, {"text": '{"number": "P-2", "total_cents": 1}'}],
     "desk": [
@@ -76,6 +81,9 @@ def _respond(messages: Any, info: Any) -> dict[str, Any]:
     if log:
         with open(log, "a") as out:
             out.write(f"{prompt} {info['step']}\n")
+    if prompt == "prepared" and log:
+        with open(log, "a") as out:
+            out.write(f"offered {','.join(d['name'] for d in info['tools'])}\n")
     if prompt == "model fails":
         raise RuntimeError("the model is down")
     step: int = info["step"]
@@ -207,6 +215,24 @@ temporal_typed_agent = TemporalAgent(typed_agent, name="starweaver_tests_typed")
 # The same output asked for in the instructions: the answer's text is checked in an activity.
 prompted_agent = create_agent(model=FunctionModel(_respond), output_type=PromptedOutput(Invoice))
 temporal_prompted_agent = TemporalAgent(prompted_agent, name="starweaver_tests_prompted")
+
+
+@tool
+async def admin_wipe() -> str:
+    """Wipe everything."""
+    return "wiped"
+
+
+class HideAdmin:
+    """Offers the model no `admin_*` tool."""
+
+    def prepare_tools(self, ctx: ToolContext, definitions: list[Any]) -> list[Any]:
+        return [d for d in definitions if not d.name.startswith("admin_")]
+
+
+# An agent whose hooks hide a tool: its workflow lists each step's tools in an activity.
+prepared_agent = create_agent(model=FunctionModel(_respond), tools=[fetch, admin_wipe], hooks=[HideAdmin()])
+temporal_prepared_agent = TemporalAgent(prepared_agent, name="starweaver_tests_prepared")
 # What the workers run.
 WORKER_AGENTS = [
     *TEMPORAL_AGENTS,
@@ -214,4 +240,5 @@ WORKER_AGENTS = [
     temporal_limited_agent,
     temporal_typed_agent,
     temporal_prompted_agent,
+    temporal_prepared_agent,
 ]
