@@ -38,6 +38,7 @@ use crate::output::{EndStrategy, OutputMode, OutputSpec, OutputValidator, prompt
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
 use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone};
+use crate::search::ToolSearch;
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
@@ -213,6 +214,7 @@ impl Agent {
         let request = ModelRequest {
             messages: history.messages(),
             tools: task.tools.as_deref().unwrap_or_else(|| self.inner.registry.definitions()),
+            deferred: &task.deferred,
             output: self.inner.output_asked.as_ref(),
             toolset_instructions: &task.toolset_instructions,
             run_id: &task.run_id,
@@ -428,6 +430,24 @@ impl AgentBuilder {
         self
     }
 
+    /// Who searches the deferred tools ([`ToolSearch::Local`] by default: the run, through
+    /// `search_tools`). [`ToolSearch::Native`] hands them to the provider's own search
+    /// (Anthropic's tool search tool, OpenAI Responses' `tool_search`); a model without one
+    /// is refused by [`build`](Self::build).
+    ///
+    /// ```
+    /// use starweaver::search::ToolSearch;
+    /// use starweaver::testing::TestModel;
+    /// use starweaver::{Agent, Error};
+    ///
+    /// let refused = Agent::builder(TestModel::new([])).tool_search(ToolSearch::Native).build();
+    /// assert!(matches!(refused, Err(Error::InvalidOption { option: "tool_search", .. })));
+    /// ```
+    pub fn tool_search(mut self, search: ToolSearch) -> Self {
+        self.rules.tool_search = search;
+        self
+    }
+
     /// Runs answer with a `T` ([`RunResult::output_as`]) instead of text: the model is
     /// offered an output tool whose parameters are `T`'s schema (`final_result`), and a
     /// call to it that decodes ends the run with its value. Called again, each type is a
@@ -515,6 +535,17 @@ impl AgentBuilder {
         }
         if let Some(error) = self.output_errors.into_iter().next() {
             return Err(error.into());
+        }
+        if self.rules.tool_search == ToolSearch::Native && !self.model.native_tool_search() {
+            let model = match self.model.protocol() {
+                Some(protocol) => format!("the `{protocol}` protocol"),
+                None => "this model".to_owned(),
+            };
+            let message = format!(
+                "{model} has no native tool search (the `anthropic` and `openai-responses` protocols have one): \
+                 search locally instead (`ToolSearch::Local`, `tool_search=\"local\"`, the default)"
+            );
+            return Err(Error::InvalidOption { option: "tool_search", message });
         }
         let output = self.output.build()?;
         let mut instructions = self.instructions;

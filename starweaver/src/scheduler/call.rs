@@ -200,7 +200,9 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         let Some(tool) = env.registry.get(&call.name) else {
             announce(env, &request, None, None, Vec::new());
             // A deferred catalog stays out of the model's context, so it is never listed here.
-            let message = if env.registry.defers() {
+            let message = if env.registry.searches_natively() {
+                format!("unknown tool `{}`; the tool search finds tools by what they do", call.name)
+            } else if env.registry.defers() {
                 format!("unknown tool `{}`; `search_tools` finds tools by what they do", call.name)
             } else {
                 let available = env.registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
