@@ -7,6 +7,7 @@ use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::output::OutputMode;
+use starweaver::search::ToolSearch;
 use starweaver::{Agent, ApprovalRule, CancellationToken, EndStrategy, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::RustFuture;
@@ -87,7 +88,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_mode=None, output_retries=None, end_strategy=None, output_check=None, output_decoder=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output_tools=None, output_text=false, output_mode=None, output_retries=None, end_strategy=None, output_check=None, output_decoder=None, tool_search=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -124,6 +125,8 @@ impl PyAgent {
         output_check: Option<Py<PyAny>>,
         #[gen_stub(override_type(type_repr = "typing.Callable[[str, typing.Any], typing.Any] | None", imports = ("typing",)))]
         output_decoder: Option<Py<PyAny>>,
+        #[gen_stub(override_type(type_repr = "typing.Literal['local', 'native'] | None", imports = ("typing",)))]
+        tool_search: Option<&str>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -184,6 +187,15 @@ impl PyAgent {
         if let Some(retries) = output_retries {
             builder = builder.output_retries(retries);
         }
+        builder = match tool_search {
+            None | Some("local") => builder,
+            Some("native") => builder.tool_search(ToolSearch::Native),
+            Some(other) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "`tool_search` must be \"local\" or \"native\", got {other:?}"
+                )));
+            }
+        };
         builder = match end_strategy {
             None | Some("early") => builder,
             Some("exhaustive") => builder.end_strategy(EndStrategy::Exhaustive),

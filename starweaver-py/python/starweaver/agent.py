@@ -400,6 +400,7 @@ class AgentOptions(TypedDict, total=False):
     output_retries: int | None
     output_validators: Iterable[OutputValidator]
     end_strategy: Literal["early", "exhaustive"]
+    tool_search: Literal["local", "native"]
 
 
 ModelLike: TypeAlias = "str | ProviderModel | TestModel | FunctionModel"
@@ -479,7 +480,12 @@ def create_agent(
     ``@agent.output_validator``) check each output: ``(ctx, output)``, sync or async,
     returning it (changed or not) or raising ``ModelRetry``. ``end_strategy`` says what
     becomes of a response's other calls when it calls an output tool: ``"early"`` (they do
-    not run, each returning that it was not run) or ``"exhaustive"`` (they run first). Raises
+    not run, each returning that it was not run) or ``"exhaustive"`` (they run first).
+    ``tool_search`` says who searches the deferred tools (``defer_loading=True``,
+    ``toolset.deferred()``): ``"local"`` (the default: the model is offered
+    ``search_tools``, answered by the run) or ``"native"`` (the provider's own search:
+    Anthropic's tool search tool, OpenAI Responses' ``tool_search``; any other model is
+    refused with ``RegistrationError``). Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
     be opened, ``TypeError`` for ``deps`` that are not a ``deps_type``."""
     # Type checkers join a wrong `deps` with `deps_type` rather than refuse it, so the
@@ -524,6 +530,7 @@ def create_agent(
         max_return_chars=options.get("max_return_chars"),
         output_retries=options.get("output_retries"),
         end_strategy=options.get("end_strategy", "early"),
+        tool_search=options.get("tool_search", "local"),
         **output_options,
     )
     return Agent(native, _Deps(deps_type, has_deps=deps is not None), output)
