@@ -559,7 +559,7 @@ mod tests {
 
     use super::*;
 
-    fn answer(content: Value) -> ModelResponse {
+    fn answer(content: &Value) -> ModelResponse {
         let body = json!({"content": content, "stop_reason": "end_turn"});
         Anthropic.parse(serde_json::from_value(body).unwrap(), 1).unwrap()
     }
@@ -570,7 +570,7 @@ mod tests {
                           "input": {"pattern": "weather"}});
         let error = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
                            "content": {"type": "tool_search_tool_result_error", "error_code": "unavailable"}});
-        let response = answer(json!([call, error]));
+        let response = answer(&json!([call, error]));
         let items: Vec<&Value> = provider_items(&response.parts, Anthropic::FORMAT).collect();
         assert_eq!(items, [&call, &error]);
         assert!(response.loaded.is_empty());
@@ -584,7 +584,7 @@ mod tests {
         let found = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
                            "content": {"type": "tool_search_tool_search_result",
                                        "tool_references": [{"type": "tool_reference", "tool_name": "get_weather"}]}});
-        let response = answer(json!([web, call, found]));
+        let response = answer(&json!([web, call, found]));
         assert_eq!(response.parts.len(), 2, "{:?}", response.parts);
         let loaded = LoadedTools { names: vec!["get_weather".into()], query: Some("weather|forecast".into()) };
         assert_eq!(response.loaded, [loaded]);
