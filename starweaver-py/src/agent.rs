@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pyo3::prelude::*;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
+use starweaver::search::ToolSearch;
 use starweaver::{Agent, ApprovalRule, CancellationToken, HitlDecisions, Model, RunOptions, Session};
 
 use crate::bridge::RustFuture;
@@ -86,7 +87,7 @@ impl PyAgent {
 
     /// Validates every tool and option; raises `RegistrationError` naming what is wrong.
     #[new]
-    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output=None))]
+    #[pyo3(signature = (model, tools, *, toolsets=None, instructions=None, approval_required_tools=None, max_concurrency=None, max_steps=None, deps=None, session_store=None, require_parameter_descriptions=false, elicitation_handler=None, usage_limits=None, hooks=None, max_return_chars=None, output=None, tool_search=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -110,6 +111,8 @@ impl PyAgent {
         hooks: Option<Vec<PyRef<'_, PyNativeHooks>>>,
         max_return_chars: Option<u32>,
         output: Option<PyRef<'_, PyOutputSpec>>,
+        #[gen_stub(override_type(type_repr = "typing.Literal['local', 'native'] | None", imports = ("typing",)))]
+        tool_search: Option<&str>,
     ) -> PyResult<Self> {
         let model: Arc<dyn Model> = if let Ok(m) = model.cast::<PyTestModel>() {
             m.get().0.clone()
@@ -155,6 +158,15 @@ impl PyAgent {
         if let Some(spec) = output {
             builder = builder.output(spec.output.clone());
         }
+        builder = match tool_search {
+            None | Some("local") => builder,
+            Some("native") => builder.tool_search(ToolSearch::Native),
+            Some(other) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "`tool_search` must be \"local\" or \"native\", got {other:?}"
+                )));
+            }
+        };
         if let Some(deps) = deps {
             builder = builder.dependencies(py_deps(deps));
         }

@@ -240,14 +240,15 @@ impl DurableRun {
             Next::RequestModel { step } => {
                 let messages = machine.state.history.to_json();
                 // Deferred tools make each request's tools depend on what the run loaded.
-                let tools = (lists_tools || self.tools.defers())
-                    .then(|| self.tools.offered(&machine.state.loaded).into_owned());
+                let offered = self.tools.offered(&machine.state.loaded);
+                let tools = (lists_tools || self.tools.defers()).then(|| offered.tools.into_owned());
                 let toolset_instructions = self.tools.instructions().to_vec();
                 Step::RequestModel(ModelTask {
                     run_id: self.run_id.to_string(),
                     step,
                     messages,
                     tools,
+                    deferred: offered.deferred,
                     toolset_instructions,
                 })
             }

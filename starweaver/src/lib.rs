@@ -110,10 +110,12 @@ pub use hitl::{
 };
 pub use hook::Hooks;
 pub use message::{
-    History, HostFields, Message, Messages, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, ToolReturnRecord,
+    History, HostFields, Message, Messages, ProviderItem, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart,
+    ToolReturnRecord,
 };
 pub use model::{
-    FinishReason, Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+    FinishReason, LoadedTools, Model, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse,
+    ToolCallDelta, Usage,
 };
 pub use output::{EndStrategy, OutputValidator};
 pub use registry::ToolRegistry;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, JsonInput, Result};
+use crate::render::Provider;
 
 /// One message of a conversation, as a provider sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +104,58 @@ pub enum ResponsePart {
     },
     /// A request to call a tool.
     ToolCall(ToolCallPart),
+    /// An item only the provider that sent it reads (its own tool search's call and
+    /// result), kept so the next request to that protocol sends it back as it came.
+    ProviderItem(ProviderItem),
+}
+
+/// A provider's own item in a response: `{"kind": "provider_item", "protocol", "item"}`.
+///
+/// The run does not read it: the protocol that sent it replays it verbatim in later
+/// requests (the providers require their search's blocks again), and every other protocol
+/// leaves it out.
+///
+/// ```
+/// use serde_json::json;
+/// use starweaver::{ProviderItem, ResponsePart};
+/// use starweaver::render::Provider;
+///
+/// let block = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25",
+///                    "input": {"query": "weather"}});
+/// let part = ResponsePart::ProviderItem(ProviderItem::new(Provider::Anthropic, block.clone()));
+/// let ResponsePart::ProviderItem(item) = &part else { unreachable!() };
+/// assert_eq!(item.replayed_to(Provider::Anthropic), Some(&block));
+/// assert_eq!(item.replayed_to(Provider::OpenAiResponses), None);
+/// assert_eq!(serde_json::to_value(&part).unwrap()["protocol"], "anthropic");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderItem {
+    /// The protocol that sent it, as [`Provider::as_str`] names it (`anthropic`,
+    /// `openai-responses`).
+    pub protocol: String,
+    /// The item exactly as the provider sent it.
+    pub item: Value,
+}
+
+/// The items `protocol` sent among `parts`, in order.
+pub(crate) fn provider_items(parts: &[ResponsePart], protocol: Provider) -> impl Iterator<Item = &Value> {
+    parts.iter().filter_map(move |part| match part {
+        ResponsePart::ProviderItem(item) => item.replayed_to(protocol),
+        ResponsePart::Text { .. } | ResponsePart::ToolCall(_) => None,
+    })
+}
+
+impl ProviderItem {
+    /// `item`, as `protocol` sent it.
+    pub fn new(protocol: Provider, item: Value) -> Self {
+        Self { protocol: protocol.as_str().to_owned(), item }
+    }
+
+    /// The item, if `protocol` sent it (what a request to `protocol` sends back).
+    pub fn replayed_to(&self, protocol: Provider) -> Option<&Value> {
+        (self.protocol == protocol.as_str()).then_some(&self.item)
+    }
 }
 
 /// A tool call as the model sent it.
@@ -136,7 +189,7 @@ impl Message {
             .iter()
             .filter_map(|p| match p {
                 ResponsePart::Text { text } => Some(text.as_str()),
-                ResponsePart::ToolCall(_) => None,
+                ResponsePart::ToolCall(_) | ResponsePart::ProviderItem(_) => None,
             })
             .collect();
         (!texts.is_empty()).then(|| texts.join("\n"))
@@ -150,7 +203,7 @@ impl Message {
         };
         parts.iter().enumerate().filter_map(|(p, part)| match part {
             ResponsePart::ToolCall(call) => Some((p, call)),
-            ResponsePart::Text { .. } => None,
+            ResponsePart::Text { .. } | ResponsePart::ProviderItem(_) => None,
         })
     }
 }
@@ -415,6 +468,21 @@ mod tests {
         let model_view = serde_json::to_value(history.messages()).unwrap();
         assert!(!model_view.to_string().contains("private_metadata"));
         assert_eq!(History::from_json(&json).unwrap(), history);
+    }
+
+    #[test]
+    fn a_providers_item_round_trips_as_it_came() {
+        let item = json!({"type": "tool_search_output", "id": "tso_1", "tools": [{"type": "function", "name": "t"}]});
+        let canonical = json!([
+            {"kind": "request", "parts": [{"kind": "user_prompt", "text": "go"}]},
+            {"kind": "response", "parts": [{"kind": "provider_item", "protocol": "openai-responses", "item": item}]},
+        ]);
+        let history = History::from_json(&canonical).unwrap();
+        assert_eq!(history.to_json(), canonical);
+        let Message::Response { parts } = &*history.messages()[1] else { panic!("a response") };
+        assert_eq!(provider_items(parts, Provider::OpenAiResponses).collect::<Vec<_>>(), [&item]);
+        assert_eq!(provider_items(parts, Provider::Anthropic).count(), 0);
+        assert_eq!(history.messages()[1].text(), None);
     }
 
     #[test]

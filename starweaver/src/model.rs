@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, JsonInput, Result};
 use crate::message::{Messages, ResponsePart, ToolCallPart};
+use crate::render::Provider;
 use crate::tool::ToolDefinition;
 
 /// What a model is asked: the model-facing history and the tool definitions.
@@ -19,6 +20,11 @@ pub struct ModelRequest<'a> {
     pub messages: &'a Messages,
     /// The tools the model may call.
     pub tools: &'a [ToolDefinition],
+    /// The deferred tools the provider's own search may load, when the agent asks for
+    /// native tool search ([`ToolSearch::Native`](crate::search::ToolSearch::Native)): sent
+    /// after `tools`, marked deferred, with the provider's search tool. Empty otherwise, and
+    /// always for a model without [`Model::native_tool_search`].
+    pub deferred: &'a [ToolDefinition],
     /// The output's definition when the run asks for native output: the provider's
     /// JSON-schema response format with its `parameters` as the schema (see
     /// [`Model::native_output`]).
@@ -42,6 +48,7 @@ impl fmt::Debug for ModelRequest<'_> {
         f.debug_struct("ModelRequest")
             .field("messages", &self.messages.len())
             .field("tools", &self.tools.len())
+            .field("deferred", &self.deferred.len())
             .field("toolset_instructions", &self.toolset_instructions.len())
             .field("run_id", &self.run_id)
             .field("step", &self.step)
@@ -123,6 +130,21 @@ pub struct ModelResponse {
     /// Why the answer ended, when the model says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<FinishReason>,
+    /// What the provider's own tool search loaded while answering (native tool search),
+    /// one entry per search that found tools; the search itself is among `parts` as
+    /// [`ResponsePart::ProviderItem`]s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded: Vec<LoadedTools>,
+}
+
+/// The tools one search of the provider's own loaded (native tool search).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoadedTools {
+    /// The tools' names, as the provider gave them.
+    pub names: Vec<String>,
+    /// What the model searched for, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
 }
 
 /// Why a model's answer ended: each provider's reasons, read the same way.
@@ -182,7 +204,7 @@ impl ModelResponse {
 
     /// A response of these parts, with no usage reported.
     pub fn from_parts(parts: Vec<ResponsePart>) -> Self {
-        Self { parts, usage: None, model_name: None, finish_reason: None }
+        Self { parts, usage: None, model_name: None, finish_reason: None, loaded: Vec::new() }
     }
 
     /// Reads one scripted response: `{"text": ...}`, `{"tool_calls": [{"id", "name",
@@ -338,6 +360,18 @@ pub trait Model: Send + Sync + 'static {
         false
     }
 
+    /// Whether the model's provider searches deferred tools itself: it takes
+    /// [`ModelRequest::deferred`], replays its search's [`ResponsePart::ProviderItem`]s, and
+    /// reports what the search loaded in [`ModelResponse::loaded`].
+    fn native_tool_search(&self) -> bool {
+        false
+    }
+
+    /// The wire protocol the model speaks, for models that call a provider.
+    fn protocol(&self) -> Option<Provider> {
+        None
+    }
+
     /// The model asked for (`gen_ai.request.model`), for models that name one.
     fn model_name(&self) -> Option<&str> {
         None
@@ -355,6 +389,14 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 
     fn native_output(&self) -> bool {
         (**self).native_output()
+    }
+
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
+    }
+
+    fn protocol(&self) -> Option<Provider> {
+        (**self).protocol()
     }
 
     fn model_name(&self) -> Option<&str> {

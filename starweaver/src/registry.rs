@@ -9,7 +9,7 @@ use crate::concurrency::{ConcurrencyLimit, Limit};
 use crate::error::{DefinitionError, DefinitionErrorKind, Error, Result};
 use crate::hitl::ApprovalPolicy;
 use crate::hook::Hooks;
-use crate::search::{SEARCH_TOOL, ToolIndex, search_tool};
+use crate::search::{SEARCH_TOOL, ToolIndex, ToolSearch, search_tool};
 use crate::tool::{Tool, ToolDefinition};
 use crate::toolset::Toolset;
 
@@ -215,6 +215,15 @@ pub(crate) struct RegistrationRules {
     pub require_parameter_descriptions: bool,
     /// The agent's return-size limit.
     pub max_return_chars: Option<u32>,
+    /// Who searches the deferred tools, which decides what a request offers.
+    pub tool_search: ToolSearch,
+}
+
+/// What one model request offers: the tools sent as such, and the deferred tools handed
+/// to the provider's own search (native tool search; none otherwise).
+pub(crate) struct Offered<'a> {
+    pub tools: Cow<'a, [ToolDefinition]>,
+    pub deferred: Vec<ToolDefinition>,
 }
 
 /// The tools of an agent: unique names, validated definitions.
@@ -229,12 +238,14 @@ pub struct ToolRegistry {
     deferred: Vec<usize>,
     /// The search index of the deferred tools, built at the first search.
     search: OnceLock<ToolIndex>,
+    /// Who searches the deferred tools.
+    tool_search: ToolSearch,
 }
 
 impl ToolRegistry {
     /// Registers tools (each with its toolset's name and id, if any) under a policy.
     pub(crate) fn new(entries: Vec<Registration>, policy: &ApprovalPolicy, rules: RegistrationRules) -> Result<Self> {
-        let mut registry = Self::default();
+        let mut registry = Self { tool_search: rules.tool_search, ..Self::default() };
         for Registration { tool, source, hooks, toolset } in entries {
             tool.validate()?;
             let definition = tool.definition().clone();
@@ -281,7 +292,7 @@ impl ToolRegistry {
             registry.definitions.push(definition);
         }
         registry.collect_instructions();
-        if let Some(tool) = registry.get(SEARCH_TOOL).filter(|_| registry.defers()) {
+        if let Some(tool) = registry.get(SEARCH_TOOL).filter(|_| registry.defers() && !registry.searches_natively()) {
             return Err(Error::ToolCollision {
                 name: SEARCH_TOOL.to_owned(),
                 first: tool.source.to_string(),
@@ -307,7 +318,7 @@ impl ToolRegistry {
     /// # Errors
     /// What is wrong with `definitions`: a tool this registry does not have, or one given twice.
     pub(crate) fn prepared(&self, definitions: Vec<ToolDefinition>) -> std::result::Result<Self, String> {
-        let mut registry = Self::default();
+        let mut registry = Self { tool_search: self.tool_search, ..Self::default() };
         for definition in definitions {
             let Some(tool) = self.get(&definition.name) else {
                 return Err(format!(
@@ -368,6 +379,12 @@ impl ToolRegistry {
         !self.deferred.is_empty()
     }
 
+    /// Whether the provider searches the deferred tools (native tool search) instead of
+    /// the run (`search_tools`).
+    pub(crate) fn searches_natively(&self) -> bool {
+        self.defers() && self.tool_search == ToolSearch::Native
+    }
+
     /// Whether the tool called `name` is deferred.
     pub(crate) fn is_deferred(&self, name: &str) -> bool {
         self.get(name).is_some_and(|tool| tool.deferred)
@@ -385,23 +402,30 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// The definitions a model request sends when `loaded` (in load order) are the deferred
-    /// tools loaded so far: every tool not deferred, in registration order, then
-    /// `search_tools`, then the loaded ones in load order. A tool loaded later only adds to
-    /// the end, so the rendered tools of an earlier request stay a byte-identical prefix
-    /// (a provider's cached prompt prefix holds). Without deferred tools, every definition.
-    pub(crate) fn offered(&self, loaded: &[Arc<str>]) -> Cow<'_, [ToolDefinition]> {
+    /// What a model request offers when `loaded` (in load order) are the deferred tools
+    /// loaded so far: every tool not deferred, in registration order, then `search_tools`,
+    /// then the loaded ones in load order. A tool loaded later only adds to the end, so the
+    /// rendered tools of an earlier request stay a byte-identical prefix (a provider's
+    /// cached prompt prefix holds). With native tool search, the tools not deferred, and
+    /// every deferred one for the provider's search, whatever is loaded. Without deferred
+    /// tools, every definition.
+    pub(crate) fn offered(&self, loaded: &[Arc<str>]) -> Offered<'_> {
         if !self.defers() {
-            return Cow::Borrowed(&self.definitions);
+            return Offered { tools: Cow::Borrowed(&self.definitions), deferred: Vec::new() };
         }
-        let always = self.tools.iter().zip(&self.definitions).filter(|(tool, _)| !tool.deferred);
-        let mut offered: Vec<ToolDefinition> = always.map(|(_, definition)| definition.clone()).collect();
+        let (deferred, always): (Vec<_>, Vec<_>) =
+            self.tools.iter().zip(&self.definitions).partition(|(tool, _)| tool.deferred);
+        let mut offered: Vec<ToolDefinition> = always.into_iter().map(|(_, definition)| definition.clone()).collect();
+        if self.searches_natively() {
+            let deferred = deferred.into_iter().map(|(_, definition)| definition.clone()).collect();
+            return Offered { tools: Cow::Owned(offered), deferred };
+        }
         offered.push(search_tool().clone());
         let loaded = loaded
             .iter()
             .filter_map(|name| self.index.get(&**name))
             .filter_map(|&i| self.tools.get(i).filter(|tool| tool.deferred).and_then(|_| self.definitions.get(i)));
         offered.extend(loaded.cloned());
-        Cow::Owned(offered)
+        Offered { tools: Cow::Owned(offered), deferred: Vec::new() }
     }
 }

@@ -1,6 +1,7 @@
 //! A deterministic local ranking of tools for a query: BM25 over each tool's name (split
 //! into words at `_`, `-` and case changes), description, and parameter names and
-//! descriptions. What `search_tools` answers with when tools are deferred (DESIGN.md §20).
+//! descriptions. What `search_tools` answers with when tools are deferred (DESIGN.md §20),
+//! unless the agent hands its deferred tools to the provider's own search ([`ToolSearch`]).
 //!
 //! The index is built once per tool list and only read afterwards, so one search costs a
 //! walk of the postings of the query's words, not of the catalog.
@@ -19,6 +20,26 @@ pub const DEFAULT_LIMIT: usize = 5;
 /// The most tools one search may find: a search loads what it finds, and loading much of
 /// a catalog at once is what deferring it avoids.
 pub const MAX_LIMIT: usize = 20;
+
+/// Who searches an agent's deferred tools.
+///
+/// ```
+/// use starweaver::search::ToolSearch;
+///
+/// assert_eq!(ToolSearch::default(), ToolSearch::Local);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolSearch {
+    /// The run: the model is offered [`SEARCH_TOOL`], answered with [`ToolIndex`], and a
+    /// tool it finds is sent from the next request on. Every model can take this.
+    #[default]
+    Local,
+    /// The provider: every deferred definition is sent marked deferred, with the
+    /// provider's own search tool, and the provider loads what its search finds (Anthropic's
+    /// tool search tool, OpenAI Responses' `tool_search`). An agent on a model without one
+    /// is refused when it is built ([`Model::native_tool_search`](crate::Model::native_tool_search)).
+    Native,
+}
 
 /// The definition of [`SEARCH_TOOL`], as every request that offers it sends it.
 ///

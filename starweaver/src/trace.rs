@@ -85,7 +85,8 @@ pub enum SpanKind {
     ModelRequest,
     /// One tool call, all attempts included.
     ToolCall,
-    /// The `search_tools` calls of a response, answered by the run itself.
+    /// The `search_tools` calls of a response, answered by the run itself; or what the
+    /// provider's own search loaded while answering (native tool search).
     ToolSearch,
 }
 

@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 use starweaver::content::{Audio, Document, Image, Part, Text};
 use starweaver::output::OutputMode;
 use starweaver::provider::{AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, Settings, ToolChoice};
+use starweaver::search::ToolSearch;
 use starweaver::{
-    Agent, EventKind, FinishReason, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult, RunStatus,
-    ToolBuilder, ToolContext, ToolError,
+    Agent, AgentBuilder, EventKind, FinishReason, Message, Model, ModelErrorKind, RunError, RunOptions, RunResult,
+    RunStatus, ToolBuilder, ToolContext, ToolError,
 };
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -263,6 +264,7 @@ async fn agent_once(model: Arc<dyn Model>) -> Message {
     let request = starweaver::ModelRequest {
         messages: history.messages(),
         tools: &tools,
+        deferred: &[],
         output: None,
         toolset_instructions: &[],
         run_id: "run_x",
@@ -1196,6 +1198,24 @@ fn rendered_tools(dir: &str, body: &Value) -> Vec<String> {
     tools.as_array().unwrap().iter().map(Value::to_string).collect()
 }
 
+/// `status`, then two deferred tools: `get_weather` (always sunny) and `send_email`.
+fn catalog(model: Arc<dyn Model>) -> AgentBuilder {
+    let weather = ToolBuilder::new("get_weather")
+        .description("Forecast for a city.")
+        .defer_loading(true)
+        .handler(|_: ToolContext, _: Args| async move { Ok(json!("sunny")) })
+        .unwrap();
+    let email = ToolBuilder::new("send_email")
+        .description("Send an email.")
+        .defer_loading(true)
+        .handler(|_: ToolContext, _: Args| async move { Ok(json!("sent")) })
+        .unwrap();
+    Agent::builder(model)
+        .tool(ToolBuilder::new("status").handler(|_: ToolContext, _: Args| async move { Ok(json!("ok")) }).unwrap())
+        .tool(weather)
+        .tool(email)
+}
+
 /// DESIGN.md §20: a search loads tools for the next request, after the always-loaded ones,
 /// so every provider is sent the earlier request's tools again byte for byte (its cached
 /// prompt prefix holds), with the found tool after them.
@@ -1207,22 +1227,7 @@ async fn a_tool_search_keeps_each_providers_rendered_tools_a_byte_identical_pref
             vec![json_body(protocol.dir, "search_tools.json"), json_body(protocol.dir, "text.json")],
         )
         .await;
-        let weather = ToolBuilder::new("get_weather")
-            .description("Forecast for a city.")
-            .defer_loading(true)
-            .handler(|_: ToolContext, _: Args| async move { Ok(json!("sunny")) })
-            .unwrap();
-        let email = ToolBuilder::new("send_email")
-            .description("Send an email.")
-            .defer_loading(true)
-            .handler(|_: ToolContext, _: Args| async move { Ok(json!("sent")) })
-            .unwrap();
-        let agent = Agent::builder(protocol.model(&server.uri()))
-            .tool(ToolBuilder::new("status").handler(|_: ToolContext, _: Args| async move { Ok(json!("ok")) }).unwrap())
-            .tool(weather)
-            .tool(email)
-            .build()
-            .unwrap();
+        let agent = catalog(protocol.model(&server.uri())).build().unwrap();
         let result = agent.run("weather?").await.unwrap();
         assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
         let sent = requests(&server).await;
@@ -1242,4 +1247,131 @@ async fn a_tool_search_keeps_each_providers_rendered_tools_a_byte_identical_pref
             });
         }
     }
+}
+
+/// DESIGN.md §20, native: the deferred tools go to the provider's own search, after its
+/// search tool and marked deferred, in every request alike; its blocks come back in the
+/// next request exactly as they came (streamed or not), and what it loaded is a
+/// `tools_loaded` event and session state, as a local search's is. The found tool runs.
+#[tokio::test]
+async fn native_tool_search_hands_the_deferred_tools_to_the_provider_and_replays_its_search() {
+    let cases = [
+        ("anthropic", "tool_search.json", false, "weather forecast for a city"),
+        ("anthropic", "tool_search_stream.sse", true, "weather forecast for a city"),
+        ("openai_responses", "tool_search.json", false, r#"{"paths":["get_weather"]}"#),
+    ];
+    for (dir, first, streamed, query) in cases {
+        let case = format!("{dir}/{first}");
+        let protocol = PROTOCOLS.into_iter().find(|p| p.dir == dir).unwrap();
+        let replies = if streamed {
+            vec![sse_body(dir, first), sse_body(dir, "text_stream.sse")]
+        } else {
+            vec![json_body(dir, first), json_body(dir, "text.json")]
+        };
+        let server = serve(protocol.path, replies).await;
+        let agent = catalog(protocol.model(&server.uri())).tool_search(ToolSearch::Native).build().unwrap();
+        let mut session = agent.session();
+        let result = if streamed {
+            let mut stream = session.run_stream("weather in Oslo?");
+            while stream.next().await.is_some() {}
+            stream.result().await.unwrap()
+        } else {
+            session.run("weather in Oslo?").await.unwrap()
+        };
+        assert_eq!(result.status, RunStatus::Completed, "{case}: {:?}", result.error);
+        assert_eq!(result.text(), Some("The total is 5."), "{case}");
+        assert_eq!(returns_of(&result)[0].1, json!("sunny"), "{case}: the found tool ran");
+        let loaded: Vec<_> = result
+            .events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::ToolsLoaded { names, query } => Some((names.clone(), query.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(loaded, [(vec!["get_weather".to_owned()], Some(query.to_owned()))], "{case}");
+
+        // The search's items are parts of the history, and survive an export and restore.
+        let state = session.export_state();
+        assert_eq!(state["loaded"], json!(["get_weather"]), "{case}");
+        assert_eq!(agent.restore_session(&state).unwrap().export_state(), state, "{case}");
+        let canonical = result.messages.to_json();
+        assert_eq!(starweaver::History::from_json(&canonical).unwrap(), result.messages, "{case}");
+        let items: Vec<&Value> =
+            canonical[1]["parts"].as_array().unwrap().iter().filter(|part| part["kind"] == "provider_item").collect();
+        assert_eq!(items.len(), 2, "{case}: the search's call and result: {canonical}");
+        let name = if dir == "anthropic" { "anthropic" } else { "openai-responses" };
+        assert!(items.iter().all(|item| item["protocol"] == name), "{case}");
+
+        let sent = requests(&server).await;
+        let (one, two) = (body(&sent[0]), body(&sent[1]));
+        let search_tool = if dir == "anthropic" {
+            json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"})
+        } else {
+            json!({"type": "tool_search"})
+        };
+        assert_eq!(one["tools"][0]["name"], "status", "{case}");
+        assert_eq!(one["tools"][1], search_tool, "{case}");
+        for (at, name) in [(2, "get_weather"), (3, "send_email")] {
+            assert_eq!(one["tools"][at]["name"], name, "{case}");
+            assert_eq!(one["tools"][at]["defer_loading"], true, "{case}");
+        }
+        assert_eq!(one["tools"].as_array().unwrap().len(), 4, "{case}: no `search_tools` of the run's own");
+        assert_eq!(rendered_tools(dir, &two), rendered_tools(dir, &one), "{case}: the same tools, byte for byte");
+        let beta =
+            |request: &Request| request.headers.get("anthropic-beta").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let expected = (dir == "anthropic").then(|| "advanced-tool-use-2025-11-20".to_owned());
+        assert!(sent.iter().all(|request| beta(request) == expected), "{case}: the beta header");
+
+        let answer: Value = serde_json::from_str(&fixture(dir, "tool_search.json")).unwrap();
+        if dir == "anthropic" {
+            assert_eq!(two["messages"][1]["content"], answer["content"], "{case}: the answer's blocks, as they came");
+        } else {
+            let input = two["input"].as_array().unwrap();
+            let at = |item: &Value| input.iter().position(|sent| sent == item);
+            let (call, output) = (at(&answer["output"][0]), at(&answer["output"][1]));
+            assert!(
+                call.is_some() && call.map(|c| c + 1) == output,
+                "{case}: the search's items, as they came: {input:?}"
+            );
+        }
+    }
+}
+
+/// A beta the application asked for stays, and the tool search's joins it.
+#[tokio::test]
+async fn native_tool_search_joins_the_applications_own_anthropic_beta_header() {
+    let server = serve("/v1/messages", vec![json_body("anthropic", "text.json")]).await;
+    let model = AnthropicModel::new("claude-sonnet-4-5")
+        .base_url(server.uri())
+        .api_key(KEY)
+        .header("anthropic-beta", "prompt-caching-2024-07-31");
+    let agent = catalog(Arc::new(model)).tool_search(ToolSearch::Native).build().unwrap();
+    agent.run("hi").await.unwrap();
+    let sent = requests(&server).await;
+    let beta: Vec<&str> = sent[0].headers.get_all("anthropic-beta").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(beta, ["prompt-caching-2024-07-31,advanced-tool-use-2025-11-20"]);
+}
+
+/// A protocol without a native tool search is refused when the agent is built, by name,
+/// and so is a model that calls no provider.
+#[test]
+fn native_tool_search_is_refused_by_name_where_the_protocol_has_none() {
+    for protocol in PROTOCOLS {
+        let built = catalog(protocol.model("http://127.0.0.1:9")).tool_search(ToolSearch::Native).build();
+        match protocol.dir {
+            "anthropic" | "openai_responses" => assert!(built.is_ok(), "{}", protocol.dir),
+            dir => {
+                let error = built.err().unwrap();
+                assert!(matches!(error, starweaver::Error::InvalidOption { option: "tool_search", .. }), "{dir}");
+                let name = dir.replace('_', "-");
+                let message = error.to_string();
+                assert!(message.contains(&format!("the `{name}` protocol has no native tool search")), "{message}");
+                assert!(message.contains(r#"tool_search="local""#), "{message}");
+            }
+        }
+    }
+    let test_model = catalog(Arc::new(starweaver::testing::TestModel::new([]))).tool_search(ToolSearch::Native);
+    let message = test_model.build().err().unwrap().to_string();
+    assert!(message.contains("this model has no native tool search"), "{message}");
 }

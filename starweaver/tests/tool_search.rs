@@ -6,14 +6,20 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use common::*;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use starweaver::durable::{DurableRun, Step};
+use starweaver::render::Provider;
+use starweaver::search::ToolSearch;
 use starweaver::testing::TestModel;
 use starweaver::{
-    Agent, DynamicToolset, Error, EventKind, ModelResponse, RunResult, RunStatus, SpanKind, StaticToolset, Tool,
-    ToolBuilder, ToolContext, Toolset, tool,
+    Agent, DynamicToolset, Error, EventKind, LoadedTools, Model, ModelError, ModelErrorKind, ModelRequest,
+    ModelResponse, ProviderItem, ResponsePart, RunResult, RunStatus, SpanKind, StaticToolset, Tool, ToolBuilder,
+    ToolContext, Toolset, tool,
 };
 
 /// A tool answering with its own name.
@@ -187,19 +193,18 @@ async fn a_dynamic_toolset_can_be_deferred_and_a_tool_named_search_tools_collide
     assert!(value.as_str().unwrap().contains("tool search"), "{value}");
 }
 
-#[tokio::test]
-async fn a_durable_run_and_a_stored_session_keep_the_loaded_tools() {
-    use starweaver::durable::{DurableRun, Step};
-    use starweaver::store::SqliteSessionStore;
-
-    let script = || [search("s1", "weather"), ModelResponse::text("found it"), ModelResponse::text("again")];
-    let model = Arc::new(TestModel::new(script()));
-    let agent = Agent::builder(model.clone()).toolset(catalog().deferred()).build().unwrap();
-    let mut run = DurableRun::start(&agent, "find the forecast", "run_d").unwrap();
+/// `prompt` run step by step, as an engine would: the result, the run, and the deferred
+/// tools of each model task.
+async fn durably(agent: &Agent, prompt: &str) -> (RunResult, DurableRun, Vec<Vec<String>>) {
+    let mut run = DurableRun::start(agent, prompt, "run_d").unwrap();
+    let mut deferred = Vec::new();
     let result = loop {
         match run.next_step() {
             Step::ListTools(task) => run.tools_listed(agent.list_tools(&task).await.unwrap()),
-            Step::RequestModel(task) => run.model_responded(agent.request_model(&task).await.unwrap()),
+            Step::RequestModel(task) => {
+                deferred.push(task.deferred.iter().map(|d| d.name.clone()).collect());
+                run.model_responded(agent.request_model(&task).await.unwrap());
+            }
             Step::StartCalls(tasks) => {
                 for task in tasks {
                     let result = agent.run_call("run_d", &task, starweaver::CancellationToken::default(), None).await;
@@ -211,6 +216,17 @@ async fn a_durable_run_and_a_stored_session_keep_the_loaded_tools() {
             Step::Done(result) => break result,
         }
     };
+    (result, run, deferred)
+}
+
+#[tokio::test]
+async fn a_durable_run_and_a_stored_session_keep_the_loaded_tools() {
+    use starweaver::store::SqliteSessionStore;
+
+    let script = || [search("s1", "weather"), ModelResponse::text("found it"), ModelResponse::text("again")];
+    let model = Arc::new(TestModel::new(script()));
+    let agent = Agent::builder(model.clone()).toolset(catalog().deferred()).build().unwrap();
+    let (result, run, _) = durably(&agent, "find the forecast").await;
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(names(&model, 1), ["search_tools", "get_weather"], "the durable run sends what it loaded");
     assert_eq!(run.export_state().unwrap()["loaded"], json!(["get_weather"]));
@@ -224,4 +240,76 @@ async fn a_durable_run_and_a_stored_session_keep_the_loaded_tools() {
     let mut reopened = agent.open_session("desk").unwrap();
     reopened.run("again").await.unwrap();
     assert_eq!(names(&model, 2), ["search_tools", "get_weather"], "the stored session kept what it loaded");
+}
+
+/// A model whose provider searches deferred tools itself: it records each request's tools
+/// and deferred tools, and answers from a script.
+struct NativeSearchModel {
+    requests: Mutex<Vec<(Vec<String>, Vec<String>)>>,
+    answers: Mutex<VecDeque<ModelResponse>>,
+}
+
+impl NativeSearchModel {
+    /// A search of the provider's that loads `get_weather` (and a name the agent does not
+    /// have), then calls it and a misspelt tool; then `done`.
+    fn new() -> Arc<Self> {
+        let search = json!({"type": "tool_search_call", "id": "tsc_1", "arguments": {"query": "forecast"}});
+        let mut first = ModelResponse::from_parts(vec![
+            ResponsePart::ProviderItem(ProviderItem::new(Provider::OpenAiResponses, search)),
+            ResponsePart::ToolCall(call("c1", "get_weather", json!({}))),
+            ResponsePart::ToolCall(call("c2", "get_wether", json!({}))),
+        ]);
+        first.loaded =
+            vec![LoadedTools { names: vec!["get_weather".into(), "not_ours".into()], query: Some("forecast".into()) }];
+        let answers = [first, ModelResponse::text("done")].into();
+        Arc::new(Self { requests: Mutex::default(), answers: Mutex::new(answers) })
+    }
+
+    fn requests(&self) -> Vec<(Vec<String>, Vec<String>)> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Model for NativeSearchModel {
+    fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        let names = |tools: &[starweaver::ToolDefinition]| tools.iter().map(|t| t.name.clone()).collect();
+        self.requests.lock().unwrap().push((names(request.tools), names(request.deferred)));
+        let answer = self.answers.lock().unwrap().pop_front();
+        Box::pin(async move { answer.ok_or_else(|| ModelError::of(ModelErrorKind::Other, "out of answers")) })
+    }
+
+    fn native_tool_search(&self) -> bool {
+        true
+    }
+}
+
+/// DESIGN.md §20, native: the run offers no `search_tools`; every request hands the whole
+/// deferred catalog to the provider, which loads tools itself. What it reports loaded
+/// becomes the session's, with a `tools_loaded` event and a search span, in process or
+/// durably, and an unknown name's error points at the provider's search, never the catalog.
+#[tokio::test]
+async fn with_native_search_the_provider_gets_the_deferred_tools_and_what_it_loads_is_kept() {
+    let native = |model: Arc<NativeSearchModel>| {
+        Agent::builder(model).toolset(catalog().deferred()).tool_search(ToolSearch::Native).build().unwrap()
+    };
+    let catalog_names = ["get_weather", "sendEmail", "list-files"].map(String::from).to_vec();
+    let model = NativeSearchModel::new();
+    let result = native(model.clone()).run("weather?").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(model.requests(), [(Vec::new(), catalog_names.clone()), (Vec::new(), catalog_names.clone())]);
+    assert_eq!(loaded_events(&result), [(vec!["get_weather".to_owned()], Some("forecast".to_owned()))]);
+    let returns = tool_returns(result.messages.messages());
+    assert_eq!(returns[0].content, json!("get_weather"), "the loaded tool runs");
+    let unknown = returns[1].content.to_string();
+    assert!(unknown.contains("the tool search finds tools"), "{unknown}");
+    assert!(catalog_names.iter().all(|name| !unknown.contains(name.as_str())), "{unknown}");
+    let search_spans = result.trace.spans.iter().filter(|span| span.kind == SpanKind::ToolSearch).count();
+    assert_eq!(search_spans, 1, "{}", result.trace);
+
+    let model = NativeSearchModel::new();
+    let (result, run, deferred) = durably(&native(model.clone()), "weather?").await;
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(deferred, [catalog_names.clone(), catalog_names.clone()], "each model task carries them");
+    assert_eq!(model.requests()[1], (Vec::new(), catalog_names));
+    assert_eq!(run.export_state().unwrap()["loaded"], json!(["get_weather"]));
 }

@@ -7,10 +7,13 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import call, returns
+from provider_server import Reply, serving
 
-from starweaver import Toolset, create_agent, tool
+from starweaver import RegistrationError, Toolset, create_agent, tool
 from starweaver.mcp import MCPServerStdio
+from starweaver.models import AnthropicModel, GeminiModel, OpenAIChatModel
 from starweaver.testing import TestModel
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "echo_server.py")
@@ -110,3 +113,41 @@ def test_an_mcp_server_toolset_can_be_deferred() -> None:
     before, after = asyncio.run(main())
     assert before == ["search_tools"]
     assert after == ["search_tools", "shout"]
+
+
+def test_native_tool_search_is_refused_by_name_where_the_model_has_none() -> None:
+    cases: list[tuple[OpenAIChatModel | GeminiModel | TestModel, str]] = [
+        (OpenAIChatModel("gpt-4.1-mini", api_key="k"), "the `openai-chat` protocol"),
+        (GeminiModel("gemini-2.5-flash", api_key="k"), "the `gemini` protocol"),
+        (TestModel.responses([]), "this model"),
+    ]
+    for model, name in cases:
+        with pytest.raises(RegistrationError, match=f"{name} has no native tool search") as refused:
+            create_agent(model=model, tools=[get_weather], tool_search="native")
+        assert 'tool_search="local"' in str(refused.value)
+    with pytest.raises(ValueError, match='`tool_search` must be "local" or "native", got "remote"'):
+        create_agent(model=TestModel.responses([]), tool_search="remote")  # type: ignore[call-overload]
+
+
+def test_native_tool_search_hands_the_deferred_tools_to_anthropic_and_loads_what_it_found() -> None:
+    with serving(Reply.of("anthropic", "tool_search.json"), Reply.of("anthropic", "text.json")) as server:
+        model = AnthropicModel("claude-sonnet-4-5", base_url=server.url, api_key="k")
+        agent = create_agent(model=model, tools=[status, get_weather], tool_search="native")
+        session = agent.session()
+        result = session.run_sync("weather in Oslo?")
+    assert (result.status, result.output) == ("completed", "The total is 5."), result.error
+    assert [r["content"] for r in returns(result.messages)] == ["sunny in Oslo"]
+    loaded = [(e["names"], e["query"]) for e in result.events if e["type"] == "tools_loaded"]
+    assert loaded == [(["get_weather"], "weather forecast for a city")]
+    assert session.export_state()["loaded"] == ["get_weather"]
+    parts = result.messages[1]["parts"]
+    assert [p["kind"] for p in parts] == ["text", "provider_item", "provider_item", "tool_call"]
+    first, second = server.seen
+    assert first.headers["anthropic-beta"] == "advanced-tool-use-2025-11-20"
+    tools = first.body["tools"]
+    assert isinstance(tools, list)
+    assert [t.get("name") for t in tools] == ["status", "tool_search_tool_bm25", "get_weather"]
+    assert tools[2]["defer_loading"] is True
+    replayed = second.body["messages"]
+    assert isinstance(replayed, list)
+    assert replayed[1]["content"][1:3] == [p["item"] for p in parts if p["kind"] == "provider_item"]

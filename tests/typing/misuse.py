@@ -55,6 +55,7 @@ async def misuse() -> None:
     pending = create_agent(model=TestModel([])).session().hitl.pending  # error
     render(add, "openai")  # error
     create_agent(model=TestModel([]), session_store=42)  # error
+    create_agent(model=TestModel([]), tool_search="remote")  # error
     ctx = ToolContext.detached("t")
     ctx.log("loud", "an unknown level")  # error
     await ctx.report_progress(1)  # error

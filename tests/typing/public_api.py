@@ -81,9 +81,11 @@ from starweaver.types import (
     LogLevel,
     Message,
     ModelRequestRecord,
+    ProviderItemPart,
     RequestPart,
     ResourceContent,
     ResourceLinkContent,
+    ResponsePart,
     SessionState,
     SpanEvent,
     TextContent,
@@ -294,6 +296,10 @@ async def typed_usage() -> None:
     assert_type(chat.name, str)
     assert_type(create_agent(model=models[0], tools=[add]), Agent)
     assert_type(create_agent(model="openai:gpt-4.1-mini"), Agent)
+    assert_type(create_agent(model="anthropic:claude-sonnet-4-5", tool_search="native"), Agent)
+    searched: ProviderItemPart = {"kind": "provider_item", "protocol": "anthropic", "item": {"type": "server_tool_use"}}
+    response_part: ResponsePart = searched
+    assert response_part["kind"] == "provider_item"
     ran = await create_agent(model=model).run("hi")
     assert_type(ran.usage, starweaver.Usage)
     assert_type(ran.usage.output_tokens, int)

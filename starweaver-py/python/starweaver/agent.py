@@ -430,6 +430,7 @@ class AgentOptions(TypedDict, total=False):
     output_retries: int | None
     output_validators: Iterable[OutputValidator]
     end_strategy: Literal["early", "exhaustive"]
+    tool_search: Literal["local", "native"]
 
 
 ModelLike: TypeAlias = "str | ProviderModel | TestModel | FunctionModel"
@@ -509,7 +510,12 @@ def create_agent(
     ``@agent.output_validator``) check each output: ``(ctx, output)``, sync or async,
     returning it (changed or not) or raising ``ModelRetry``. ``end_strategy`` says what
     becomes of a response's other calls when it calls an output tool: ``"early"`` (they do
-    not run, each returning that it was not run) or ``"exhaustive"`` (they run first). Raises
+    not run, each returning that it was not run) or ``"exhaustive"`` (they run first).
+    ``tool_search`` says who searches the deferred tools (``defer_loading=True``,
+    ``toolset.deferred()``): ``"local"`` (the default: the model is offered
+    ``search_tools``, answered by the run) or ``"native"`` (the provider's own search:
+    Anthropic's tool search tool, OpenAI Responses' ``tool_search``; any other model is
+    refused with ``RegistrationError``). Raises
     ``RegistrationError`` naming what is wrong, ``SessionStoreError`` when the store cannot
     be opened, ``TypeError`` for ``deps`` that are not a ``deps_type``."""
     # Type checkers join a wrong `deps` with `deps_type` rather than refuse it, so the
@@ -556,6 +562,7 @@ def create_agent(
         hooks=native_hooks(options.get("hooks", ())),
         max_return_chars=options.get("max_return_chars"),
         output=native_output,
+        tool_search=options.get("tool_search", "local"),
     )
     return Agent(native, _Runs(deps_type, deps is not None, retries, end_strategy), output)
 

@@ -49,6 +49,7 @@ __all__ = [
     "ModelSettings",
     "OutputT",
     "PendingItem",
+    "ProviderItemPart",
     "RequestMessage",
     "RequestPart",
     "ResourceContent",
@@ -212,8 +213,18 @@ class ToolCallPart(TypedDict):
     arguments: JsonObject
 
 
+class ProviderItemPart(TypedDict):
+    """An item of the provider's own (its tool search's call and result, with
+    ``tool_search="native"``), kept as it came: the protocol that sent it (``"anthropic"``,
+    ``"openai-responses"``) gets it back in later requests; other protocols leave it out."""
+
+    kind: Literal["provider_item"]
+    protocol: str
+    item: JsonObject
+
+
 RequestPart: TypeAlias = Union[SystemPromptPart, UserPromptPart, ToolReturnPart]
-ResponsePart: TypeAlias = Union[TextPart, ToolCallPart]
+ResponsePart: TypeAlias = Union[TextPart, ToolCallPart, ProviderItemPart]
 
 
 class RequestMessage(TypedDict):

@@ -60,6 +60,7 @@ impl CallChannel for Answerer {
             let asked = ModelRequest {
                 messages: history.messages(),
                 tools: &[],
+                deferred: &[],
                 output: None,
                 toolset_instructions: &[],
                 run_id: call.run_id(),

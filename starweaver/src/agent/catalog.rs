@@ -6,7 +6,9 @@
 //! the agent's tools. A call naming a deferred tool that was never loaded runs (the model
 //! may know the name) and loads it. Loaded names are session state, kept in load order, so
 //! each request offers them in the same order after the always-loaded tools and a
-//! provider's cached prefix holds.
+//! provider's cached prefix holds. With native tool search the provider searches and loads;
+//! what it reports loaded joins the same names, with the same events, so a session looks
+//! alike either way.
 
 use std::sync::Arc;
 
@@ -15,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::event::{EventKind, EventLog};
 use crate::message::ToolCallPart;
+use crate::model::LoadedTools;
 use crate::registry::ToolRegistry;
 use crate::scheduler::{ToolReturn, not_found};
 use crate::search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOL};
@@ -40,11 +43,10 @@ pub(crate) fn answer(
     loaded: &mut Vec<Arc<str>>,
     events: &EventLog,
 ) -> Option<ToolReturn> {
-    let searched = registry.defers() && &*call.name == SEARCH_TOOL;
+    let searched = registry.defers() && !registry.searches_natively() && &*call.name == SEARCH_TOOL;
     if !searched && registry.get(&call.name).is_some() {
-        if registry.is_deferred(&call.name) && !loaded.contains(&call.name) {
-            loaded.push(call.name.clone());
-            events.emit(EventKind::ToolsLoaded { names: vec![call.name.to_string()], query: None });
+        if registry.is_deferred(&call.name) {
+            load([&*call.name], None, loaded, events);
         }
         return None;
     }
@@ -69,6 +71,41 @@ pub(crate) fn answer(
     Some(ret)
 }
 
+/// Loads what the provider's own search loaded while answering (native tool search): each
+/// search that loaded a deferred tool the run had not is a `tools_loaded` event with its
+/// query. Names the agent does not defer are not its to track.
+pub(crate) fn loaded_natively(
+    searches: &[LoadedTools],
+    registry: &ToolRegistry,
+    loaded: &mut Vec<Arc<str>>,
+    events: &EventLog,
+) {
+    for search in searches {
+        let names = search.names.iter().map(String::as_str).filter(|name| registry.is_deferred(name));
+        load(names, search.query.clone(), loaded, events);
+    }
+}
+
+/// Loads those of `names` the run had not loaded, in order, reporting them in one
+/// `tools_loaded` event (found by `query`, if a search found them).
+fn load<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    query: Option<String>,
+    loaded: &mut Vec<Arc<str>>,
+    events: &EventLog,
+) {
+    let mut new = Vec::new();
+    for name in names {
+        if !loaded.iter().any(|known| **known == *name) {
+            loaded.push(Arc::from(name));
+            new.push(name.to_owned());
+        }
+    }
+    if !new.is_empty() {
+        events.emit(EventKind::ToolsLoaded { names: new, query });
+    }
+}
+
 /// The tools `call` finds, as `{"tools": [{"name", "description"}]}`, each loaded.
 fn search(
     call: &ToolCallPart,
@@ -86,16 +123,7 @@ fn search(
         return Err(ToolError::invalid_arguments(format!("`limit` must be from 1 to {MAX_LIMIT}, got {limit}")));
     }
     let found = registry.search(&query, limit);
-    let mut names = Vec::new();
-    for definition in &found {
-        if !loaded.iter().any(|name| **name == *definition.name) {
-            loaded.push(Arc::from(definition.name.as_str()));
-            names.push(definition.name.clone());
-        }
-    }
-    if !names.is_empty() {
-        events.emit(EventKind::ToolsLoaded { names, query: Some(query) });
-    }
+    load(found.iter().map(|definition| definition.name.as_str()), Some(query), loaded, events);
     let tools: Vec<Value> = found
         .iter()
         .map(|definition| json!({"name": definition.name, "description": definition.description_text()}))

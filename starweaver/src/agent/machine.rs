@@ -505,11 +505,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         // Every answer is one request, whether or not the model reports usage (a test or
         // function model does not).
         self.usage += Usage { requests: 1, ..response.usage.unwrap_or_default() };
-        let ModelResponse { parts, usage, finish_reason, .. } = response;
+        let ModelResponse { parts, usage, finish_reason, loaded: searched, .. } = response;
         self.finish_reason = finish_reason;
         let empty = parts.is_empty();
         let message = self.state.borrow_mut().history.push(Message::Response { parts }).clone();
         events.emit(EventKind::ModelResponse { step: self.step, message: message.clone(), usage, finish_reason });
+        catalog::loaded_natively(&searched, registry, &mut self.state.borrow_mut().loaded, events);
         self.phase = if let Some(last) = message.tool_calls().count().checked_sub(1) {
             // The call being written when the token limit cut the answer may have cut-off
             // arguments that still parse (a string value ends early): it is the model's to

@@ -38,6 +38,7 @@ use crate::output::{EndStrategy, Output, OutputMode, OutputValidator};
 use crate::registry::{RegistrationRules, Source, ToolList, ToolRegistry};
 use crate::result::RunResult;
 use crate::scheduler::{CallRequest, Served, ToolReturn, invoke_alone, prepare_step};
+use crate::search::ToolSearch;
 use crate::session::Session;
 use crate::store::{MemorySessionStore, SessionStore};
 use crate::stream::RunStream;
@@ -226,6 +227,7 @@ impl Agent {
         let request = ModelRequest {
             messages: history.messages(),
             tools: task.tools.as_deref().unwrap_or_else(|| self.inner.registry.definitions()),
+            deferred: &task.deferred,
             output: self.inner.output.asked.as_ref(),
             toolset_instructions: &task.toolset_instructions,
             run_id: &task.run_id,
@@ -447,6 +449,24 @@ impl AgentBuilder {
         self
     }
 
+    /// Who searches the deferred tools ([`ToolSearch::Local`] by default: the run, through
+    /// `search_tools`). [`ToolSearch::Native`] hands them to the provider's own search
+    /// (Anthropic's tool search tool, OpenAI Responses' `tool_search`); a model without one
+    /// is refused by [`build`](Self::build).
+    ///
+    /// ```
+    /// use starweaver::search::ToolSearch;
+    /// use starweaver::testing::TestModel;
+    /// use starweaver::{Agent, Error};
+    ///
+    /// let refused = Agent::builder(TestModel::new([])).tool_search(ToolSearch::Native).build();
+    /// assert!(matches!(refused, Err(Error::InvalidOption { option: "tool_search", .. })));
+    /// ```
+    pub fn tool_search(mut self, search: ToolSearch) -> Self {
+        self.rules.tool_search = search;
+        self
+    }
+
     /// Runs answer with a `T` ([`RunResult::output_as`]) instead of text; called again,
     /// each type is a member of a union. See [`Output::typed`] and [`crate::output`].
     pub fn output_type<T: JsonSchema + DeserializeOwned + Serialize + 'static>(mut self) -> Self {
@@ -518,6 +538,17 @@ impl AgentBuilder {
         }
         if self.rules.max_return_chars == Some(0) {
             return Err(Error::InvalidOption { option: "max_return_chars", message: "must be at least 1".into() });
+        }
+        if self.rules.tool_search == ToolSearch::Native && !self.model.native_tool_search() {
+            let model = match self.model.protocol() {
+                Some(protocol) => format!("the `{protocol}` protocol"),
+                None => "this model".to_owned(),
+            };
+            let message = format!(
+                "{model} has no native tool search (the `anthropic` and `openai-responses` protocols have one): \
+                 search locally instead (`ToolSearch::Local`, `tool_search=\"local\"`, the default)"
+            );
+            return Err(Error::InvalidOption { option: "tool_search", message });
         }
         let output = Arc::new(self.output.build(&*self.model, self.instructions.as_deref())?);
         let tools = self.tools;

@@ -232,7 +232,8 @@ impl Run<'_> {
         let offered = self.registry.offered(&machine.state.loaded);
         let request = ModelRequest {
             messages: machine.state.history.messages(),
-            tools: &offered,
+            tools: &offered.tools,
+            deferred: &offered.deferred,
             output: self.output.asked.as_ref(),
             toolset_instructions: self.registry.instructions(),
             run_id: &machine.run_id,
@@ -256,12 +257,15 @@ impl Run<'_> {
                 self.channel
                     .trace
                     .annotate(model_span, &GenAi::response(response.model_name.as_deref(), response.usage));
-                // The run answers tool searches itself, while taking the response.
-                let searches = self.registry.defers()
-                    && response
-                        .parts
-                        .iter()
-                        .any(|part| matches!(part, ResponsePart::ToolCall(call) if &*call.name == SEARCH_TOOL));
+                // The run answers tool searches itself, while taking the response; a
+                // provider's own search is taken with it too.
+                let searches = !response.loaded.is_empty()
+                    || self.registry.defers()
+                        && !self.registry.searches_natively()
+                        && response
+                            .parts
+                            .iter()
+                            .any(|part| matches!(part, ResponsePart::ToolCall(call) if &*call.name == SEARCH_TOOL));
                 let search = searches.then(|| self.channel.trace.open(SpanOf::ToolSearch(step), Some(step_span)));
                 let _entered = search.as_ref().map(|(_, span)| span.enter());
                 machine.model_responded(response, &self.channel.events, &self.registry);

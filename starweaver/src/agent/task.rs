@@ -144,6 +144,9 @@ pub struct ModelTask {
     /// agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolDefinition>>,
+    /// The deferred tools handed to the provider's own search (native tool search).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<ToolDefinition>,
     /// The instructions of the toolsets whose tools the step offers, sent with the agent's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub toolset_instructions: Vec<Arc<str>>,

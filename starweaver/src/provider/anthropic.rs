@@ -5,20 +5,30 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{instructions, refused, return_parts, text_of, tools};
+use super::body::{deferred_tools, instructions, refused, return_parts, text_of, tools};
 use super::protocol::{Protocol, StreamState};
 use super::settings::{Settings, ToolChoice};
 use super::sse::SseEvent;
 use super::wire::{self, invalid};
 use crate::content::{self, Document, Image, Part, Source};
-use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
+use crate::message::{Message, ProviderItem, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, provider_items};
 use crate::model::{
-    FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+    FinishReason, LoadedTools, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta,
+    Usage,
 };
 use crate::render::Provider;
 
 /// Anthropic requires a token limit; this one applies unless `max_tokens` is set.
 const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// The tool search tool (BM25 over the deferred tools' names, descriptions and
+/// parameters, natural-language queries), sent with the deferred tools.
+const SEARCH_TOOL_TYPE: &str = "tool_search_tool_bm25_20251119";
+const SEARCH_TOOL_NAME: &str = "tool_search_tool_bm25";
+/// The beta the tool search tool and `defer_loading` are under.
+const SEARCH_BETA: (&str, &str) = ("anthropic-beta", "advanced-tool-use-2025-11-20");
+/// The names the tool search tool's variants (BM25, regex) are called by.
+const SEARCH_TOOL_PREFIX: &str = "tool_search_tool_";
 
 /// The Messages protocol; use it as [`AnthropicModel`](super::AnthropicModel).
 #[derive(Debug, Clone, Copy, Default)]
@@ -28,6 +38,8 @@ impl Protocol for Anthropic {
     const PROVIDER: &'static str = "anthropic";
     const NAME: &'static str = "Anthropic Messages";
     const SYSTEM: &'static str = "anthropic";
+    const FORMAT: Provider = Provider::Anthropic;
+    const NATIVE_TOOL_SEARCH: bool = true;
     const KEY_ENV: &'static str = "ANTHROPIC_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("ANTHROPIC_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
@@ -47,6 +59,10 @@ impl Protocol for Anthropic {
         &[("anthropic-version", "2023-06-01")]
     }
 
+    fn request_headers(&self, request: &ModelRequest<'_>) -> &'static [(&'static str, &'static str)] {
+        if request.deferred.is_empty() { &[] } else { &[SEARCH_BETA] }
+    }
+
     fn body(
         &self,
         model: &str,
@@ -61,7 +77,12 @@ impl Protocol for Anthropic {
             body.insert("system".into(), system.into());
         }
         body.insert("messages".into(), Value::Array(messages(request)?));
-        let tools = tools(request, Provider::Anthropic)?;
+        let mut tools = tools(request, Self::FORMAT)?;
+        tools.extend(deferred_tools(
+            request,
+            Self::FORMAT,
+            json!({"type": SEARCH_TOOL_TYPE, "name": SEARCH_TOOL_NAME}),
+        )?);
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
             let mut choice = match &settings.tool_choice {
@@ -96,6 +117,7 @@ impl Protocol for Anthropic {
         let cut_off = check_stop(body.stop_reason.as_deref())?;
         Ok(ModelResponse {
             finish_reason: Some(FinishReason::of(&parts, cut_off)),
+            loaded: loaded(&parts),
             parts,
             usage: body.usage.map(|u| usage(&u, None)),
             model_name: body.model,
@@ -148,14 +170,17 @@ fn messages(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
                 "assistant",
                 parts
                     .iter()
-                    .map(|part| match part {
-                        ResponsePart::Text { text } => json!({"type": "text", "text": text}),
+                    .filter_map(|part| match part {
+                        ResponsePart::Text { text } => Some(json!({"type": "text", "text": text})),
                         ResponsePart::ToolCall(call) => {
                             // Anthropic takes objects only; anything else was already
                             // answered as invalid arguments.
                             let input = call.arguments.as_object().cloned().unwrap_or_default();
-                            json!({"type": "tool_use", "id": &*call.id, "name": &*call.name, "input": input})
+                            Some(json!({"type": "tool_use", "id": &*call.id, "name": &*call.name, "input": input}))
                         }
+                        // The tool search's blocks go back as they came: the API needs them
+                        // to know which deferred tools are loaded.
+                        ResponsePart::ProviderItem(item) => item.replayed_to(Anthropic::FORMAT).cloned(),
                     })
                     .collect(),
             ),
@@ -207,6 +232,31 @@ fn tool_result_content(ret: &ToolReturnPart) -> Result<Value, ModelError> {
     parts.iter().map(block).collect()
 }
 
+/// What the tool search tool loaded in an answer: each search result's tool references,
+/// with the query of the `server_tool_use` block it answers. An error result loads
+/// nothing.
+fn loaded(parts: &[ResponsePart]) -> Vec<LoadedTools> {
+    let blocks: Vec<&Value> = provider_items(parts, Anthropic::FORMAT).collect();
+    let of_type = |block: &&Value, kind: &str| block.get("type").and_then(Value::as_str) == Some(kind);
+    blocks
+        .iter()
+        .filter(|block| of_type(block, "tool_search_tool_result"))
+        .filter_map(|result| {
+            let references = result.pointer("/content/tool_references")?.as_array()?;
+            let names: Vec<String> = references
+                .iter()
+                .filter_map(|reference| reference.get("tool_name")?.as_str().map(str::to_owned))
+                .collect();
+            let id = result.get("tool_use_id");
+            let call = blocks.iter().find(|block| of_type(block, "server_tool_use") && block.get("id") == id);
+            // BM25 searches with a `query`, the regex variant with a `pattern`.
+            let input = call.and_then(|call| call.get("input"));
+            let query = input.and_then(|input| input.get("query").or_else(|| input.get("pattern")));
+            (!names.is_empty()).then(|| LoadedTools { names, query: query.and_then(Value::as_str).map(str::to_owned) })
+        })
+        .collect()
+}
+
 /// Whether the token limit cut the answer, or why it is no answer at all.
 fn check_stop(reason: Option<&str>) -> Result<bool, ModelError> {
     match reason {
@@ -239,7 +289,8 @@ pub struct ApiMessage {
     model: Option<String>,
 }
 
-/// A content block; thinking, server tools' blocks and those of new features are `Other`.
+/// A content block; thinking, other server tools' blocks and those of new features are
+/// `Other`.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ContentBlock {
@@ -250,6 +301,16 @@ enum ContentBlock {
         id: String,
         name: String,
         input: Option<Value>,
+    },
+    /// A server tool's call: kept whole when it is the tool search tool's.
+    ServerToolUse {
+        #[serde(flatten)]
+        block: Map<String, Value>,
+    },
+    /// The tool search tool's result (its tool references, or an error), kept whole.
+    ToolSearchToolResult {
+        #[serde(flatten)]
+        block: Map<String, Value>,
     },
     #[serde(other)]
     Other,
@@ -264,9 +325,38 @@ impl ContentBlock {
                 name,
                 input.unwrap_or_else(|| Value::Object(Map::new())),
             ))),
+            Self::ServerToolUse { .. } | Self::ToolSearchToolResult { .. } => {
+                self.search_block().map(|block| item(block, None))
+            }
             Self::Other => None,
         }
     }
+
+    /// The whole block, its `type` put back, if it is the tool search tool's: a call of
+    /// another server tool is left out, as its result is.
+    fn search_block(self) -> Option<Map<String, Value>> {
+        let (kind, mut block) = match self {
+            Self::ServerToolUse { block } => {
+                let name = block.get("name").and_then(Value::as_str).unwrap_or_default();
+                if !name.starts_with(SEARCH_TOOL_PREFIX) {
+                    return None;
+                }
+                ("server_tool_use", block)
+            }
+            Self::ToolSearchToolResult { block } => ("tool_search_tool_result", block),
+            Self::Text { .. } | Self::ToolUse { .. } | Self::Other => return None,
+        };
+        block.insert("type".into(), kind.into());
+        Some(block)
+    }
+}
+
+/// A tool search block as a provider item; `input`, when its JSON was streamed, is put in.
+fn item(mut block: Map<String, Value>, input: Option<&str>) -> ResponsePart {
+    if let Some(json) = input.filter(|json| !json.trim().is_empty()) {
+        block.insert("input".into(), arguments(json));
+    }
+    ResponsePart::ProviderItem(ProviderItem::new(Anthropic::FORMAT, Value::Object(block)))
 }
 
 /// Token counts; `message_delta` repeats them as they stand.
@@ -344,7 +434,17 @@ pub struct MessagesStream {
 #[derive(Debug)]
 enum Block {
     Text(String),
-    ToolUse { call: usize, id: String, name: String, json: String },
+    ToolUse {
+        call: usize,
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// A tool search block; a call's input may arrive as JSON deltas, as a tool use's does.
+    Search {
+        block: Map<String, Value>,
+        json: String,
+    },
     Other,
 }
 
@@ -381,6 +481,13 @@ impl StreamState for MessagesStream {
                         });
                         (Block::ToolUse { call: calls, id, name, json: String::new() }, Some(delta))
                     }
+                    block @ (ContentBlock::ServerToolUse { .. } | ContentBlock::ToolSearchToolResult { .. }) => {
+                        let new = match block.search_block() {
+                            Some(block) => Block::Search { block, json: String::new() },
+                            None => Block::Other,
+                        };
+                        (new, None)
+                    }
                     ContentBlock::Other => (Block::Other, None),
                 };
                 match self.block(index) {
@@ -398,6 +505,10 @@ impl StreamState for MessagesStream {
                     (Some(Block::ToolUse { call, json, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
                         json.push_str(&partial_json);
                         vec![ModelDelta::ToolCall(ToolCallDelta::arguments(*call, partial_json))]
+                    }
+                    (Some(Block::Search { json, .. }), BlockDelta::InputJsonDelta { partial_json }) => {
+                        json.push_str(&partial_json);
+                        Vec::new()
                     }
                     _ => Vec::new(),
                 });
@@ -428,14 +539,54 @@ impl StreamState for MessagesStream {
                 Block::ToolUse { id, name, json, .. } => {
                     Some(ResponsePart::ToolCall(ToolCallPart::new(id, name, arguments(&json))))
                 }
+                Block::Search { block, json } => Some(item(block, Some(&json))),
                 Block::Other => None,
             })
             .collect();
         Ok(ModelResponse {
             finish_reason: Some(FinishReason::of(&parts, cut_off)),
+            loaded: loaded(&parts),
             parts,
             usage: self.start_usage.as_ref().map(|u| usage(u, self.output_tokens)),
             model_name: self.model,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(content: &Value) -> ModelResponse {
+        let body = json!({"content": content, "stop_reason": "end_turn"});
+        Anthropic.parse(serde_json::from_value(body).unwrap(), 1).unwrap()
+    }
+
+    #[test]
+    fn a_failed_search_is_kept_for_the_next_request_and_loads_nothing() {
+        let call = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex",
+                          "input": {"pattern": "weather"}});
+        let error = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
+                           "content": {"type": "tool_search_tool_result_error", "error_code": "unavailable"}});
+        let response = answer(&json!([call, error]));
+        let items: Vec<&Value> = provider_items(&response.parts, Anthropic::FORMAT).collect();
+        assert_eq!(items, [&call, &error]);
+        assert!(response.loaded.is_empty());
+    }
+
+    #[test]
+    fn another_server_tools_blocks_are_left_out_and_a_regex_search_reports_its_pattern() {
+        let web = json!({"type": "server_tool_use", "id": "srvtoolu_w", "name": "web_search", "input": {"query": "x"}});
+        let call = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex",
+                          "input": {"pattern": "weather|forecast"}});
+        let found = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
+                           "content": {"type": "tool_search_tool_search_result",
+                                       "tool_references": [{"type": "tool_reference", "tool_name": "get_weather"}]}});
+        let response = answer(&json!([web, call, found]));
+        assert_eq!(response.parts.len(), 2, "{:?}", response.parts);
+        let loaded = LoadedTools { names: vec!["get_weather".into()], query: Some("weather|forecast".into()) };
+        assert_eq!(response.loaded, [loaded]);
     }
 }

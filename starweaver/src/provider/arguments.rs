@@ -36,7 +36,7 @@ pub(crate) fn keep_wide_arguments(
     let texts = raw(body);
     let calls = parts.iter_mut().filter_map(|p| match p {
         ResponsePart::ToolCall(call) => Some(call),
-        ResponsePart::Text { .. } => None,
+        ResponsePart::Text { .. } | ResponsePart::ProviderItem(_) => None,
     });
     for (call, text) in calls.zip(texts) {
         call.arguments = arguments(text.get());

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 use crate::content::{self, Audio, Document, Image, Part, Resource, ResourceContents, Text};
 use crate::message::ToolReturnPart;
 use crate::model::{ModelError, ModelErrorKind, ModelRequest};
+use crate::tool::ToolDefinition;
 
 /// A value as the text a provider wants where it takes text (tool-call arguments, a
 /// tool return's content): a string as it is, anything else as JSON.
@@ -18,8 +19,35 @@ pub(crate) fn text_of(value: &Value) -> String {
 
 /// The rendered tools of a request.
 pub(crate) fn tools(request: &ModelRequest<'_>, provider: crate::render::Provider) -> Result<Vec<Value>, ModelError> {
-    crate::render::render_all(request.tools, provider, None)
+    rendered(request.tools, provider)
+}
+
+fn rendered(definitions: &[ToolDefinition], provider: crate::render::Provider) -> Result<Vec<Value>, ModelError> {
+    crate::render::render_all(definitions, provider, None)
         .map_err(|e| ModelError::of(ModelErrorKind::Other, e.to_string()))
+}
+
+/// What a request hands to the provider's own tool search (native tool search), sent
+/// after its other tools: the provider's `search_tool`, then each deferred definition as
+/// `provider` renders a tool, marked `"defer_loading": true`. Nothing when none is
+/// deferred. The list is the same for every request of a run, so the rendered tools stay
+/// a byte-identical prefix whatever the search loads.
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub(crate) fn deferred_tools(
+    request: &ModelRequest<'_>,
+    provider: crate::render::Provider,
+    search_tool: Value,
+) -> Result<Vec<Value>, ModelError> {
+    if request.deferred.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut deferred = rendered(request.deferred, provider)?;
+    for tool in &mut deferred {
+        if let Value::Object(fields) = tool {
+            fields.insert("defer_loading".into(), true.into());
+        }
+    }
+    Ok(std::iter::once(search_tool).chain(deferred).collect())
 }
 
 /// A native output's response format: the output's definition, its schema as `provider`

@@ -29,6 +29,7 @@ impl Protocol for Gemini {
     const PROVIDER: &'static str = "gemini";
     const NAME: &'static str = "Gemini";
     const SYSTEM: &'static str = "gcp.gemini";
+    const FORMAT: Provider = Provider::Gemini;
     const KEY_ENV: &'static str = "GEMINI_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("GEMINI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://generativelanguage.googleapis.com";
@@ -61,7 +62,7 @@ impl Protocol for Gemini {
             body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
         }
         body.insert("contents".into(), Value::Array(contents(request)?));
-        let declarations = tools(request, Provider::Gemini)?;
+        let declarations = tools(request, Self::FORMAT)?;
         if !declarations.is_empty() {
             body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
             if let Some(choice) = &settings.tool_choice {
@@ -87,7 +88,7 @@ impl Protocol for Gemini {
         if let Some(seed) = settings.seed {
             generation.insert("seed".into(), seed.into());
         }
-        if let Some(output) = native_output(request, Provider::Gemini)? {
+        if let Some(output) = native_output(request, Self::FORMAT)? {
             generation.insert("responseMimeType".into(), "application/json".into());
             generation.insert("responseSchema".into(), output.schema);
         }
@@ -135,8 +136,8 @@ fn contents(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
                 "model",
                 parts
                     .iter()
-                    .map(|part| match part {
-                        ResponsePart::Text { text } => json!({"text": text}),
+                    .filter_map(|part| match part {
+                        ResponsePart::Text { text } => Some(json!({"text": text})),
                         ResponsePart::ToolCall(call) => {
                             let args = call.arguments.as_object().cloned().unwrap_or_default();
                             let mut function = json!({"name": &*call.name, "args": args});
@@ -145,8 +146,10 @@ fn contents(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
                             {
                                 function.insert("id".into(), (&*call.id).into());
                             }
-                            json!({"functionCall": function})
+                            Some(json!({"functionCall": function}))
                         }
+                        // Another protocol's item (its tool search): nothing Gemini reads.
+                        ResponsePart::ProviderItem(_) => None,
                     })
                     .collect(),
             ),
@@ -354,6 +357,7 @@ impl GeminiStream {
             parts: self.parts,
             usage: self.usage,
             model_name: self.model,
+            loaded: Vec::new(),
         })
     }
 }

@@ -212,10 +212,10 @@ impl<P: Protocol> ProviderModel<P> {
         self.settings.base_url.clone().or(from_env).unwrap_or_else(|| P::DEFAULT_BASE_URL.to_owned())
     }
 
-    /// The key: given, or from the environment. Only the provider's own endpoint needs
-    /// Every header a request carries: the protocol's, the key's, then the extra ones,
-    /// each checked here so a bad one is named instead of failing every attempt.
-    fn headers(&self, key: Option<&ApiKey>) -> Result<HeaderMap, ModelError> {
+    /// Every header a request carries: the protocol's, the key's, the extra ones, then
+    /// those `request` needs (joined to an extra one of the same name), each checked here
+    /// so a bad one is named instead of failing every attempt.
+    fn headers(&self, key: Option<&ApiKey>, request: &ModelRequest<'_>) -> Result<HeaderMap, ModelError> {
         let bad = |message: String| ModelError::of(ModelErrorKind::Other, message);
         let name_of = |name: &str| {
             HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(format!("`{name}` is not a valid header name")))
@@ -239,6 +239,16 @@ impl<P: Protocol> ProviderModel<P> {
             let value = HeaderValue::from_str(value)
                 .map_err(|_| bad(format!("header `{name}`: the value holds characters a header cannot carry")))?;
             headers.append(name_of(name)?, value);
+        }
+        for (name, value) in self.protocol.request_headers(request) {
+            let given: Vec<&str> = headers.get_all(*name).iter().filter_map(|v| v.to_str().ok()).collect();
+            if given.iter().any(|list| list.split(',').any(|item| item.trim() == *value)) {
+                continue;
+            }
+            let joined = given.into_iter().chain([*value]).collect::<Vec<_>>().join(",");
+            let joined = HeaderValue::from_str(&joined)
+                .map_err(|_| bad(format!("header `{name}`: the value holds characters a header cannot carry")))?;
+            headers.insert(*name, joined);
         }
         Ok(headers)
     }
@@ -265,6 +275,14 @@ impl<P: Protocol> ProviderModel<P> {
         request: &ModelRequest<'_>,
     ) -> Result<ModelResponse, ModelError> {
         let stream = request.deltas.is_some();
+        if !P::NATIVE_TOOL_SEARCH && !request.deferred.is_empty() {
+            // Sending them as plain tools would load the whole catalog; leaving them out
+            // would hide it.
+            return Err(ModelError::of(
+                ModelErrorKind::Other,
+                format!("{} has no native tool search to hand deferred tools to", P::NAME),
+            ));
+        }
         let mut body = self.protocol.body(&self.name, request, &self.settings, stream)?;
         if let Value::Object(map) = &mut body {
             map.extend(self.settings.extra_body.clone());
@@ -280,7 +298,7 @@ impl<P: Protocol> ProviderModel<P> {
         }
         let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::of(ModelErrorKind::Other, format!("the request is not JSON: {e}")))?;
-        let mut headers = self.headers(key)?;
+        let mut headers = self.headers(key, request)?;
         headers.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let builder = client.post(url).timeout(timeouts.total).headers(headers).body(body);
         let builder = &builder;
@@ -381,6 +399,14 @@ impl<P: Protocol> Model for ProviderModel<P> {
 
     fn native_output(&self) -> bool {
         P::NATIVE_OUTPUT
+    }
+
+    fn native_tool_search(&self) -> bool {
+        P::NATIVE_TOOL_SEARCH
+    }
+
+    fn protocol(&self) -> Option<crate::render::Provider> {
+        Some(P::FORMAT)
     }
 
     fn model_name(&self) -> Option<&str> {

@@ -28,6 +28,7 @@ impl Protocol for OpenAIChat {
     const PROVIDER: &'static str = "openai";
     const NAME: &'static str = "OpenAI Chat Completions";
     const SYSTEM: &'static str = "openai";
+    const FORMAT: Provider = Provider::OpenAiChat;
     const KEY_ENV: &'static str = "OPENAI_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
@@ -54,7 +55,7 @@ impl Protocol for OpenAIChat {
         let mut body = Map::new();
         body.insert("model".into(), model.into());
         body.insert("messages".into(), Value::Array(messages(request)?));
-        let tools = tools(request, Provider::OpenAiChat)?;
+        let tools = tools(request, Self::FORMAT)?;
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
             if let Some(choice) = &settings.tool_choice {
@@ -64,7 +65,7 @@ impl Protocol for OpenAIChat {
                 body.insert("parallel_tool_calls".into(), parallel.into());
             }
         }
-        if let Some(output) = native_output(request, Provider::OpenAiChat)? {
+        if let Some(output) = native_output(request, Self::FORMAT)? {
             body.insert("response_format".into(), json!({"type": "json_schema", "json_schema": output.json_schema}));
         }
         sampling(&mut body, settings, "max_tokens");
@@ -95,6 +96,7 @@ impl Protocol for OpenAIChat {
             parts,
             usage: body.usage.map(Usage::from),
             model_name: body.model,
+            loaded: Vec::new(),
         })
     }
 
@@ -468,6 +470,7 @@ impl StreamState for ChatStream {
             parts,
             usage: self.usage,
             model_name: self.model,
+            loaded: Vec::new(),
         })
     }
 }
@@ -505,7 +508,7 @@ mod tests {
             .iter()
             .filter_map(|p| match p {
                 ResponsePart::ToolCall(c) => Some((c.id.to_string(), c.name.to_string(), c.arguments.clone())),
-                ResponsePart::Text { .. } => None,
+                ResponsePart::Text { .. } | ResponsePart::ProviderItem(_) => None,
             })
             .collect()
     }

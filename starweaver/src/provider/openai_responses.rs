@@ -5,16 +5,19 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::arguments::arguments;
-use super::body::{data_url, insert_toolset_instructions, native_output, refused, return_parts, text_of, tools};
+use super::body::{
+    data_url, deferred_tools, insert_toolset_instructions, native_output, refused, return_parts, text_of, tools,
+};
 use super::openai_chat::{OpenAIUsage, sampling, tool_choice_value};
 use super::protocol::{Protocol, StreamState};
 use super::settings::Settings;
 use super::sse::SseEvent;
 use super::wire::{self, invalid};
 use crate::content::{Document, Image, Part, Source};
-use crate::message::{Message, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart};
+use crate::message::{Message, ProviderItem, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart, provider_items};
 use crate::model::{
-    FinishReason, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta, Usage,
+    FinishReason, LoadedTools, ModelDelta, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ToolCallDelta,
+    Usage,
 };
 use crate::render::Provider;
 
@@ -26,6 +29,8 @@ impl Protocol for OpenAIResponses {
     const PROVIDER: &'static str = "openai";
     const NAME: &'static str = "OpenAI Responses";
     const SYSTEM: &'static str = "openai";
+    const FORMAT: Provider = Provider::OpenAiResponses;
+    const NATIVE_TOOL_SEARCH: bool = true;
     const KEY_ENV: &'static str = "OPENAI_API_KEY";
     const BASE_URL_ENV: Option<&'static str> = Some("OPENAI_BASE_URL");
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
@@ -53,7 +58,9 @@ impl Protocol for OpenAIResponses {
         body.insert("model".into(), model.into());
         body.insert("input".into(), Value::Array(input(request)?));
         body.insert("store".into(), false.into());
-        let tools = tools(request, Provider::OpenAiResponses)?;
+        let mut tools = tools(request, Self::FORMAT)?;
+        // Hosted tool search: the server runs it and loads what it finds.
+        tools.extend(deferred_tools(request, Self::FORMAT, json!({"type": "tool_search"}))?);
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
             if let Some(choice) = &settings.tool_choice {
@@ -66,7 +73,7 @@ impl Protocol for OpenAIResponses {
                 body.insert("parallel_tool_calls".into(), parallel.into());
             }
         }
-        if let Some(output) = native_output(request, Provider::OpenAiResponses)? {
+        if let Some(output) = native_output(request, Self::FORMAT)? {
             let mut format = output.json_schema;
             format.insert("type".into(), "json_schema".into());
             body.insert("text".into(), json!({ "format": format }));
@@ -130,12 +137,15 @@ impl Protocol for OpenAIResponses {
                 Item::FunctionCall { call_id, name, arguments: text } => {
                     parts.push(ResponsePart::ToolCall(ToolCallPart::new(call_id, name, arguments(&text))));
                 }
+                Item::ToolSearchCall { item } => parts.push(provider_item("tool_search_call", item)),
+                Item::ToolSearchOutput { item } => parts.push(provider_item("tool_search_output", item)),
                 // Reasoning summaries and other items do not enter the conversation.
                 Item::Other => {}
             }
         }
         Ok(ModelResponse {
             finish_reason: Some(FinishReason::of(&parts, cut_off)),
+            loaded: loaded(&parts),
             parts,
             usage: body.usage.map(Usage::from),
             model_name: body.model,
@@ -174,6 +184,12 @@ fn input(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
                             "name": &*call.name,
                             "arguments": text_of(&call.arguments),
                         }),
+                        // A tool search's call and output go back as they came: they are
+                        // what loaded the deferred tools called later.
+                        ResponsePart::ProviderItem(item) => match item.replayed_to(OpenAIResponses::FORMAT) {
+                            Some(item) => item.clone(),
+                            None => continue,
+                        },
                     });
                 }
             }
@@ -181,6 +197,59 @@ fn input(request: &ModelRequest<'_>) -> Result<Vec<Value>, ModelError> {
     }
     insert_toolset_instructions(&mut out, request);
     Ok(out)
+}
+
+/// An output item of the tool search as a provider item, its `type` put back.
+fn provider_item(kind: &str, mut item: Map<String, Value>) -> ResponsePart {
+    item.insert("type".into(), kind.into());
+    ResponsePart::ProviderItem(ProviderItem::new(OpenAIResponses::FORMAT, Value::Object(item)))
+}
+
+/// What the hosted tool search loaded in an answer: each `tool_search_output`'s tools
+/// (a namespace's by their own names), with the query of the `tool_search_call` it
+/// answers (the call with its `call_id`, or the one just before it when the server gives
+/// none). A query is the call's `query` argument, or its arguments as JSON (`paths`).
+fn loaded(parts: &[ResponsePart]) -> Vec<LoadedTools> {
+    let mut loaded = Vec::new();
+    let mut calls: Vec<&Value> = Vec::new();
+    for item in provider_items(parts, OpenAIResponses::FORMAT) {
+        match item.get("type").and_then(Value::as_str) {
+            Some("tool_search_call") => calls.push(item),
+            Some("tool_search_output") => {
+                let id = item.get("call_id").filter(|id| !id.is_null());
+                let call = match id {
+                    Some(id) => calls.iter().rev().find(|call| call.get("call_id") == Some(id)),
+                    None => calls.last(),
+                };
+                let query = call.and_then(|call| call.get("arguments")).map(|arguments| match arguments {
+                    Value::Object(fields) => match fields.get("query") {
+                        Some(Value::String(query)) => query.clone(),
+                        _ => arguments.to_string(),
+                    },
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                });
+                let names = tool_names(item.get("tools"));
+                if !names.is_empty() {
+                    loaded.push(LoadedTools { names, query });
+                }
+            }
+            _ => {}
+        }
+    }
+    loaded
+}
+
+/// The function names in a list of tool definitions, a namespace's functions included.
+fn tool_names(tools: Option<&Value>) -> Vec<String> {
+    let tools = tools.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    tools
+        .iter()
+        .flat_map(|tool| match tool.get("type").and_then(Value::as_str) {
+            Some("namespace") => tool_names(tool.get("tools")),
+            _ => tool.get("name").and_then(Value::as_str).map(str::to_owned).into_iter().collect(),
+        })
+        .collect()
 }
 
 /// A call's output: text, or for content parts a list of `input_text`, `input_image`
@@ -237,6 +306,16 @@ enum Item {
         name: String,
         #[serde(default)]
         arguments: String,
+    },
+    /// The hosted tool search's call, kept whole for the next request.
+    ToolSearchCall {
+        #[serde(flatten)]
+        item: Map<String, Value>,
+    },
+    /// What the hosted tool search loaded (the definitions), kept whole.
+    ToolSearchOutput {
+        #[serde(flatten)]
+        item: Map<String, Value>,
     },
     #[serde(other)]
     Other,

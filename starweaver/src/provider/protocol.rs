@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use super::settings::Settings;
 use super::sse::SseEvent;
 use crate::model::{ModelDelta, ModelError, ModelRequest, ModelResponse};
+use crate::render::Provider;
 
 /// What one wire protocol supplies; the four are [`OpenAIChat`](super::OpenAIChat),
 /// [`OpenAIResponses`](super::OpenAIResponses), [`Anthropic`](super::Anthropic) and
@@ -28,8 +29,13 @@ pub trait Protocol: Default + Send + Sync + 'static {
     const DEFAULT_BASE_URL: &'static str;
     /// The response header holding the provider's request id.
     const REQUEST_ID_HEADER: &'static str;
+    /// The protocol's tool format, which also names it (in provider items, errors).
+    const FORMAT: Provider;
     /// Whether the protocol has a JSON-schema response format for native output.
     const NATIVE_OUTPUT: bool = false;
+    /// Whether the provider searches deferred tools itself (native tool search): its body
+    /// sends [`ModelRequest::deferred`], and its answers report what the search loaded.
+    const NATIVE_TOOL_SEARCH: bool = false;
     /// A whole (unstreamed) response body, as the protocol defines it: what is required
     /// of it is required here, so a body without it is a named error.
     type Body: DeserializeOwned;
@@ -42,6 +48,11 @@ pub trait Protocol: Default + Send + Sync + 'static {
     fn auth(&self, key: &str) -> (&'static str, String);
     /// Headers every request carries (an API version).
     fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// Headers a request needs for what it asks (a beta feature), each merged into one the
+    /// application set under the same name as another comma-separated value.
+    fn request_headers(&self, _request: &ModelRequest<'_>) -> &'static [(&'static str, &'static str)] {
         &[]
     }
     /// The request body.

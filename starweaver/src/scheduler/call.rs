@@ -193,7 +193,9 @@ pub(crate) async fn invoke_alone(
 /// The error of a call of `name`, a tool `registry` does not have.
 pub(crate) fn not_found(name: &str, registry: &ToolRegistry) -> ToolError {
     // A deferred catalog stays out of the model's context, so it is never listed here.
-    let message = if registry.defers() {
+    let message = if registry.searches_natively() {
+        format!("unknown tool `{name}`; the tool search finds tools by what they do")
+    } else if registry.defers() {
         format!("unknown tool `{name}`; `search_tools` finds tools by what they do")
     } else {
         let available = registry.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
