@@ -126,7 +126,7 @@ pub enum RunError {
         message: String,
     },
     /// The model's output failed validation more often than the output's retries allow.
-    #[error("the output failed validation more than {max_retries} times; last error: {message}")]
+    #[error("the output was still invalid after {max_retries} correction(s); last error: {message}")]
     OutputValidation {
         /// The output's retries.
         max_retries: u32,

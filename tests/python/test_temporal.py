@@ -29,6 +29,7 @@ from agents import (  # noqa: E402
     agent,
     mcp_agent,
     temporal_agent,
+    temporal_catalog_agent,
     temporal_limited_agent,
     temporal_mcp_agent,
     temporal_prepared_agent,
@@ -390,6 +391,28 @@ def test_the_hooks_prepare_tools_decides_each_steps_tools_in_an_activity(
     assert [r["content"]["kind"] if r["is_error"] else r["content"] for r in returns] == ["not_found", 3]
     offered = [line for line in (tmp_path / "model.log").read_text().splitlines() if line.startswith("offered")]
     assert offered == ["offered fetch", "offered fetch"]
+
+
+def test_a_search_loads_a_deferred_tool_for_the_workflows_next_steps(
+    server: str, workers: Workers, tmp_path: Path
+) -> None:
+    """DESIGN.md §20 on Temporal: the workflow answers ``search_tools`` itself, keeps what
+    it loaded with the run's state, and offers the found tool from the next step on."""
+    workers.start()
+
+    async def scenario() -> dict[str, Any]:
+        client = await Client.connect(server)
+        handle = await temporal_catalog_agent.start(client, "catalog", id=workflow_id("catalog"), task_queue=TASK_QUEUE)
+        return await handle.result()
+
+    result = run(scenario())
+    assert result["status"] == "completed"
+    returns = [p for m in result["messages"] for p in m["parts"] if p["kind"] == "tool_return"]
+    assert returns[0]["content"]["tools"][0]["name"] == "forecast"
+    assert returns[1]["content"] == "sunny in Oslo"
+    offered = [line for line in (tmp_path / "model.log").read_text().splitlines() if line.startswith("offered")]
+    loaded = "offered fetch,search_tools,forecast"
+    assert offered == ["offered fetch,search_tools", loaded, loaded]
 
 
 async def pending_of(server: str, wid: str, skip: str | None = None) -> dict[str, Any]:

@@ -65,6 +65,12 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"tool_calls": [_call("c1", "admin_wipe"), _call("c2", "fetch", {"i": 3})]},
         {"text": "prepared"},
     ],
+    # A search that loads a deferred tool, then a call of it.
+    "catalog": [
+        {"tool_calls": [_call("c1", "search_tools", {"query": "forecast weather"})]},
+        {"tool_calls": [_call("c2", "forecast", {"city": "Oslo"})]},
+        {"text": "catalogued"},
+    ],
     # A prompted answer whose first try is not JSON.
     "prompted": [{"text": "P-2, one cent"}, {"text": '{"number": "P-2", "total_cents": 1}'}],
     "desk": [
@@ -81,7 +87,7 @@ def _respond(messages: Any, info: Any) -> dict[str, Any]:
     if log:
         with open(log, "a") as out:
             out.write(f"{prompt} {info['step']}\n")
-    if prompt == "prepared" and log:
+    if prompt in ("prepared", "catalog") and log:
         with open(log, "a") as out:
             out.write(f"offered {','.join(d['name'] for d in info['tools'])}\n")
     if prompt == "model fails":
@@ -233,6 +239,17 @@ class HideAdmin:
 # An agent whose hooks hide a tool: its workflow lists each step's tools in an activity.
 prepared_agent = create_agent(model=FunctionModel(_respond), tools=[fetch, admin_wipe], hooks=[HideAdmin()])
 temporal_prepared_agent = TemporalAgent(prepared_agent, name="starweaver_tests_prepared")
+
+
+@tool(defer_loading=True)
+async def forecast(city: str) -> str:
+    """The weather forecast for a city."""
+    return f"sunny in {city}"
+
+
+# An agent with a deferred tool: what a search loads is session state the workflow keeps.
+catalog_agent = create_agent(model=FunctionModel(_respond), tools=[fetch, forecast])
+temporal_catalog_agent = TemporalAgent(catalog_agent, name="starweaver_tests_catalog")
 # What the workers run.
 WORKER_AGENTS = [
     *TEMPORAL_AGENTS,
@@ -241,4 +258,5 @@ WORKER_AGENTS = [
     temporal_typed_agent,
     temporal_prompted_agent,
     temporal_prepared_agent,
+    temporal_catalog_agent,
 ]
