@@ -333,8 +333,7 @@ impl DurableRun {
         let inner = &self.agent.inner;
         let tools = inner.step_registry(&ToolList::new(Source::Run), &inner.output, listed).and_then(|tools| {
             let Some(definitions) = prepared else { return Ok(tools) };
-            let message = |message| Error::PrepareTools { message: format!("the hooks' `prepare_tools`: {message}") };
-            tools.prepared(definitions).map(Arc::new).map_err(message)
+            tools.prepared(definitions).map(Arc::new).map_err(|message| Error::PrepareTools { message })
         });
         match tools {
             Ok(tools) => {

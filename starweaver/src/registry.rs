@@ -316,18 +316,19 @@ impl ToolRegistry {
     /// `prepare_tools` gave): a step's tools, filtered or described anew.
     ///
     /// # Errors
-    /// What is wrong with `definitions`: a tool this registry does not have, or one given twice.
+    /// What is wrong with `definitions`, naming the hooks' `prepare_tools` as their source:
+    /// a tool this registry does not have, or one given twice.
     pub(crate) fn prepared(&self, definitions: Vec<ToolDefinition>) -> std::result::Result<Self, String> {
         let mut registry = Self { tool_search: self.tool_search, ..Self::default() };
         for definition in definitions {
             let Some(tool) = self.get(&definition.name) else {
                 return Err(format!(
-                    "it returned a tool `{}` this step does not have; it may drop tools, not add them",
+                    "the hooks' `prepare_tools`: it returned a tool `{}` this step does not have; it may drop tools, not add them",
                     definition.name
                 ));
             };
             if registry.index.contains_key(&definition.name) {
-                return Err(format!("it returned the tool `{}` twice", definition.name));
+                return Err(format!("the hooks' `prepare_tools`: it returned the tool `{}` twice", definition.name));
             }
             registry.index.insert(definition.name.clone(), registry.tools.len());
             registry.tools.push(tool.clone());

@@ -177,7 +177,7 @@ pub(crate) async fn prepare_step(
         definitions = rest;
     }
     definitions.extend(outputs);
-    registry.prepared(definitions).map(Some).map_err(|message| format!("the hooks' `prepare_tools`: {message}"))
+    registry.prepared(definitions).map(Some)
 }
 
 /// The definitions a step offers after `hooks`' `prepare_tools`, each given what the one
