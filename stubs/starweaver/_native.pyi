@@ -52,6 +52,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolDefinition",
+    "ToolDefinitions",
     "ToolResult",
     "Trace",
     "TraceSpan",
@@ -407,7 +408,8 @@ class NativeFunctionModel:
     def __new__(cls, callback: typing.Any) -> NativeFunctionModel:
         r"""
         `callback(messages, info)`: `messages` is a read-only sequence of canonical message
-        dicts (converted as they are read), `info` a dict with `tools`,
+        dicts (converted as they are read), `info` a dict with `tools` (a read-only sequence
+        of definition dicts, converted as they are read),
         `toolset_instructions` (what the toolsets whose tools are offered say, sent with the
         agent's instructions), `step`, `run_id`, and `output` (the output's definition) when
         the run asks for native output.
@@ -571,7 +573,7 @@ class NativeOutputSpec:
     pydantic), whether text ends a run, how the model is asked, and the check and decoder
     that give the output its type.
     """
-    def __new__(cls, members: list[NativeTool | tuple[builtins.str, builtins.str | None, dict[builtins.str, typing.Any], typing.Callable[[dict[builtins.str, typing.Any]], typing.Any]]], *, text: builtins.bool = False, mode: typing.Literal['tool', 'native', 'prompted'] | None = None, retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeOutputSpec:
+    def __new__(cls, members: list[NativeTool | tuple[builtins.str, builtins.str | None, dict[builtins.str, typing.Any], typing.Callable[[dict[builtins.str, typing.Any]], typing.Any]]], *, text: builtins.bool = False, mode: typing.Literal['tool', 'native', 'prompted'] | None = None, retries: typing.Optional[builtins.int] = None, end_strategy: typing.Literal['early', 'exhaustive'] | None = None, check: typing.Callable[[ToolContext, typing.Any], typing.Any] | None = None, validators: list[typing.Any] | None = None, decoder: typing.Callable[[str, typing.Any], typing.Any] | None = None) -> NativeOutputSpec:
         r"""
         Raises `ValueError` for a `mode` or `end_strategy` it does not know.
         """
@@ -1339,6 +1341,20 @@ class ToolDefinition:
         The definition as canonical JSON text (what snapshots store).
         """
     def __repr__(self) -> builtins.str: ...
+
+@typing.final
+class ToolDefinitions:
+    r"""
+    The tools a request offers, as a model callback sees them (`info["tools"]`): definition
+    dicts, converted when read, so a callback that does not look at them does not pay for
+    their schemas.
+    """
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int) -> types.ToolDefinitionDict: ...
+    def to_list(self) -> list[types.ToolDefinitionDict]:
+        r"""
+        Every definition, as a list of dicts.
+        """
 
 @typing.final
 class ToolResult:

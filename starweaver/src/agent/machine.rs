@@ -533,19 +533,24 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     Some(Slot::Done(ret))
                 })
                 .collect();
-            let (outputs, held): (Vec<usize>, Vec<usize>) = (0..=last)
-                .filter(|i| slots.get(*i).is_some_and(Option::is_none))
-                .partition(|i| message.tool_calls().nth(*i).is_some_and(|call| registry.is_output(&call.name)));
             let to_run = |index| ToRun { index, ..ToRun::default() };
-            let mut outputs = VecDeque::from(outputs);
+            // The calls still to run, the output calls apart.
+            let (mut outputs, mut held) = (VecDeque::new(), Vec::new());
+            for (index, (call, slot)) in message.tool_calls().zip(&slots).enumerate() {
+                match slot {
+                    Some(_) => {}
+                    None if registry.is_output(&call.name) => outputs.push_back(index),
+                    None => held.push(to_run(index)),
+                }
+            }
             match outputs.pop_front() {
                 // The output call runs first, alone: what it gives decides the others.
                 Some(first) => {
                     let mut batch = Batch::new(message, slots, vec![to_run(first)], registry);
-                    batch.stage = Some(OutputStage { outputs, held: held.into_iter().map(to_run).collect() });
+                    batch.stage = Some(OutputStage { outputs, held });
                     Phase::Calls(batch)
                 }
-                None => Phase::Calls(Batch::new(message, slots, held.into_iter().map(to_run).collect(), registry)),
+                None => Phase::Calls(Batch::new(message, slots, held, registry)),
             }
         } else if empty {
             Phase::Over(End::Failed(RunError::EmptyResponse))
