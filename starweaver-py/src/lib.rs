@@ -49,7 +49,7 @@ mod _native {
     #[pymodule_export]
     use crate::mcp::{PyMcpPrompt, PyMcpResource, PyMcpResourceTemplate};
     #[pymodule_export]
-    use crate::model::{Messages, PyFunctionModel, PyTestModel};
+    use crate::model::{Messages, PyFunctionModel, PyTestModel, ToolDefinitions};
     #[pymodule_export]
     use crate::oauth::PyOAuth;
     #[pymodule_export]

@@ -1,6 +1,6 @@
 //! Models for Python: the scripted `TestModel` and the callback-driven `FunctionModel`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::testing::TestModel;
-use starweaver::{Model, ModelError, ModelRequest, ModelResponse};
+use starweaver::{Model, ModelError, ModelRequest, ModelResponse, ToolDefinition};
 
 use crate::bridge::PyAwait;
 use crate::convert;
@@ -42,20 +42,39 @@ impl PyTestModel {
 #[pyclass(module = "starweaver._native", name = "NativeFunctionModel", frozen)]
 pub struct PyFunctionModel(pub(crate) Arc<CallbackModel>);
 
-pub(crate) struct CallbackModel(Py<PyAny>);
+pub(crate) struct CallbackModel {
+    callback: Py<PyAny>,
+    /// The definitions the last request offered, shared by every request offering the
+    /// same ones: a run's steps mostly offer one set, so `info["tools"]` costs a
+    /// comparison, not a copy.
+    offered: Mutex<Arc<[ToolDefinition]>>,
+}
 
 #[gen_stub_pymethods]
 #[pymethods]
 impl PyFunctionModel {
     /// `callback(messages, info)`: `messages` is a read-only sequence of canonical message
-    /// dicts (converted as they are read), `info` a dict with `tools`,
+    /// dicts (converted as they are read), `info` a dict with `tools` (a read-only sequence
+    /// of definition dicts, converted as they are read),
     /// `toolset_instructions` (what the toolsets whose tools are offered say, sent with the
     /// agent's instructions), `step`, `run_id`, and `output` (the output's definition) when
     /// the run asks for native output.
     /// It returns (or, if async, resolves to) a response dict.
     #[new]
     fn new(callback: Py<PyAny>) -> Self {
-        Self(Arc::new(CallbackModel(callback)))
+        Self(Arc::new(CallbackModel { callback, offered: Mutex::new(Arc::from([])) }))
+    }
+}
+
+impl CallbackModel {
+    /// `tools` as a shared list: the last request's, when they are the same.
+    fn offered(&self, tools: &[ToolDefinition]) -> Arc<[ToolDefinition]> {
+        // A poisoned lock only means a panic elsewhere; the list it holds is whole.
+        let mut offered = self.offered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if **offered != *tools {
+            *offered = Arc::from(tools);
+        }
+        offered.clone()
     }
 }
 
@@ -74,7 +93,7 @@ impl Model for CallbackModel {
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let answer = Python::attach(|py| -> PyResult<Answer> {
             let info = PyDict::new(py);
-            info.set_item("tools", convert::serialize_to_py(py, request.tools)?)?;
+            info.set_item("tools", ToolDefinitions(self.offered(request.tools)))?;
             info.set_item(
                 "toolset_instructions",
                 request.toolset_instructions.iter().map(|t| &**t).collect::<Vec<_>>(),
@@ -84,7 +103,7 @@ impl Model for CallbackModel {
             if let Some(output) = request.output {
                 info.set_item("output", convert::serialize_to_py(py, output)?)?;
             }
-            let answer = self.0.bind(py).call1((Messages(request.messages.clone()), info))?;
+            let answer = self.callback.bind(py).call1((Messages(request.messages.clone()), info))?;
             if answer.hasattr("__await__")? && !answer.is_instance_of::<PyDict>() {
                 Ok(Answer::Awaiting(PyAwait::new(answer)?))
             } else {
@@ -171,11 +190,7 @@ impl Messages {
 
     #[gen_stub(override_return_type(type_repr = "types.Message", imports = ("starweaver.types",)))]
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
-        // A negative index counts from the end, as in a list.
-        let at = if index < 0 { self.0.len().checked_sub(index.unsigned_abs()) } else { usize::try_from(index).ok() };
-        let Some(message) = at.and_then(|at| self.0.get(at)) else {
-            return Err(pyo3::exceptions::PyIndexError::new_err("message index out of range"));
-        };
+        let message = at(self.0.len(), index).and_then(|at| self.0.get(at)).ok_or_else(|| out_of_range("message"))?;
         convert::serialize_to_py(py, &**message)
     }
 
@@ -184,4 +199,41 @@ impl Messages {
     fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, self.0.iter().map(|m| convert::serialize_to_py(py, &**m)).collect::<PyResult<Vec<_>>>()?)
     }
+}
+
+/// The tools a request offers, as a model callback sees them (`info["tools"]`): definition
+/// dicts, converted when read, so a callback that does not look at them does not pay for
+/// their schemas.
+#[gen_stub_pyclass]
+#[pyclass(module = "starweaver._native", name = "ToolDefinitions", frozen, sequence)]
+pub struct ToolDefinitions(Arc<[ToolDefinition]>);
+
+#[gen_stub_pymethods]
+#[pymethods]
+impl ToolDefinitions {
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+
+    #[gen_stub(override_return_type(type_repr = "types.ToolDefinitionDict", imports = ("starweaver.types",)))]
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyAny>> {
+        let definition = at(self.0.len(), index).and_then(|at| self.0.get(at)).ok_or_else(|| out_of_range("tool"))?;
+        convert::serialize_to_py(py, definition)
+    }
+
+    /// Every definition, as a list of dicts.
+    #[gen_stub(override_return_type(type_repr = "list[types.ToolDefinitionDict]", imports = ("starweaver.types",)))]
+    fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.0.iter().map(|d| convert::serialize_to_py(py, d)).collect::<PyResult<Vec<_>>>()?)
+    }
+}
+
+/// Where `index` points in a sequence of `len`: a negative index counts from the end, as
+/// in a list.
+fn at(len: usize, index: isize) -> Option<usize> {
+    if index < 0 { len.checked_sub(index.unsigned_abs()) } else { usize::try_from(index).ok() }
+}
+
+fn out_of_range(what: &str) -> PyErr {
+    pyo3::exceptions::PyIndexError::new_err(format!("{what} index out of range"))
 }

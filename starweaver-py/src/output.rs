@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::Value;
 use starweaver::output::{Output, OutputMode};
@@ -35,7 +36,7 @@ pub struct PyOutputSpec {
 impl PyOutputSpec {
     /// Raises `ValueError` for a `mode` or `end_strategy` it does not know.
     #[new]
-    #[pyo3(signature = (members, *, text=false, mode=None, retries=None, end_strategy=None, check=None, decoder=None))]
+    #[pyo3(signature = (members, *, text=false, mode=None, retries=None, end_strategy=None, check=None, validators=None, decoder=None))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
         #[gen_stub(override_type(
@@ -54,6 +55,9 @@ impl PyOutputSpec {
             imports = ("typing",)
         ))]
         check: Option<Py<PyAny>>,
+        #[gen_stub(override_type(type_repr = "list[typing.Any] | None", imports = ("typing",)))] validators: Option<
+            Py<PyList>,
+        >,
         #[gen_stub(override_type(type_repr = "typing.Callable[[str, typing.Any], typing.Any] | None", imports = ("typing",)))]
         decoder: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
@@ -94,7 +98,7 @@ impl PyOutputSpec {
             }
         });
         if let Some(check) = check {
-            output = output.validator(PyOutputCheck(check));
+            output = output.validator(PyOutputCheck { check, validators });
         }
         Ok(Self { output, decoder: decoder.map(|decoder| Decoder(Arc::new(decoder))) })
     }
@@ -120,12 +124,21 @@ impl PyDecode {
 /// The Python layer's `check(ctx, value)`: the output's JSON (as the output tool gave it)
 /// in, the validated output's JSON (or an awaitable of it) out; its exceptions are the
 /// output call's errors (`ModelRetry` asks the model again).
-struct PyOutputCheck(Py<PyAny>);
+struct PyOutputCheck {
+    check: Py<PyAny>,
+    /// The live list of validators the check runs (`@agent.output_validator` adds to it
+    /// after the agent is built): while it is empty the check would hand the value back
+    /// unchanged, so it is not called, which saves the output's two conversions.
+    validators: Option<Py<PyList>>,
+}
 
 impl OutputValidator for PyOutputCheck {
     fn validate(&self, ctx: ToolContext, output: Value) -> BoxFuture<'static, Result<Value, ToolError>> {
         let started = Python::attach(|py| -> PyResult<Result<Value, PyAwait>> {
-            let returned = self.0.bind(py).call1((PyToolContext(ctx), convert::to_py(py, &output)?))?;
+            if self.validators.as_ref().is_some_and(|validators| validators.bind(py).is_empty()) {
+                return Ok(Ok(output));
+            }
+            let returned = self.check.bind(py).call1((PyToolContext(ctx), convert::to_py(py, &output)?))?;
             if returned.hasattr(pyo3::intern!(py, "__await__"))? {
                 return Ok(Err(PyAwait::new(returned)?));
             }

@@ -105,3 +105,22 @@ def test_a_tool_context_for_unit_tests_carries_deps_and_an_approval() -> None:
     assert tool_context(approval=False).approval is None
     with pytest.raises(TypeError, match="`approval` must be an ApprovalDecision, a bool or who approved"):
         tool_context(approval=3)  # type: ignore[arg-type]
+
+
+def test_a_function_models_info_offers_the_tools_as_a_sequence_of_definition_dicts() -> None:
+    seen: list[tuple[int, str, str, list[str], list[str]]] = []
+
+    def answer(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
+        tools = info["tools"]
+        names = [definition["name"] for definition in tools.to_list()]
+        with pytest.raises(IndexError, match="tool index out of range"):
+            tools[len(tools)]
+        seen.append((len(tools), tools[0]["name"], tools[-1]["name"], names, sorted(tools[0]["parameters"])))
+        if info["step"] == 1:
+            return {"tool_calls": [call("c", "add", {"left": 1, "right": 2})]}
+        return {"text": "3"}
+
+    result = create_agent(model=FunctionModel(answer), tools=[add]).run_sync("1 + 2?")
+    assert result.output == "3"
+    keys = sorted(add.definition.parameters)
+    assert seen == [(1, "add", "add", ["add"], keys)] * 2, "each request offers the same definitions"

@@ -6,8 +6,15 @@ pyright (strict); never executed."""
 from __future__ import annotations
 
 from starweaver import JsonValue, ToolContext, create_agent, tool
-from starweaver.testing import TestModel
-from starweaver.types import JsonObject, Message, ModelRequestRecord, SessionState, ToolDefinitionDict
+from starweaver.testing import FunctionModel, Messages, TestModel
+from starweaver.types import (
+    FunctionModelInfo,
+    JsonObject,
+    Message,
+    ModelRequestRecord,
+    SessionState,
+    ToolDefinitionDict,
+)
 
 
 @tool
@@ -70,3 +77,15 @@ def run_and_read() -> None:
     if state["waiting"] is not None:
         print(sorted(state["waiting"]))
     print(result.output)
+
+
+def answer_from(messages: Messages, info: FunctionModelInfo) -> dict[str, JsonValue]:
+    """A model function reading what a request offers."""
+    offered: list[ToolDefinitionDict] = info["tools"].to_list()
+    first: ToolDefinitionDict | None = info["tools"][0] if len(info["tools"]) else None
+    last = messages[-1]
+    return {"text": f"{len(offered)} {first['name'] if first else ''} {last['kind']} {info['step']}"}
+
+
+def a_function_model() -> None:
+    create_agent(model=FunctionModel(answer_from)).run_sync("go")

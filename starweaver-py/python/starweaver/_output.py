@@ -153,6 +153,7 @@ class OutputSpec:
             retries=retries,
             end_strategy=end_strategy,
             check=self.check,
+            validators=self.validators,
             decoder=self.decode,
         )
 
@@ -170,9 +171,8 @@ class OutputSpec:
 
     def check(self, ctx: ToolContext, value: object) -> object:
         """Runs the validators on an output's value (JSON, or the answer's text): its JSON
-        back (or an awaitable of it, once one is async)."""
-        if not self.validators:
-            return value
+        back (or an awaitable of it, once one is async). The runtime calls it only while
+        there are validators."""
         member = self._member(ctx.tool_name)
         output = value if member is None else member.decode(value)
         for index, validator in enumerate(self.validators):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias, cast
 
-from ._native import ApprovalDecision, Messages, NativeFunctionModel, NativeTestModel, ToolContext
+from ._native import ApprovalDecision, Messages, NativeFunctionModel, NativeTestModel, ToolContext, ToolDefinitions
 
 if TYPE_CHECKING:
     from .types import DepsT, FunctionModelInfo, ModelRequestRecord
 
-__all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel", "tool_context"]
+__all__ = ["FunctionModel", "Messages", "ModelResponse", "TestModel", "ToolDefinitions", "tool_context"]
 
 ModelResponse: TypeAlias = Mapping[str, object]
 """A scripted response: ``{"text": ...}``, ``{"tool_calls": [...]}`` or ``{"parts": [...]}``."""
@@ -48,7 +48,8 @@ class FunctionModel:
     """A model whose answers come from ``function(messages, info)`` (sync or async).
 
     ``messages`` is a read-only sequence of canonical message dicts; ``info`` holds
-    ``tools`` (definition dicts), ``step`` and ``run_id``."""
+    ``tools`` (a read-only sequence of definition dicts), ``toolset_instructions``,
+    ``step`` and ``run_id``, and ``output`` when the run asks for native output."""
 
     def __init__(self, function: ModelFunction) -> None:
         self.native = NativeFunctionModel(function)

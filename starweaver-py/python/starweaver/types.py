@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeAlias, Union
 from typing_extensions import NotRequired, TypeAliasType, TypedDict, TypeVar
 
 if TYPE_CHECKING:
-    from ._native import ConcurrencyLimit, UsageLimits
+    from ._native import ConcurrencyLimit, ToolDefinitions, UsageLimits
     from .hooks import HookLike
     from .tools import ToolLike
     from .toolsets import Toolset
@@ -380,7 +380,9 @@ class ModelRequestRecord(TypedDict):
 class FunctionModelInfo(TypedDict):
     """What a ``FunctionModel``'s function gets beside the messages, for one request."""
 
-    tools: list[ToolDefinitionDict]
+    tools: ToolDefinitions
+    """The tools the request offers: a read-only sequence of definition dicts, converted as
+    they are read (``to_list()`` gives them all)."""
     toolset_instructions: list[str]
     """The instructions of the toolsets whose tools the request offers."""
     step: int
