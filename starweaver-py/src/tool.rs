@@ -254,11 +254,11 @@ impl PyToolResult {
         let json = |v: Option<&Bound<'_, PyAny>>| v.map(convert::to_json).transpose();
         Ok(Self(ToolResult {
             value: json(value)?.unwrap_or(Value::Null),
-            model_content: json(model_content)?,
-            app_value: json(app_value)?,
-            user_content: json(user_content)?,
+            model_content: json(model_content)?.map(Box::new),
+            app_value: json(app_value)?.map(Box::new),
+            user_content: json(user_content)?.map(Box::new),
             metadata: metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default(),
-            private_metadata: json(private_metadata)?,
+            private_metadata: json(private_metadata)?.map(Box::new),
         }))
     }
 
@@ -273,21 +273,21 @@ impl PyToolResult {
     #[getter]
     #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn model_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        convert::optional_to_py(py, self.0.model_content.as_ref())
+        convert::optional_to_py(py, self.0.model_content.as_deref())
     }
 
     /// For application code.
     #[getter]
     #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn app_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        convert::optional_to_py(py, self.0.app_value.as_ref())
+        convert::optional_to_py(py, self.0.app_value.as_deref())
     }
 
     /// For the user interface.
     #[getter]
     #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn user_content<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        convert::optional_to_py(py, self.0.user_content.as_ref())
+        convert::optional_to_py(py, self.0.user_content.as_deref())
     }
 
     /// Public tool-return metadata.
@@ -301,7 +301,7 @@ impl PyToolResult {
     #[getter]
     #[gen_stub(override_return_type(type_repr = "types.JsonValue", imports = ("starweaver.types",)))]
     fn private_metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        convert::optional_to_py(py, self.0.private_metadata.as_ref())
+        convert::optional_to_py(py, self.0.private_metadata.as_deref())
     }
 }
 

@@ -111,7 +111,7 @@ impl ToolReturn {
     pub(crate) fn success(call: &ToolCallPart, result: ToolResult, max_chars: Option<u32>) -> Self {
         let ToolResult { value, model_content, app_value, user_content, metadata, private_metadata } = result;
         let (content, value) = match model_content {
-            Some(content) => (content, Some(value)),
+            Some(content) => (*content, Some(value)),
             None => (value, None),
         };
         let (content, value) = match max_chars.and_then(|max| super::cut::cut(&content, max)) {
@@ -126,7 +126,13 @@ impl ToolReturn {
                 is_error: false,
                 metadata,
             }),
-            host: HostFields { value, app_value, user_content, private_metadata }.into_boxed(),
+            host: HostFields {
+                value,
+                app_value: app_value.map(|v| *v),
+                user_content: user_content.map(|v| *v),
+                private_metadata: private_metadata.map(|v| *v),
+            }
+            .into_boxed(),
             error: None,
         }
     }

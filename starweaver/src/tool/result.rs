@@ -20,20 +20,22 @@ use crate::content::Part;
 ///     .with_private_metadata(json!({"trace_id": "host-only"}));
 /// assert_eq!(result.model_facing_content(), &json!({"summary": "release is ready"}));
 /// ```
+// The optional surfaces are boxed: most results set none of them, and a result moves
+// through every call's hooks and futures, so its size is copied many times a call.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolResult {
     /// The tool's own value.
     pub value: Value,
     /// What the model sees instead of `value`, when set.
-    pub model_content: Option<Value>,
+    pub model_content: Option<Box<Value>>,
     /// For application code; host-only.
-    pub app_value: Option<Value>,
+    pub app_value: Option<Box<Value>>,
     /// For the user interface; host-only.
-    pub user_content: Option<Value>,
+    pub user_content: Option<Box<Value>>,
     /// Public tool-return metadata (model-facing).
     pub metadata: Map<String, Value>,
     /// Debugging data; host-only, never in a model request.
-    pub private_metadata: Option<Value>,
+    pub private_metadata: Option<Box<Value>>,
 }
 
 impl ToolResult {
@@ -45,7 +47,7 @@ impl ToolResult {
     /// Shows the model this instead of the value.
     #[must_use]
     pub fn with_model_content(mut self, content: Value) -> Self {
-        self.model_content = Some(content);
+        self.model_content = Some(Box::new(content));
         self
     }
 
@@ -68,14 +70,14 @@ impl ToolResult {
     /// Attaches an application value.
     #[must_use]
     pub fn with_app_value(mut self, value: Value) -> Self {
-        self.app_value = Some(value);
+        self.app_value = Some(Box::new(value));
         self
     }
 
     /// Attaches user-interface content.
     #[must_use]
     pub fn with_user_content(mut self, content: Value) -> Self {
-        self.user_content = Some(content);
+        self.user_content = Some(Box::new(content));
         self
     }
 
@@ -89,13 +91,13 @@ impl ToolResult {
     /// Attaches host-only debugging data.
     #[must_use]
     pub fn with_private_metadata(mut self, value: Value) -> Self {
-        self.private_metadata = Some(value);
+        self.private_metadata = Some(Box::new(value));
         self
     }
 
     /// What the model will read: `model_content` if set, else `value`.
     pub fn model_facing_content(&self) -> &Value {
-        self.model_content.as_ref().unwrap_or(&self.value)
+        self.model_content.as_deref().unwrap_or(&self.value)
     }
 }
 
