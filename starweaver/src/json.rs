@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// How deeply a value may nest (arrays and objects) when it enters the runtime from
@@ -167,6 +168,12 @@ pub fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// `json` decoded as `T`; when that fails, decoded again with path tracking, so the error
+/// says where. Path tracking costs on every field, so only a failed decode pays for it.
+pub(crate) fn decode<T: DeserializeOwned>(json: &Value) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+    T::deserialize(json).or_else(|_| serde_path_to_error::deserialize(json))
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -238,23 +237,18 @@ impl ModelResponse {
                 Value::String(text) => Ok(Self::text(text.clone())),
                 other => Err(invalid(format!("`text` must be a string, got {other}"))),
             },
-            ["tool_calls"] => tracked::<Vec<ToolCallPart>>(&obj["tool_calls"])
+            ["tool_calls"] => crate::json::decode::<Vec<ToolCallPart>>(&obj["tool_calls"])
                 .map(Self::tool_calls)
-                .map_err(|e| invalid(format!("`tool_calls` {e}"))),
-            ["parts"] => tracked(&obj["parts"]).map(Self::from_parts).map_err(|e| invalid(format!("`parts` {e}"))),
+                .map_err(|e| invalid(format!("`tool_calls` at `{}`: {}", e.path(), e.inner()))),
+            ["parts"] => crate::json::decode(&obj["parts"])
+                .map(Self::from_parts)
+                .map_err(|e| invalid(format!("`parts` at `{}`: {}", e.path(), e.inner()))),
             _ => Err(invalid(format!(
                 "expected {{\"text\": ...}}, {{\"tool_calls\": [...]}} or {{\"parts\": [...]}}, got {json}"
             ))),
         };
         response.map(|response| Self { usage, finish_reason, ..response })
     }
-}
-
-/// `json` decoded as `T`; a failure says where (`at `path`: why`). Path tracking costs on
-/// every field, so only a failed decode pays for it.
-fn tracked<T: DeserializeOwned>(json: &Value) -> std::result::Result<T, String> {
-    T::deserialize(json)
-        .or_else(|_| serde_path_to_error::deserialize(json).map_err(|e| format!("at `{}`: {}", e.path(), e.inner())))
 }
 
 /// A model failed to answer: a provider error, a script that ran out, a callback that

@@ -18,11 +18,7 @@ use super::error::ToolError;
 /// assert_eq!(err.message(), "`left`: invalid type: string \"two\", expected i64");
 /// ```
 pub fn decode_args<A: DeserializeOwned>(args: &Value) -> Result<A, ToolError> {
-    // Path tracking costs on every field, so only a failed decode pays for it.
-    if let Ok(decoded) = A::deserialize(args) {
-        return Ok(decoded);
-    }
-    serde_path_to_error::deserialize(args).map_err(|err| {
+    crate::json::decode(args).map_err(|err| {
         let path = err.path().to_string();
         let message = if path == "." { err.inner().to_string() } else { format!("`{path}`: {}", err.inner()) };
         ToolError::invalid_arguments(message)
