@@ -257,7 +257,9 @@ pub(crate) fn in_order<'l>(limits: impl IntoIterator<Item = &'l Limit>) -> Vec<&
     limits
 }
 
-/// A call's way in: the places it holds already and the limits it still waits for.
+/// A call's way in: the places it holds already and the limits it still waits for (none,
+/// by default: a call under no limit).
+#[derive(Default)]
 pub(crate) struct Entry {
     held: Vec<OwnedSemaphorePermit>,
     waiting: Vec<Arc<Semaphore>>,
@@ -299,14 +301,22 @@ impl Entry {
 /// The same limits for a driver whose calls run elsewhere (a durable run): counts of
 /// running calls by limit, and the calls held back until their limits have room, in the
 /// order they came.
+///
+/// No held call has room while no place was freed since the last look, so a call that
+/// ends has the calls held back looked at only while a limit it freed has room: a batch
+/// of many calls under one small limit costs a step per call, not a pass over the queue.
 pub(crate) struct Admission<T> {
     running: HashMap<Arc<str>, u32>,
     held: VecDeque<Held<T>>,
-    /// Each admitted call's limits (their keys), by its index, until it ends.
-    admitted: HashMap<usize, Vec<Arc<str>>>,
+    /// Each admitted call's limits, by its index, until it ends.
+    admitted: HashMap<usize, Vec<Counted>>,
+    /// The limits a call that ended freed a place under since the held calls were last
+    /// looked at.
+    freed: Vec<Counted>,
 }
 
 /// One limit a call counts against, as [`Admission`] sees it.
+#[derive(Clone)]
 pub(crate) struct Counted {
     /// What the limit is counted under ([`Limit::key`]).
     pub key: Arc<str>,
@@ -331,7 +341,7 @@ struct Held<T> {
 
 impl<T> Default for Admission<T> {
     fn default() -> Self {
-        Self { running: HashMap::new(), held: VecDeque::new(), admitted: HashMap::new() }
+        Self { running: HashMap::new(), held: VecDeque::new(), admitted: HashMap::new(), freed: Vec::new() }
     }
 }
 
@@ -343,23 +353,29 @@ impl<T> Admission<T> {
         &mut self,
         calls: impl IntoIterator<Item = (usize, Vec<Counted>, T)>,
     ) -> Vec<(T, Vec<Arc<str>>)> {
-        let mut released = Vec::new();
+        // The calls held back that a place freed since the last look lets start go first.
+        let mut released = self.release();
         // One at a time, so each call sees the places the ones before it took.
         for (index, limits, call) in calls {
-            let queued_for =
+            let queued_for: Vec<Arc<str>> =
                 limits.iter().filter(|limit| !self.has_room(limit)).map(|limit| limit.label.clone()).collect();
-            self.held.push_back(Held { index, call, limits, queued_for });
-            released.extend(self.release());
+            if queued_for.is_empty() {
+                self.admit(index, limits);
+                released.push((call, queued_for));
+            } else {
+                self.held.push_back(Held { index, call, limits, queued_for });
+            }
         }
         released
     }
 
     /// Call `index` ended: its places are free for the calls held back.
     pub(crate) fn finished(&mut self, index: usize) {
-        for key in self.admitted.remove(&index).into_iter().flatten() {
-            if let Some(running) = self.running.get_mut(&key) {
+        for limit in self.admitted.remove(&index).into_iter().flatten() {
+            if let Some(running) = self.running.get_mut(&limit.key) {
                 *running = running.saturating_sub(1);
             }
+            self.freed.push(limit);
         }
     }
 
@@ -367,28 +383,101 @@ impl<T> Admission<T> {
         self.running.get(&limit.key).copied().unwrap_or(0) < limit.max_running
     }
 
+    /// Counts call `index` as running under `limits`.
+    fn admit(&mut self, index: usize, limits: Vec<Counted>) {
+        for limit in &limits {
+            *self.running.entry(limit.key.clone()).or_insert(0) += 1;
+        }
+        self.admitted.insert(index, limits);
+    }
+
     /// The held calls whose limits all have room now, in the order they came, counted as
     /// running.
     pub(crate) fn release(&mut self) -> Vec<(T, Vec<Arc<str>>)> {
+        let freed = std::mem::take(&mut self.freed);
         let mut released = Vec::new();
-        let mut still_held = VecDeque::new();
-        for held in std::mem::take(&mut self.held) {
-            if !held.limits.iter().all(|limit| self.has_room(limit)) {
-                still_held.push_back(held);
-                continue;
+        let mut at = 0;
+        // A held call was full under some limit when last looked at: only a freed place
+        // can have made room for it.
+        while at < self.held.len() && freed.iter().any(|limit| self.has_room(limit)) {
+            let fits = self.held.get(at).is_some_and(|held| held.limits.iter().all(|limit| self.has_room(limit)));
+            if !fits {
+                at += 1;
+            } else if let Some(held) = self.held.remove(at) {
+                self.admit(held.index, held.limits);
+                released.push((held.call, held.queued_for));
             }
-            for limit in &held.limits {
-                *self.running.entry(limit.key.clone()).or_insert(0) += 1;
-            }
-            self.admitted.insert(held.index, held.limits.into_iter().map(|limit| limit.key).collect());
-            released.push((held.call, held.queued_for));
         }
-        self.held = still_held;
         released
     }
 
     /// Forgets the calls held back (the run was cancelled: they never start).
     pub(crate) fn drop_held(&mut self) {
         self.held.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(key: &str, max_running: u32) -> Counted {
+        Counted { key: key.into(), label: key.into(), max_running }
+    }
+
+    fn started(released: Vec<(usize, Vec<Arc<str>>)>) -> Vec<usize> {
+        released.into_iter().map(|(call, _)| call).collect()
+    }
+
+    #[test]
+    fn a_batch_under_one_limit_starts_in_the_order_it_came_and_never_past_the_limit() {
+        let mut admission = Admission::default();
+        let first = admission.offer((0..50).map(|i| (i, vec![limit("api", 3)], i)));
+        assert_eq!(started(first), [0, 1, 2]);
+        let mut running = vec![0, 1, 2];
+        let mut order = running.clone();
+        while let Some(&done) = running.first() {
+            running.remove(0);
+            admission.finished(done);
+            let now = started(admission.release());
+            assert!(now.len() <= 1, "one place freed, {} calls started", now.len());
+            running.extend(&now);
+            order.extend(now);
+            assert!(running.len() <= 3);
+        }
+        assert_eq!(order, (0..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_call_held_for_one_limit_does_not_hold_back_a_call_that_fits() {
+        let mut admission = Admission::default();
+        assert_eq!(started(admission.offer([(0, vec![limit("b", 1)], 0)])), [0]);
+        let released = admission.offer([(1, vec![limit("a", 1), limit("b", 1)], 1), (2, vec![limit("a", 1)], 2)]);
+        assert_eq!(released, [(2, Vec::new())]);
+        admission.finished(2);
+        // `a` has room again, but call 1 still waits for `b`.
+        assert!(admission.release().is_empty());
+        admission.finished(0);
+        assert_eq!(admission.release(), [(1, vec![Arc::from("b")])]);
+    }
+
+    #[test]
+    fn calls_held_back_start_before_calls_offered_after_a_place_is_freed() {
+        let mut admission = Admission::default();
+        assert_eq!(started(admission.offer([(0, vec![limit("api", 1)], 0), (1, vec![limit("api", 1)], 1)])), [0]);
+        admission.finished(0);
+        assert_eq!(started(admission.offer([(2, vec![limit("api", 1)], 2)])), [1]);
+        admission.finished(1);
+        assert_eq!(started(admission.release()), [2]);
+    }
+
+    #[test]
+    fn nothing_starts_until_a_place_is_freed_and_dropped_calls_never_start() {
+        let mut admission = Admission::default();
+        assert_eq!(started(admission.offer((0..3).map(|i| (i, vec![limit("api", 1)], i)))), [0]);
+        assert!(admission.release().is_empty());
+        admission.drop_held();
+        admission.finished(0);
+        assert!(admission.release().is_empty());
     }
 }

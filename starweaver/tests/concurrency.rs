@@ -257,3 +257,44 @@ async fn a_durable_run_counts_one_limit_of_its_own_given_to_two_tools_once() {
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(peak, 1, "the two tools share one limit of 1");
 }
+
+/// A hook whose `before_call` takes longer the earlier the call came: `c0` 40 ms, `c1`
+/// 30 ms, ...
+struct SlowerFirst;
+
+impl starweaver::hook::Hooks for SlowerFirst {
+    fn before_call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        call: &'a starweaver::hook::HookCall<'a>,
+    ) -> starweaver::hook::Hooked<'a, Result<starweaver::hook::Before, starweaver::ToolError>> {
+        let index: u64 = call.id.trim_start_matches('c').parse().unwrap();
+        starweaver::hook::Hooked::new(async move {
+            sleep(Duration::from_millis(40 - 10 * index)).await;
+            Ok(starweaver::hook::Before::Continue)
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_with_async_hooks_still_take_their_places_in_model_order() {
+    let (log, flight) = (Log::default(), InFlight::default());
+    // Calls of one tool run one after another anyway: four tools share the toolset's limit.
+    let mut ops = StaticToolset::new("ops");
+    for i in 0..4 {
+        ops = ops.tool(sleeper(ToolBuilder::new(format!("t{i}")), 10, &log, &flight));
+    }
+    let calls = (0..4).map(|i| call(&format!("c{i}"), &format!("t{i}"), json!({}))).collect();
+    let agent = Agent::builder(calls_then_text(calls, "done"))
+        .toolset(ops.with_max_concurrency(1))
+        .hook(SlowerFirst)
+        .build()
+        .unwrap();
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(flight.peak(), 1);
+    // The later calls' hooks end first; their places were taken in model order before.
+    assert_eq!(log.entries(), ["c0", "c1", "c2", "c3"]);
+    let waited: Vec<_> = queued(&result.events).into_iter().map(|(id, limits)| (id, limits.len())).collect();
+    assert_eq!(waited, [("c0".into(), 0), ("c1".into(), 1), ("c2".into(), 1), ("c3".into(), 1)]);
+}

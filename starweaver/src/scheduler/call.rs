@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -246,7 +245,9 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
                 return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None };
             }
         };
-        let _places = take_places(env, tool, &request, |queued| announce(env, &request, None, None, queued)).await;
+        let (queued_for, entry) = queue(env, tool, &request);
+        announce(env, &request, None, None, queued_for);
+        let _places = entry.enter().await;
         match attempts(env, tool, &request, ahead, &arguments).await {
             Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
             Err((error, extra)) => ended(call, error, extra, None),
@@ -269,9 +270,12 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     outcome
 }
 
-/// A call with hooks: the way in, then (unless a hook ended it) the approval gate and the
-/// attempts with the arguments the hooks left, then the way out. The approval is bound to
-/// those arguments: a call approved for other arguments does not run.
+/// A call with hooks: its places, the way in, then (unless a hook ended it) the approval
+/// gate and the attempts with the arguments the hooks left, then the way out. The approval
+/// is bound to those arguments: a call approved for other arguments does not run.
+///
+/// The places come first, so that calls queue in model order however long each one's
+/// hooks take, and a hook sees the call when it is about to run, not while it queues.
 async fn hooked(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
@@ -280,29 +284,21 @@ async fn hooked(
     arguments: Cow<'_, Value>,
 ) -> CallOutcome {
     let call = request.part;
+    let (queued_for, entry) = queue(env, tool, request);
+    let _places = entry.enter().await;
     let ctx = context(env, tool, request, 1, env.cancellation.clone());
     let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
     let stopped = entered.stopped.take();
     let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
     let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
-    let announce = |queued| announce(env, request, Some(&entered), rewritten.clone(), queued);
+    announce(env, request, Some(&entered), rewritten.clone(), queued_for);
     let outcome = match stopped {
-        Some(stopped) => {
-            announce(Vec::new());
-            stopped.map_err(|error| (error, Map::new()))
-        }
+        Some(stopped) => stopped.map_err(|error| (error, Map::new())),
         None => match unbound(request, hook_call.arguments) {
-            Some(error) => {
-                announce(Vec::new());
-                Err((error, Map::new()))
-            }
+            Some(error) => Err((error, Map::new())),
             None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
-                Ok(arguments) => {
-                    let _places = take_places(env, tool, request, announce).await;
-                    attempts(env, tool, request, None, &arguments).await
-                }
+                Ok(arguments) => attempts(env, tool, request, None, &arguments).await,
                 Err(reason) => {
-                    announce(Vec::new());
                     return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
                 }
             },
@@ -361,19 +357,14 @@ fn announce(
     });
 }
 
-/// A place under each concurrency limit the call runs under (its tool's, its toolset's,
-/// the run's), held until the result is dropped. `announce` is told, before the call
-/// waits, which limits were full.
-async fn take_places(
-    env: &CallEnv<'_>,
-    tool: &RegisteredTool,
-    request: &CallRequest<'_>,
-    announce: impl FnOnce(Vec<Arc<str>>),
-) -> Vec<OwnedSemaphorePermit> {
+/// The concurrency limits the call runs under (its tool's, its toolset's, the run's): the
+/// labels of those that are full (with any a driver held the call back for), which its
+/// `tool_call` event names, and its entry, whose places are held from when `enter` gives
+/// them until they are dropped.
+fn queue(env: &CallEnv<'_>, tool: &RegisteredTool, request: &CallRequest<'_>) -> (Vec<Arc<str>>, Entry) {
     let mut queued_for = request.queued_for.clone();
     if tool.limits.is_empty() && env.limit.is_none() {
-        announce(queued_for);
-        return Vec::new();
+        return (queued_for, Entry::default());
     }
     let limits = concurrency::in_order(tool.limits.iter().chain(env.limit));
     let mut entry = Entry::try_enter(&limits);
@@ -382,8 +373,7 @@ async fn take_places(
             queued_for.push(label);
         }
     }
-    announce(queued_for);
-    entry.enter().await
+    (queued_for, entry)
 }
 
 /// Whether an error of this kind suspends the call (for a human) instead of ending it.
