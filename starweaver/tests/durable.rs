@@ -387,6 +387,32 @@ async fn a_durable_runs_model_requests_carry_the_toolset_instructions_and_its_ca
     assert_eq!(returned, json!("ppppp… [25 more characters cut]"));
 }
 
+#[tokio::test]
+async fn a_durable_listing_keeps_the_instructions_of_two_toolsets_of_one_name() {
+    use starweaver::Toolset as _;
+    let docs = |tool: &str, instructions: &str| {
+        let tool: Arc<dyn Tool> =
+            Arc::new(ToolBuilder::new(tool).handler(|_: ToolContext, _: Args| async { Ok(json!("ok")) }).unwrap());
+        DynamicToolset::new("docs", move |_| {
+            let tools = vec![tool.clone()];
+            Box::pin(async move { Ok(tools) })
+        })
+        .with_instructions(instructions.to_owned())
+    };
+    let model = calls_then_text(vec![call("c1", "page", json!({}))], "done");
+    let agent = Agent::builder(model.clone())
+        .toolset(docs("page", "Quote pages exactly."))
+        .toolset(docs("index", "The index is sorted by title."))
+        .build()
+        .unwrap();
+    let mut run = DurableRun::start(&agent, "read", "run_y").unwrap();
+    let result = drive(&agent, &mut run).await;
+    assert_eq!(result.status, RunStatus::Completed);
+    let sent: Vec<Vec<String>> =
+        model.requests().iter().map(|r| r.toolset_instructions.iter().map(ToString::to_string).collect()).collect();
+    assert_eq!(sent, [["Quote pages exactly.", "The index is sorted by title."]; 2]);
+}
+
 /// Offers only tools whose names do not start with `admin_`, and describes the rest anew.
 struct HideAdmin;
 

@@ -6,7 +6,6 @@
 //! [`Agent::run_call`](crate::Agent::run_call) take and give. Each call task carries its
 //! call's policy (timeout, retry budget), so an engine can enforce it.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::{BoxFuture, ready};
@@ -41,10 +40,10 @@ pub struct ToolListing {
     pub(crate) prepared: Option<Vec<ToolDefinition>>,
     /// A `tool_refused` event for each tool a toolset left out.
     pub(crate) refused: Vec<EventKind>,
-    /// The instructions of the toolsets that listed tools, by toolset name (once each, not
-    /// with every tool: an MCP server's may be long).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) instructions: BTreeMap<String, Arc<str>>,
+    /// The instructions of the toolsets that listed tools, each text once (not with every
+    /// tool: an MCP server's may be long); a tool names its toolset's by its place here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) instructions: Vec<Arc<str>>,
 }
 
 /// One listed tool: its definition, the toolset that listed it, and that toolset's
@@ -61,24 +60,28 @@ pub(crate) struct ListedTool {
     /// Whether its toolset is deferred.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     defer_loading: bool,
+    /// Its toolset's instructions, by their place in the listing's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    instructions: Option<usize>,
 }
 
 impl ToolListing {
     pub(crate) fn new(step: u32, listed: &[Registration], refused: Vec<EventKind>) -> Self {
-        let mut instructions = BTreeMap::new();
+        let mut instructions: Vec<Arc<str>> = Vec::new();
         let tools = listed
             .iter()
-            .map(|entry| {
-                if let (Source::Toolset { name, .. }, Some(text)) = (&entry.source, &entry.toolset.instructions) {
-                    instructions.insert(name.clone(), text.clone());
-                }
-                ListedTool {
-                    source: entry.source.clone(),
-                    definition: entry.tool.definition().clone(),
-                    max_return_chars: entry.toolset.max_return_chars,
-                    limit: entry.toolset.max_concurrency.clone(),
-                    defer_loading: entry.toolset.defer_loading,
-                }
+            .map(|entry| ListedTool {
+                source: entry.source.clone(),
+                definition: entry.tool.definition().clone(),
+                max_return_chars: entry.toolset.max_return_chars,
+                limit: entry.toolset.max_concurrency.clone(),
+                defer_loading: entry.toolset.defer_loading,
+                instructions: entry.toolset.instructions.as_ref().map(|text| {
+                    instructions.iter().position(|known| known == text).unwrap_or_else(|| {
+                        instructions.push(text.clone());
+                        instructions.len() - 1
+                    })
+                }),
             })
             .collect();
         Self { step, tools, prepared: None, refused, instructions }
@@ -92,7 +95,7 @@ impl ToolListing {
         let listed = self
             .tools
             .into_iter()
-            .map(|ListedTool { source, definition, max_return_chars, limit, defer_loading }| {
+            .map(|ListedTool { source, definition, max_return_chars, limit, defer_loading, instructions }| {
                 // Each listed tool carries its toolset's limit: read back, the tools of one
                 // toolset share the first one again.
                 let limit = limit.map(|limit| match shared.iter().find(|(of, _)| *of == source) {
@@ -102,10 +105,7 @@ impl ToolListing {
                         limit
                     }
                 });
-                let instructions = match &source {
-                    Source::Toolset { name, .. } => self.instructions.get(name).cloned(),
-                    _ => None,
-                };
+                let instructions = instructions.and_then(|at| self.instructions.get(at).cloned());
                 Registration {
                     tool: Arc::new(Listed(definition)),
                     source,
