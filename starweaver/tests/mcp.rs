@@ -86,8 +86,9 @@ async fn an_agent_uses_our_served_tools_through_our_client() {
     assert!(returns[2].is_error && wipe.starts_with("approval is required"), "{wipe}");
 }
 
-/// Tools with return schemas: an object (`forecast`), a value MCP wraps (`count`), and a
-/// value that breaks its own schema (`broken`).
+/// Tools with return schemas: an object (`forecast`), a value MCP wraps (`count`), a value
+/// longer than its return-size limit (`rows`), and a value that breaks its own schema
+/// (`broken`).
 fn typed() -> StaticToolset {
     let forecast = json!({
         "type": "object",
@@ -109,6 +110,13 @@ fn typed() -> StaticToolset {
                 .unwrap(),
         )
         .tool(
+            ToolBuilder::new("rows")
+                .return_schema(rows.clone())
+                .max_return_chars(8)
+                .handler(|_: ToolContext, _: Args| async move { Ok(json!({"rows": [1, 2, 3, 4, 5, 6]})) })
+                .unwrap(),
+        )
+        .tool(
             ToolBuilder::new("broken")
                 .return_schema(rows)
                 .handler(|_: ToolContext, _: Args| async move { Ok(json!({"rows": [1, "two"]})) })
@@ -124,6 +132,7 @@ async fn return_schemas_are_served_as_output_schemas_with_checked_structured_con
             call("c1", "forecast", json!({})),
             call("c2", "count", json!({"a": 1, "b": 2})),
             call("c3", "broken", json!({})),
+            call("c4", "rows", json!({})),
         ]),
         ModelResponse::text("done"),
     ]));
@@ -143,6 +152,19 @@ async fn return_schemas_are_served_as_output_schemas_with_checked_structured_con
     let message = returns[2].content["message"].as_str().unwrap_or_default();
     assert!(returns[2].is_error, "{message}");
     assert!(message.starts_with("the tool's return value does not match its return schema at `/rows/1`"), "{message}");
+    // A value cut for the model still follows its schema as `structuredContent`.
+    assert_eq!((returns[3].is_error, returns[3].content.clone()), (false, json!({"rows": [1, 2, 3, 4, 5, 6]})));
+}
+
+#[tokio::test]
+async fn a_served_tools_cut_return_is_cut_in_its_text_and_whole_in_its_structured_content() {
+    let service = McpService::builder("typed").toolset(typed()).build().unwrap();
+    let mut client = RawClient::serve(service);
+    client.initialize().await;
+    let result = client.request(2, "tools/call", json!({"name": "rows", "arguments": {}})).await;
+    assert_eq!(result["isError"], json!(false), "{result}");
+    assert_eq!(result["structuredContent"], json!({"rows": [1, 2, 3, 4, 5, 6]}));
+    assert_eq!(result["content"][0]["text"], json!("{\"rows\":… [14 more characters cut]"));
 }
 
 /// The canonical JSON of an image, audio, a resource link and a text and a blob resource.

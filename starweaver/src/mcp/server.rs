@@ -785,8 +785,10 @@ async fn ask_approval(
 
 /// A call's outcome as MCP content: the model-facing content (never host-only fields),
 /// content parts as the MCP blocks of their kinds, `isError` for error returns and for
-/// calls that need an approval this server cannot get. With a return schema, the value
-/// is `structuredContent` once it matches (an `execution` error naming the path if not).
+/// calls that need an approval this server cannot get. With a return schema, the tool's
+/// value is `structuredContent` once it matches (an `execution` error naming the path if
+/// not): MCP requires it to follow the schema, which content cut to `max_return_chars`,
+/// or put in the value's place by `model_content`, would not; the blocks carry that content.
 fn result_of(outcome: CallOutcome, returns: Option<&Value>) -> CallToolResult {
     match outcome {
         CallOutcome::Returned(ret) => {
@@ -798,7 +800,8 @@ fn result_of(outcome: CallOutcome, returns: Option<&Value>) -> CallToolResult {
                 return result;
             }
             if let Some(schema) = returns {
-                return match structured::structured_content(schema, content) {
+                let value = ret.host.as_ref().and_then(|host| host.value.as_ref()).unwrap_or(content);
+                return match structured::structured_content(schema, value) {
                     Ok(structured) => {
                         let mut result = CallToolResult::success(blocks(content));
                         result.structured_content = Some(structured);
