@@ -139,6 +139,8 @@ pub struct ProviderItem {
 }
 
 /// The items `protocol` sent among `parts`, in order.
+// Only the protocols that send such items (their features) replay them.
+#[cfg_attr(not(any(feature = "openai", feature = "anthropic")), allow(dead_code))]
 pub(crate) fn provider_items(parts: &[ResponsePart], protocol: Provider) -> impl Iterator<Item = &Value> {
     parts.iter().filter_map(move |part| match part {
         ResponsePart::ProviderItem(item) => item.replayed_to(protocol),

@@ -187,6 +187,7 @@ where
 /// policy). Closures taking the context and the request implement it.
 ///
 /// ```
+/// # #[cfg(feature = "mcp")] {
 /// use starweaver::mcp::McpServer;
 /// use starweaver::tool::{Sampled, Sampling};
 /// use starweaver::ToolContext;
@@ -195,6 +196,7 @@ where
 ///     let text = format!("{} messages read", request.messages.len());
 ///     async move { Ok(Sampled { text, model: Some("canned".into()), stop_reason: None }) }
 /// });
+/// # }
 /// ```
 pub trait SamplingHandler: Send + Sync {
     /// The completion of `request`, asked for by the call `call` runs.
