@@ -128,13 +128,17 @@ impl PyToolset {
     }
 
     /// The same tools, at most `limit` of their calls running at once (together): a number
-    /// (a limit of this toolset's own) or a shared `ConcurrencyLimit`.
+    /// (a limit of this toolset's own) or a shared `ConcurrencyLimit`; raises `ValueError`
+    /// for a number below 1, as `with_max_return_chars` does for 0.
     fn with_max_concurrency(
         &self,
         #[gen_stub(override_type(type_repr = "builtins.int | ConcurrencyLimit", imports = ("builtins",)))]
         limit: MaxConcurrency,
-    ) -> Self {
-        Self(Arc::new(self.0.clone().with_max_concurrency(limit.0)))
+    ) -> PyResult<Self> {
+        if limit.0.max_running() == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err("`max_concurrency` must be at least 1"));
+        }
+        Ok(Self(Arc::new(self.0.clone().with_max_concurrency(limit.0))))
     }
 
     /// The same tools, with `instructions` sent to the model with the agent's while any
@@ -196,9 +200,10 @@ fn configured(
     protocol: &str,
     timeout_ms: Option<u64>,
     handlers: [Option<Py<PyAny>>; 2],
+    use_instructions: bool,
 ) -> PyResult<McpServer> {
     let protocol = protocol.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
-    let mut server = server.protocol(protocol);
+    let mut server = server.protocol(protocol).use_instructions(use_instructions);
     let [elicitation, sampling] = handlers;
     if let Some(ms) = timeout_ms {
         server = server.timeout_ms(ms);
@@ -227,11 +232,12 @@ impl PyMcpServer {
     /// `timeout_ms` bounds each request to it (calls, the handshake, listings);
     /// `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
     /// functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
-    /// {"text", "model", "stop_reason"}`) answer the server's requests first.
+    /// {"text", "model", "stop_reason"}`) answer the server's requests first;
+    /// `use_instructions=False` keeps the `instructions` of its handshake from the model.
     #[new]
     #[pyo3(signature = (
         name, command, *, args=None, env=None, cwd=None, protocol="initialize", timeout_ms=None, elicitation_handler=None,
-        sampling_handler=None
+        sampling_handler=None, use_instructions=true
     ))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn new(
@@ -246,10 +252,12 @@ impl PyMcpServer {
         timeout_ms: Option<u64>,
         elicitation_handler: Option<Py<PyAny>>,
         sampling_handler: Option<Py<PyAny>>,
+        use_instructions: bool,
     ) -> PyResult<Self> {
         let handlers = [elicitation_handler, sampling_handler];
+        let stdio = McpServer::stdio(name, command);
         let mut server =
-            configured(McpServer::stdio(name, command), protocol, timeout_ms, handlers)?.args(args.unwrap_or_default());
+            configured(stdio, protocol, timeout_ms, handlers, use_instructions)?.args(args.unwrap_or_default());
         for (key, value) in env.unwrap_or_default() {
             server = server.env(key, value);
         }
@@ -264,7 +272,7 @@ impl PyMcpServer {
     #[staticmethod]
     #[pyo3(signature = (
         name, url, *, headers=None, protocol="initialize", timeout_ms=None, auth=None, elicitation_handler=None,
-        sampling_handler=None
+        sampling_handler=None, use_instructions=true
     ))]
     #[allow(clippy::too_many_arguments)] // the keywords of the Python constructor
     fn http(
@@ -276,9 +284,10 @@ impl PyMcpServer {
         auth: Option<PyRef<'_, crate::oauth::PyOAuth>>,
         elicitation_handler: Option<Py<PyAny>>,
         sampling_handler: Option<Py<PyAny>>,
+        use_instructions: bool,
     ) -> PyResult<Self> {
         let handlers = [elicitation_handler, sampling_handler];
-        let mut server = configured(McpServer::http(name, url), protocol, timeout_ms, handlers)?;
+        let mut server = configured(McpServer::http(name, url), protocol, timeout_ms, handlers, use_instructions)?;
         if let Some(auth) = auth {
             server = server.auth(auth.oauth.clone());
         }

@@ -481,7 +481,7 @@ class NativeMcpServer:
     An MCP server started as a child process, speaking MCP over stdio. Use
     `starweaver.mcp.MCPServerStdio`.
     """
-    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, protocol: builtins.str = 'initialize', timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
+    def __new__(cls, name: builtins.str, command: builtins.str, *, args: typing.Optional[typing.Sequence[builtins.str]] = None, env: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, cwd: str | os.PathLike[str] | None = None, protocol: builtins.str = 'initialize', timeout_ms: typing.Optional[builtins.int] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None, use_instructions: builtins.bool = True) -> NativeMcpServer:
         r"""
         `command` with `args`, `env` and `cwd`; `name` names it in errors and approval rules;
         `protocol` says how the session opens (`"initialize"`, `"discover"` for the
@@ -489,10 +489,11 @@ class NativeMcpServer:
         `timeout_ms` bounds each request to it (calls, the handshake, listings);
         `elicitation_handler` and `sampling_handler` (in the runtime's form: coroutine
         functions `(ctx, message, schema) -> {"action", "content"}` and `(ctx, request) ->
-        {"text", "model", "stop_reason"}`) answer the server's requests first.
+        {"text", "model", "stop_reason"}`) answer the server's requests first;
+        `use_instructions=False` keeps the `instructions` of its handshake from the model.
         """
     @staticmethod
-    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, protocol: builtins.str = 'initialize', timeout_ms: typing.Optional[builtins.int] = None, auth: typing.Optional[NativeOAuth] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None) -> NativeMcpServer:
+    def http(name: builtins.str, url: builtins.str, *, headers: typing.Optional[typing.Mapping[builtins.str, builtins.str]] = None, protocol: builtins.str = 'initialize', timeout_ms: typing.Optional[builtins.int] = None, auth: typing.Optional[NativeOAuth] = None, elicitation_handler: typing.Optional[typing.Any] = None, sampling_handler: typing.Optional[typing.Any] = None, use_instructions: builtins.bool = True) -> NativeMcpServer:
         r"""
         A server reached over MCP's streamable HTTP at `url`, with `headers` on every request
         and OAuth when `auth` is given.
@@ -749,7 +750,8 @@ class NativeToolset:
     def with_max_concurrency(self, limit: builtins.int | ConcurrencyLimit) -> NativeToolset:
         r"""
         The same tools, at most `limit` of their calls running at once (together): a number
-        (a limit of this toolset's own) or a shared `ConcurrencyLimit`.
+        (a limit of this toolset's own) or a shared `ConcurrencyLimit`; raises `ValueError`
+        for a number below 1, as `with_max_return_chars` does for 0.
         """
     def with_instructions(self, instructions: builtins.str) -> NativeToolset:
         r"""

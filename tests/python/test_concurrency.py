@@ -130,3 +130,8 @@ def test_bad_limits_are_refused_by_name() -> None:
         create_agent(model=calls_then_text([]), max_concurrency=0)
     with pytest.raises(TypeError, match="max_concurrency"):
         create_agent(model=calls_then_text([]), max_concurrency="four")  # type: ignore[call-overload]
+    # A toolset refuses a limit of 0 at once, as it refuses `max_return_chars=0`.
+    with pytest.raises(ValueError, match="`max_concurrency` must be at least 1"):
+        Toolset("ops", []).with_max_concurrency(0)
+    with pytest.raises(ValueError, match="`max_return_chars` must be at least 1"):
+        Toolset("ops", []).with_max_return_chars(0)

@@ -74,6 +74,19 @@ def test_an_mcp_servers_instructions_are_sent_with_the_agents_while_its_tools_ar
     asyncio.run(scenario())
 
 
+def test_an_mcp_servers_instructions_stay_from_the_model_with_use_instructions_false() -> None:
+    async def scenario() -> None:
+        model = calls_then_text([call("c1", "add", {"left": 2, "right": 3})])
+        server = MCPServerStdio("echo", sys.executable, args=[SERVER], use_instructions=False)
+        async with server:
+            result = await create_agent(model=model, toolsets=[server]).run("go")
+            assert server.instructions is None
+        assert result.status == "completed"
+        assert [request.get("toolset_instructions", []) for request in model.requests] == [[], []]
+
+    asyncio.run(scenario())
+
+
 def test_a_servers_output_schemas_become_our_definitions_return_schemas() -> None:
     async def scenario() -> None:
         seen: dict[str, ToolDefinition] = {}

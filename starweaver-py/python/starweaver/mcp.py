@@ -134,7 +134,9 @@ class MCPServerStdio(_MCPServer):
     today), ``"discover"`` (``server/discover``, the stateless 2026-07-28 revision) or
     ``"auto"`` (discover, falling back to initialize for an older server).
     ``max_concurrency`` caps how many calls of its tools run at once (a number, or a shared
-    ``ConcurrencyLimit``)."""
+    ``ConcurrencyLimit``). The ``instructions`` the server gives in its handshake are sent
+    with the agent's while its tools are offered; ``use_instructions=False`` keeps them
+    from the model."""
 
     def __init__(
         self,
@@ -149,6 +151,7 @@ class MCPServerStdio(_MCPServer):
         elicitation_handler: ElicitationHandler | None = None,
         sampling_handler: SamplingHandler | None = None,
         max_concurrency: int | ConcurrencyLimit | None = None,
+        use_instructions: bool = True,
     ) -> None:
         self.server = NativeMcpServer(
             name,
@@ -158,6 +161,7 @@ class MCPServerStdio(_MCPServer):
             cwd=cwd,
             protocol=protocol,
             timeout_ms=timeout_ms,
+            use_instructions=use_instructions,
             **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = configured(self.server.toolset(), max_concurrency=max_concurrency)
@@ -264,7 +268,8 @@ class MCPServerHTTP(_MCPServer):
     """An MCP server reached over streamable HTTP at ``url``, with ``headers`` on every
     request; ``timeout_ms`` bounds each request to it (calls, the handshake, listings);
     ``auth`` gives it OAuth (see ``OAuth``); ``protocol``, ``elicitation_handler``,
-    ``sampling_handler`` and ``max_concurrency`` as ``MCPServerStdio``'s."""
+    ``sampling_handler``, ``max_concurrency`` and ``use_instructions`` as
+    ``MCPServerStdio``'s."""
 
     def __init__(
         self,
@@ -278,6 +283,7 @@ class MCPServerHTTP(_MCPServer):
         elicitation_handler: ElicitationHandler | None = None,
         sampling_handler: SamplingHandler | None = None,
         max_concurrency: int | ConcurrencyLimit | None = None,
+        use_instructions: bool = True,
     ) -> None:
         self.auth = auth
         if auth is not None:
@@ -293,6 +299,7 @@ class MCPServerHTTP(_MCPServer):
             protocol=protocol,
             timeout_ms=timeout_ms,
             auth=auth.native if auth is not None else None,
+            use_instructions=use_instructions,
             **_handlers(elicitation_handler, sampling_handler),
         )
         self.native = configured(self.server.toolset(), max_concurrency=max_concurrency)

@@ -123,7 +123,8 @@ class Toolset:
 
     def with_max_concurrency(self, limit: int | ConcurrencyLimit) -> Toolset:
         """The same tools, at most ``limit`` of their calls running at once (together, in
-        every run): a number (a limit of this toolset's own) or a shared ``ConcurrencyLimit``."""
+        every run): a number (a limit of this toolset's own) or a shared ``ConcurrencyLimit``.
+        Raises ``ValueError`` for a number below 1."""
         return self._wrap(self.native.with_max_concurrency(limit))
 
     def __repr__(self) -> str:
