@@ -72,12 +72,12 @@ pub struct ToolReturnRecord {
     /// What the model sees.
     #[serde(flatten)]
     pub part: Arc<ToolReturnPart>,
-    /// What only the host sees, when there is anything.
+    /// What only the host sees, when there is anything (shared with the history).
     #[serde(flatten)]
-    pub host: Option<Box<HostFields>>,
+    pub host: Option<Arc<HostFields>>,
 }
 
-/// A record as written: absent host fields read back as `None`, not as an empty box, so
+/// A record as written: absent host fields read back as `None`, not as empty fields, so
 /// a record equals itself after a JSON round trip.
 #[derive(Deserialize)]
 struct RawToolReturnRecord {
@@ -89,7 +89,7 @@ struct RawToolReturnRecord {
 
 impl From<RawToolReturnRecord> for ToolReturnRecord {
     fn from(raw: RawToolReturnRecord) -> Self {
-        Self { part: raw.part, host: raw.host.into_boxed() }
+        Self { part: raw.part, host: raw.host.into_shared() }
     }
 }
 
@@ -252,13 +252,15 @@ pub struct HostFields {
 impl HostFields {
     const KEYS: [&'static str; 4] = ["value", "app_value", "user_content", "private_metadata"];
 
-    /// Boxed when any field is set: most returns have none, and carry no allocation for them.
-    pub fn into_boxed(self) -> Option<Box<Self>> {
+    /// Shared when any field is set: most returns have none, and carry no allocation for
+    /// them; a return's fields are shared by the history, its event and every snapshot of
+    /// the history, never copied.
+    pub fn into_shared(self) -> Option<Arc<Self>> {
         let empty = self.value.is_none()
             && self.app_value.is_none()
             && self.user_content.is_none()
             && self.private_metadata.is_none();
-        (!empty).then(|| Box::new(self))
+        (!empty).then(|| Arc::new(self))
     }
 }
 
@@ -308,7 +310,9 @@ impl std::ops::Deref for Messages {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
     messages: Messages,
-    host: BTreeMap<(usize, usize), Box<HostFields>>,
+    /// Shared as the messages are: a snapshot (a run's result) copies a pointer, and the
+    /// history copies the map only when it grows while a snapshot is held.
+    host: Arc<BTreeMap<(usize, usize), Arc<HostFields>>>,
 }
 
 impl History {
@@ -357,9 +361,9 @@ impl History {
                     let host: Map<String, Value> =
                         HostFields::KEYS.iter().filter_map(|k| obj.remove(*k).map(|v| ((*k).to_owned(), v))).collect();
                     if !host.is_empty() {
-                        let fields: Box<HostFields> = serde_json::from_value(Value::Object(host))
+                        let fields: Arc<HostFields> = serde_json::from_value(Value::Object(host))
                             .map_err(|e| invalid(format!("message {i}, part {p}: {e}")))?;
-                        history.host.insert((i, p), fields);
+                        Arc::make_mut(&mut history.host).insert((i, p), fields);
                     }
                 }
             }
@@ -433,12 +437,12 @@ impl History {
         Arc::make_mut(&mut self.messages.0).push(Arc::new(message));
     }
 
-    pub(crate) fn push_request(&mut self, parts: impl IntoIterator<Item = (RequestPart, Option<Box<HostFields>>)>) {
+    pub(crate) fn push_request(&mut self, parts: impl IntoIterator<Item = (RequestPart, Option<Arc<HostFields>>)>) {
         let index = self.messages.len();
         let mut request = Vec::new();
         for (p, (part, host)) in parts.into_iter().enumerate() {
             if let Some(host) = host {
-                self.host.insert((index, p), host);
+                Arc::make_mut(&mut self.host).insert((index, p), host);
             }
             request.push(part);
         }
@@ -464,7 +468,7 @@ mod tests {
             metadata: Map::new(),
         };
         let host = HostFields { private_metadata: Some(json!({"trace": 1})), ..HostFields::default() };
-        history.push_request([(RequestPart::ToolReturn(Arc::new(part)), host.into_boxed())]);
+        history.push_request([(RequestPart::ToolReturn(Arc::new(part)), host.into_shared())]);
         let json = history.to_json();
         assert_eq!(json[1]["parts"][0]["private_metadata"], json!({"trace": 1}));
         let model_view = serde_json::to_value(history.messages()).unwrap();

@@ -95,7 +95,7 @@ impl From<ToolReturn> for CallOutcome {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ToolReturn {
     pub part: Arc<ToolReturnPart>,
-    pub host: Option<Box<HostFields>>,
+    pub host: Option<Arc<HostFields>>,
     pub error: Option<ToolErrorKind>,
 }
 
@@ -131,7 +131,7 @@ impl ToolReturn {
                 user_content: user_content.map(|v| *v),
                 private_metadata: private_metadata.map(|v| *v),
             }
-            .into_boxed(),
+            .into_shared(),
             error: None,
         }
     }
@@ -155,7 +155,7 @@ impl ToolReturn {
                 is_error: kind.is_error(),
                 metadata,
             }),
-            host: HostFields { private_metadata, ..HostFields::default() }.into_boxed(),
+            host: HostFields { private_metadata, ..HostFields::default() }.into_shared(),
             error: Some(kind),
         }
     }
