@@ -13,7 +13,7 @@ use serde_json::Value;
 use starweaver::hook::{Before, HookCall, Hooked, Hooks};
 use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
 
-use crate::bridge::PyAwait;
+use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
 use crate::errors;
 use crate::tool::{PyToolContext, PyToolDefinition, PyToolResult};
@@ -146,11 +146,8 @@ fn called<'a, T: Send + 'a>(
 ) -> Hooked<'a, Result<T, ToolError>> {
     let started = Python::attach(|py| {
         let returned = method.call.bind(py).call1(args(py)?)?;
-        // What hooks return most (None, a dict, a result) is read at once, without the
-        // attribute lookup an awaitable takes.
-        let plain =
-            returned.is_none() || returned.is_instance_of::<PyDict>() || returned.is_instance_of::<PyToolResult>();
-        if method.is_async || (!plain && returned.hasattr(pyo3::intern!(py, "__await__"))?) {
+        // A result, which hooks return often, is read at once too.
+        if method.is_async || (!returned.is_instance_of::<PyToolResult>() && is_awaitable(&returned)?) {
             return Ok(Err(PyAwait::new(returned)?));
         }
         Ok(Ok(read(py, returned)))

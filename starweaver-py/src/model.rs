@@ -10,7 +10,7 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::testing::TestModel;
 use starweaver::{Model, ModelError, ModelRequest, ModelResponse, ToolDefinition};
 
-use crate::bridge::PyAwait;
+use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
 use crate::errors::IntoPyResult;
 
@@ -104,7 +104,7 @@ impl Model for CallbackModel {
                 info.set_item("output", convert::serialize_to_py(py, output)?)?;
             }
             let answer = self.callback.bind(py).call1((Messages(request.messages.clone()), info))?;
-            if answer.hasattr("__await__")? && !answer.is_instance_of::<PyDict>() {
+            if is_awaitable(&answer)? {
                 Ok(Answer::Awaiting(PyAwait::new(answer)?))
             } else {
                 Ok(Answer::Ready(answer.unbind()))

@@ -14,7 +14,7 @@ use serde_json::Value;
 use starweaver::output::{Output, OutputMode};
 use starweaver::{EndStrategy, OutputValidator, ToolContext, ToolError};
 
-use crate::bridge::PyAwait;
+use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
 use crate::errors;
 use crate::tool::{PyNativeTool, PyToolContext};
@@ -139,7 +139,7 @@ impl OutputValidator for PyOutputCheck {
                 return Ok(Ok(output));
             }
             let returned = self.check.bind(py).call1((PyToolContext(ctx), convert::to_py(py, &output)?))?;
-            if returned.hasattr(pyo3::intern!(py, "__await__"))? {
+            if is_awaitable(&returned)? {
                 return Ok(Err(PyAwait::new(returned)?));
             }
             Ok(Ok(convert::to_json(&returned)?))

@@ -10,8 +10,8 @@ use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::mcp::{McpHandle, McpServer, McpService};
 use starweaver::{DynamicToolset, StaticToolset, Tool, Toolset, ToolsetContext, ToolsetError};
 
-use crate::bridge::PyAwait;
 use crate::bridge::RustFuture;
+use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
 use crate::errors::{self, IntoPyResult};
 use crate::hooks::{PyNativeHooks, hook_list};
@@ -62,11 +62,7 @@ impl PyToolset {
                 info.set_item("run_id", &*ctx.run_id)?;
                 info.set_item("step", ctx.step)?;
                 let listed = list_tools.bind(py).call1((info,))?;
-                if listed.hasattr("__await__")? {
-                    Ok(Err(PyAwait::new(listed)?))
-                } else {
-                    native_tools(&listed).map(Ok)
-                }
+                if is_awaitable(&listed)? { Ok(Err(PyAwait::new(listed)?)) } else { native_tools(&listed).map(Ok) }
             });
             let failed = move |err: PyErr| {
                 Python::attach(|py| ToolsetError::new(format!("`{name}`'s list_tools raised {}", err.value(py))))

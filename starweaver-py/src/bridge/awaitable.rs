@@ -12,6 +12,21 @@ use std::task::{Context, Poll, Waker};
 use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString};
+
+/// Whether what a Python callback returned is awaitable (has `__await__`). The plain
+/// values callbacks return most (`None`, a dict, a list, a str) are known at once: looking
+/// up an attribute they lack costs Python an exception.
+pub(crate) fn is_awaitable(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if value.is_none()
+        || value.is_instance_of::<PyDict>()
+        || value.is_instance_of::<PyList>()
+        || value.is_instance_of::<PyString>()
+    {
+        return Ok(false);
+    }
+    value.hasattr(pyo3::intern!(value.py(), "__await__"))
+}
 
 /// A Python coroutine or asyncio future, as a Rust future of its result.
 pub(crate) struct PyAwait {

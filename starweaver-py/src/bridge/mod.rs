@@ -15,6 +15,6 @@ mod cancel;
 mod future;
 
 pub(crate) use ahead::Lane;
-pub(crate) use awaitable::PyAwait;
+pub(crate) use awaitable::{PyAwait, is_awaitable};
 pub(crate) use cancel::cancelled;
 pub(crate) use future::{RustFuture, attach_unless_exiting, before_exit, runtime};
