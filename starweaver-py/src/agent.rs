@@ -60,7 +60,8 @@ impl PyAgent {
     }
 
     /// Checks a durable run's text answer as its output (a `check_output` step's task):
-    /// `{"output": ...}` or `{"refused": message}`, to hand to `NativeDurableRun.output_checked`.
+    /// `{"output": ...}`, `{"member": {"tool": ..., "output": ...}}` (a native or prompted
+    /// union's member) or `{"refused": message}`, to hand to `NativeDurableRun.output_checked`.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[dict[str, typing.Any]]", imports = ("typing",)))]
     fn check_output(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<RustFuture> {
         crate::task::check_output(py, &self.agent, task)

@@ -251,8 +251,8 @@ impl PyDurableRun {
         self.run().call_lost(index, message);
     }
 
-    /// How a `CheckOutput` step's check ended (`{"output": ...}` or `{"refused": message}`
-    /// from `NativeAgent.check_output`).
+    /// How a `CheckOutput` step's check ended (`{"output": ...}`, `{"member": {"tool": ...,
+    /// "output": ...}}` or `{"refused": message}` from `NativeAgent.check_output`).
     fn output_checked(&self, py: Python<'_>, checked: &Bound<'_, PyAny>) -> PyResult<()> {
         let checked = from_py(py, checked, "output check")?;
         self.run().output_checked(checked);

@@ -310,7 +310,8 @@ impl DurableRun {
     pub fn output_checked(&mut self, checked: OutputChecked) {
         if let Stage::Running { machine, .. } = &mut self.stage {
             machine.output_checked(match checked {
-                OutputChecked::Output(output) => Ok(output),
+                OutputChecked::Output(output) => Ok((output, None)),
+                OutputChecked::Member { tool, output } => Ok((output, Some(tool.into()))),
                 OutputChecked::Refused(message) => Err(crate::tool::ToolError::model_retry(message)),
             });
         }

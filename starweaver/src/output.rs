@@ -50,6 +50,9 @@ pub const OUTPUT_TOOL: &str = "final_result";
 /// What the model sees as the return of the output call that gave the run's output.
 pub const OUTPUT_TAKEN: &str = "Final result processed.";
 
+/// What an output tool says of itself when its type has no doc comment.
+const FINAL_RESPONSE: &str = "The final response which ends this run.";
+
 /// How many times the model may be corrected on its output unless the agent says otherwise.
 pub const DEFAULT_OUTPUT_RETRIES: u32 = 1;
 
@@ -336,7 +339,10 @@ impl Output {
     /// How the model is asked for the output: output tools ([`OutputMode::Tool`], the
     /// default), the provider's JSON-schema response format ([`OutputMode::Native`]; a model
     /// without one is refused), or the schema in the instructions ([`OutputMode::Prompted`]).
-    /// Native and prompted output take one type.
+    /// Native and prompted output take a type or a union of types (not text): a union is
+    /// asked for as one object, `{"result": {"kind": "<Name>", "data": ...}}`, whose `kind`
+    /// names the member that answered (the run's `output_tool` is then its tool,
+    /// `final_result_<Name>`).
     pub fn mode(mut self, mode: OutputMode) -> Self {
         self.mode = mode;
         self
@@ -386,7 +392,8 @@ impl Output {
     ///
     /// # Errors
     /// A member type without a schema or whose name cannot make a valid tool name; native
-    /// or prompted output of other than one type, or with text; native output on a model
+    /// or prompted output without a type, with text, or of a union two of whose members
+    /// share a name or give one `$defs` name different schemas; native output on a model
     /// without a JSON-schema response format.
     pub(crate) fn build(&self, model: &dyn Model, instructions: Option<&str>) -> crate::Result<RunOutput> {
         if let Some(error) = self.errors.first() {
@@ -396,21 +403,25 @@ impl Output {
         let tools = self.output_tools()?;
         let own = instructions.map(str::to_owned);
         if self.mode == OutputMode::Tool {
-            let check = rules.checks_text.then(|| OutputCheck { tool: None, validators: self.shared_validators() });
+            let check =
+                rules.checks_text.then(|| OutputCheck { tools: Vec::new(), validators: self.shared_validators() });
             let registrations = tools.into_iter().map(OutputTool::registration).collect();
             return Ok(RunOutput { rules, registrations, check, asked: None, instructions: own });
         }
         let mode = if self.mode == OutputMode::Native { "NativeOutput" } else { "PromptedOutput" };
-        let [tool] = <[OutputTool; 1]>::try_from(tools).map_err(|tools| crate::Error::InvalidOption {
-            option: "output_type",
-            message: format!("{mode} takes one type, got {}", tools.len()),
-        })?;
-        if self.text {
-            let message = format!("{mode} takes one type, without text (its answer is the type's JSON)");
+        if tools.is_empty() {
+            let message = format!("{mode} takes a type or a union of types, got none");
             return Err(crate::Error::InvalidOption { option: "output_type", message });
         }
-        let asked = tool.definition.clone();
-        let check = Some(OutputCheck { tool: Some(tool), validators: self.shared_validators() });
+        if self.text {
+            let message = format!("{mode} takes types, without text (its answer is the type's JSON)");
+            return Err(crate::Error::InvalidOption { option: "output_type", message });
+        }
+        let asked = asked_definition(&tools, self.retries).map_err(|message| crate::Error::InvalidOption {
+            option: "output_type",
+            message: format!("{mode}: {message}"),
+        })?;
+        let check = Some(OutputCheck { tools, validators: self.shared_validators() });
         let (asked, instructions) = if self.mode == OutputMode::Native {
             if !model.native_output() {
                 let model = model.system().unwrap_or("this model");
@@ -451,9 +462,7 @@ impl Output {
                 let mut definition = match member {
                     Member::Typed { description, parameters, .. } => {
                         let mut definition = ToolDefinition::new(name, parameters.clone());
-                        definition.description = Some(
-                            description.clone().unwrap_or_else(|| "The final response which ends this run.".into()),
-                        );
+                        definition.description = Some(description.clone().unwrap_or_else(|| FINAL_RESPONSE.to_owned()));
                         definition
                     }
                     Member::Function(tool) => {
@@ -469,6 +478,62 @@ impl Output {
             })
             .collect()
     }
+}
+
+/// What a native or prompted output asks with: its one member's output tool's definition,
+/// or, for a union, one object whose `result` is any one member: its `kind` (the member's
+/// name, as in its tool's name) and its `data` (what its tool takes). Each member's `$defs`
+/// move to the root, where their references point.
+///
+/// # Errors
+/// Two members of one name, or two that give one `$defs` name different schemas.
+fn asked_definition(tools: &[OutputTool], retries: u32) -> Result<ToolDefinition, String> {
+    if let [tool] = tools {
+        return Ok(tool.definition.clone());
+    }
+    // Each `$defs` name, and the first member that gave it.
+    let (mut defs, mut owners) = (Map::new(), std::collections::HashMap::new());
+    let (mut kinds, mut any_of) = (Vec::with_capacity(tools.len()), Vec::with_capacity(tools.len()));
+    for tool in tools {
+        let kind = tool.kind();
+        if kinds.contains(&kind) {
+            return Err(format!("two members are named `{kind}`"));
+        }
+        let mut data = tool.definition.parameters.clone();
+        if let Some(Value::Object(own)) = data.as_object_mut().and_then(|data| data.remove("$defs")) {
+            for (name, schema) in own {
+                if defs.get(&name).is_some_and(|known| *known != schema) {
+                    let first = owners.get(&name).map_or("", String::as_str);
+                    return Err(format!(
+                        "members `{first}` and `{kind}` define `$defs/{name}` differently; rename one of the types"
+                    ));
+                }
+                owners.entry(name.clone()).or_insert_with(|| kind.clone());
+                defs.insert(name, schema);
+            }
+        }
+        any_of.push(json!({
+            "type": "object",
+            "properties": {"kind": {"type": "string", "const": kind}, "data": data},
+            "required": ["kind", "data"],
+            "additionalProperties": false,
+        }));
+        kinds.push(kind);
+    }
+    let mut parameters = json!({
+        "type": "object",
+        "properties": {"result": {"anyOf": any_of}},
+        "required": ["result"],
+        "additionalProperties": false,
+    });
+    if let (Some(root), false) = (parameters.as_object_mut(), defs.is_empty()) {
+        root.insert("$defs".into(), Value::Object(defs));
+    }
+    let mut definition = ToolDefinition::new(OUTPUT_TOOL, parameters);
+    definition.description = Some(FINAL_RESPONSE.to_owned());
+    definition.max_retries = Some(retries);
+    definition.validate().map_err(|error| error.to_string())?;
+    Ok(definition)
 }
 
 /// A member's name as it may stand in a tool name: letters, digits, `_` and `-`, anything
@@ -501,48 +566,85 @@ impl RunOutput {
     }
 
     /// Checks a text answer as the run's output (the machine asks only when the output
-    /// checks text answers).
+    /// checks text answers): the output, and the output tool of the union member that gave
+    /// it.
     ///
     /// # Errors
     /// Why the answer is refused, for the model.
-    pub(crate) async fn check(&self, ctx: ToolContext, text: &str) -> Result<Value, ToolError> {
+    pub(crate) async fn check(&self, ctx: ToolContext, text: &str) -> Result<Checked, ToolError> {
         match &self.check {
             Some(check) => check.check(ctx, text).await,
-            None => Ok(Value::String(text.to_owned())),
+            None => Ok((Value::String(text.to_owned()), None)),
         }
     }
 }
 
 /// Checks a text answer: as the output's JSON (native and prompted output), decoded by
-/// the output's one member; or as text, by the output validators.
+/// the output's one member or, for a union, by the member its `result.kind` names; or as
+/// text, by the output validators.
 struct OutputCheck {
-    tool: Option<OutputTool>,
+    /// The members' output tools (none: the answer is text).
+    tools: Vec<OutputTool>,
     validators: Arc<[Arc<dyn OutputValidator>]>,
 }
 
 impl OutputCheck {
-    /// The tool name the check's context gives: the output tool's whose schema the answer
-    /// follows, or none for a text answer.
+    /// The tool name the check's context gives: the one output tool's whose schema the
+    /// answer follows, or none for a text answer or a union (whose check names the member
+    /// that answered).
     fn tool_name(&self) -> &str {
-        self.tool.as_ref().map_or("", |tool| tool.definition.name.as_str())
-    }
-
-    /// The output `text` gives, or why it is refused (the model is told).
-    ///
-    /// # Errors
-    /// Text that is not JSON, JSON the member refuses, or a validator's refusal.
-    async fn check(&self, ctx: ToolContext, text: &str) -> Result<Value, ToolError> {
-        match &self.tool {
-            Some(tool) => {
-                let json: Value = serde_json::from_str(strip_fence(text)).map_err(|error| {
-                    ToolError::invalid_arguments(format!("the answer must be JSON matching the schema: {error}"))
-                })?;
-                Ok(tool.call(ctx, &json).await?.value)
-            }
-            None => validated(&self.validators, ctx, Value::String(text.to_owned())).await,
+        match self.tools.as_slice() {
+            [tool] => tool.definition.name.as_str(),
+            _ => "",
         }
     }
+
+    /// The output `text` gives, and the output tool of the union member that gave it; or
+    /// why it is refused (the model is told).
+    ///
+    /// # Errors
+    /// Text that is not JSON, a union's answer without a `result` of a known `kind` and
+    /// its `data`, JSON the member refuses, or a validator's refusal.
+    async fn check(&self, mut ctx: ToolContext, text: &str) -> Result<Checked, ToolError> {
+        if self.tools.is_empty() {
+            let output = validated(&self.validators, ctx, Value::String(text.to_owned())).await?;
+            return Ok((output, None));
+        }
+        let json: Value = serde_json::from_str(strip_fence(text)).map_err(|error| {
+            ToolError::invalid_arguments(format!("the answer must be JSON matching the schema: {error}"))
+        })?;
+        if let [tool] = self.tools.as_slice() {
+            return Ok((tool.call(ctx, &json).await?.value, None));
+        }
+        let (tool, data) = self.member_of(&json)?;
+        ctx.tool_name = Arc::from(tool.definition.name.as_str());
+        let output = tool.call(ctx.clone(), data).await?.value;
+        Ok((output, Some(ctx.tool_name)))
+    }
+
+    /// The union member a union's answer `{"result": {"kind": ..., "data": ...}}` names,
+    /// and its data.
+    ///
+    /// # Errors
+    /// `invalid_arguments` naming what is missing, or the unknown kind and the known ones.
+    fn member_of<'a>(&self, json: &'a Value) -> Result<(&OutputTool, &'a Value), ToolError> {
+        let field = |value: &'a Value, key: &str, within: &str| {
+            value.get(key).ok_or_else(|| ToolError::invalid_arguments(format!("missing field `{within}{key}`")))
+        };
+        let result = field(json, "result", "")?;
+        let kind = field(result, "kind", "result.")?;
+        let data = field(result, "data", "result.")?;
+        let tool = self.tools.iter().find(|tool| kind.as_str() == Some(tool.kind().as_str())).ok_or_else(|| {
+            let kinds: Vec<String> = self.tools.iter().map(|tool| format!("`{}`", tool.kind())).collect();
+            ToolError::invalid_arguments(format!("unknown `result.kind` {kind}: expected one of {}", kinds.join(", ")))
+        })?;
+        Ok((tool, data))
+    }
 }
+
+/// A checked text answer: the output, and the output tool of the union member that gave
+/// it (none for text or one type).
+pub(crate) type Checked = (Value, Option<Arc<str>>);
 
 /// The instructions that ask for a prompted output: the schema, and the answer's form.
 fn prompted_instructions(asked: &ToolDefinition) -> String {
@@ -583,6 +685,11 @@ struct OutputTool {
 }
 
 impl OutputTool {
+    /// The member's name as a union's answer gives it (its `kind`), as in its tool's name.
+    fn kind(&self) -> String {
+        tool_name_part(self.member.name())
+    }
+
     fn registration(self) -> Registration {
         Registration {
             tool: Arc::new(self),

@@ -325,13 +325,181 @@ async fn prompted_output_puts_the_schema_in_the_instructions_and_takes_fenced_js
 }
 
 #[tokio::test]
-async fn native_and_prompted_output_take_one_type() {
-    let union = Agent::builder(TestModel::new([]))
-        .output_type::<Invoice>()
-        .output_type::<Refusal>()
-        .output_mode(OutputMode::Prompted)
+async fn native_and_prompted_output_refuse_text_beside_their_types() {
+    for mode in [OutputMode::Native, OutputMode::Prompted] {
+        let built = union_agent(TestModel::new([]), mode).text_output().build();
+        let Err(Error::InvalidOption { option: "output_type", message }) = built.map(drop) else {
+            panic!("the agent is refused")
+        };
+        assert!(message.contains("without text"), "{message}");
+    }
+}
+
+/// A union's answer as native and prompted output ask for it.
+fn union_answer(kind: &str, data: Value) -> ModelResponse {
+    let mut answer = json!({"result": {"kind": kind}});
+    answer["result"]["data"] = data;
+    ModelResponse::text(answer.to_string())
+}
+
+/// An agent whose output is `Invoice | Refusal`, asked for in `mode`.
+fn union_agent(model: impl starweaver::Model, mode: OutputMode) -> starweaver::AgentBuilder {
+    Agent::builder(model).output_type::<Invoice>().output_type::<Refusal>().output_mode(mode)
+}
+
+#[tokio::test]
+async fn a_native_union_answers_with_the_member_its_kind_names() {
+    let model = Arc::new(TestModel::new([union_answer("Refusal", json!({"reason": "not an invoice"}))]));
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let saw = seen.clone();
+    let agent = union_agent(model.clone(), OutputMode::Native)
+        .output_validator(move |ctx: ToolContext, output: Value| {
+            saw.lock().unwrap().push(ctx.tool_name().to_owned());
+            async move { Ok(output) }
+        })
+        .build()
+        .unwrap();
+    assert!(agent.definitions().is_empty(), "native output offers no output tool");
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.output_as::<Refusal>().unwrap(), Refusal { reason: "not an invoice".into() });
+    assert_eq!(result.output_tool.as_deref(), Some("final_result_Refusal"));
+    assert_eq!(*seen.lock().unwrap(), ["final_result_Refusal"], "the validators see the member's tool");
+    let events: Vec<Value> = result.events.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let complete = events.iter().find(|e| e["type"] == "run_complete").unwrap();
+    assert_eq!(complete["output_tool"], "final_result_Refusal");
+    // One schema asks for either member, each under its own name.
+    let asked = model.requests()[0].output.clone().unwrap();
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_json_snapshot!("rust__native_output_union", asked);
+    });
+    let kinds: Vec<&Value> = asked.parameters["properties"]["result"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|member| &member["properties"]["kind"]["const"])
+        .collect();
+    assert_eq!(kinds, [&json!("Invoice"), &json!("Refusal")]);
+}
+
+#[tokio::test]
+async fn a_union_answer_of_an_unknown_kind_or_without_data_goes_back_to_the_model() {
+    let model = Arc::new(TestModel::new([
+        union_answer("Receipt", json!({"reason": "?"})),
+        ModelResponse::text(r#"{"result": {"kind": "Invoice"}}"#),
+        union_answer("Invoice", json!({"number": "A-7", "total_cents": 3})),
+    ]));
+    let agent = union_agent(model.clone(), OutputMode::Native).output_retries(2).build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "A-7".into(), total_cents: 3 });
+    assert_eq!(result.output_tool.as_deref(), Some("final_result_Invoice"));
+    let told = |request: usize| serde_json::to_value(model.requests()[request].messages.last().unwrap()).unwrap();
+    let unknown = told(1).to_string();
+    assert!(unknown.contains(r#"unknown `result.kind` \"Receipt\""#) && unknown.contains("`Refusal`"), "{unknown}");
+    assert!(told(2).to_string().contains("missing field `result.data`"), "{}", told(2));
+    // Each correction counts against the output's retries: one fewer and the run fails.
+    let script = [union_answer("Receipt", json!({})), ModelResponse::text(r#"{"result": {"kind": "Invoice"}}"#)];
+    let agent = union_agent(TestModel::new(script), OutputMode::Native).build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert!(matches!(result.error, Some(RunError::OutputValidation { max_retries: 1, .. })), "{:?}", result.error);
+}
+
+#[tokio::test]
+async fn a_prompted_union_shows_the_union_schema_in_the_instructions() {
+    let model = Arc::new(TestModel::new([ModelResponse::text(format!(
+        "```json\n{}\n```",
+        json!({"result": {"kind": "Invoice", "data": {"number": "P-1", "total_cents": 9}}})
+    ))]));
+    let agent = union_agent(model.clone(), OutputMode::Prompted).instructions("Read invoices.").build().unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output_as::<Invoice>().unwrap(), Invoice { number: "P-1".into(), total_cents: 9 });
+    assert_eq!(result.output_tool.as_deref(), Some("final_result_Invoice"));
+    let request = &model.requests()[0];
+    assert!(request.output.is_none(), "prompted output sends no response format");
+    let system = serde_json::to_value(&request.messages[0]).unwrap();
+    let text = system["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#""anyOf""#) && text.contains(r#""const":"Refusal""#), "{text}");
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!("rust__prompted_output_union_instructions", text);
+    });
+}
+
+mod first {
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    pub struct Line {
+        pub sku: String,
+    }
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    pub struct Order {
+        pub line: Line,
+    }
+}
+
+mod second {
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    pub struct Line {
+        pub text: String,
+    }
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    pub struct Memo {
+        pub line: Line,
+        pub again: super::first::Order,
+    }
+}
+
+#[tokio::test]
+async fn a_union_hoists_its_members_defs_and_refuses_two_of_one_name_that_differ() {
+    // `Order` and `Memo` both define a `Line`, differently.
+    let built = Agent::builder(TestModel::new([]))
+        .output_type::<first::Order>()
+        .output_type::<second::Memo>()
+        .output_mode(OutputMode::Native)
         .build();
-    assert!(matches!(union, Err(Error::InvalidOption { option: "output_type", .. })));
+    let Err(Error::InvalidOption { option: "output_type", message }) = built.map(drop) else {
+        panic!("the agent is refused")
+    };
+    assert!(message.contains("`Order` and `Memo` define `$defs/Line` differently"), "{message}");
+    // The same definition given by two members is hoisted to the root once.
+    let model = Arc::new(TestModel::new([union_answer("Order", json!({"line": {"sku": "X"}}))]));
+    let agent = Agent::builder(model.clone())
+        .output_type::<first::Order>()
+        .output_type::<Refusal>()
+        .output_type::<first::Line>()
+        .output_mode(OutputMode::Native)
+        .build()
+        .unwrap();
+    let result = agent.run("read it").await.unwrap();
+    assert_eq!(result.output, Some(json!({"line": {"sku": "X"}})));
+    assert_eq!(result.output_tool.as_deref(), Some("final_result_Order"));
+    let asked = model.requests()[0].output.clone().unwrap().parameters;
+    let defs: Vec<&String> = asked["$defs"].as_object().unwrap().keys().collect();
+    assert_eq!(defs, ["Line"]);
+    let order = &asked["properties"]["result"]["anyOf"][0]["properties"]["data"];
+    assert_eq!((order.get("$defs"), &order["properties"]["line"]["$ref"]), (None, &json!("#/$defs/Line")));
+}
+
+#[tokio::test]
+async fn a_durable_run_of_a_native_union_records_the_member_that_answered() {
+    let script = || [union_answer("Refusal", json!({"reason": "blank page"}))];
+    let agent = union_agent(TestModel::new(script()), OutputMode::Native).build().unwrap();
+    let mut run = DurableRun::start(&agent, "read it", "run_1").unwrap();
+    let durable = loop {
+        match run.next_step() {
+            Step::RequestModel(task) => run.model_responded(agent.request_model(&task).await.unwrap()),
+            Step::CheckOutput(task) => {
+                let checked = agent.check_output(&task).await;
+                // What an engine records crosses as JSON.
+                let checked = serde_json::from_value(serde_json::to_value(&checked).unwrap()).unwrap();
+                run.output_checked(checked);
+            }
+            Step::Done(result) => break result,
+            step => panic!("{step:?}"),
+        }
+    };
+    let local =
+        union_agent(TestModel::new(script()), OutputMode::Native).build().unwrap().run("read it").await.unwrap();
+    assert_eq!(durable.output_tool.as_deref(), Some("final_result_Refusal"));
+    assert_eq!((durable.output, durable.output_tool), (local.output, local.output_tool));
 }
 
 #[tokio::test]
@@ -404,10 +572,10 @@ async fn a_run_of_a_text_agent_may_ask_for_prompted_output_and_text_again() {
 async fn a_runs_own_output_is_checked_before_anything_happens() {
     let model = Arc::new(TestModel::new([ModelResponse::text("never asked")]));
     let agent = Agent::builder(model.clone()).build().unwrap();
-    let union = Output::new().typed::<Invoice>().typed::<City>().mode(OutputMode::Native);
-    let refused = agent.run_with("where?", with_output(union)).await;
+    let with_text = Output::new().typed::<Invoice>().typed::<City>().or_text().mode(OutputMode::Native);
+    let refused = agent.run_with("where?", with_output(with_text)).await;
     let Err(Error::InvalidOption { option, message }) = refused else { panic!("{refused:?}") };
     assert_eq!(option, "output_type");
-    assert!(message.contains("NativeOutput takes one type, got 2"), "{message}");
+    assert!(message.contains("NativeOutput takes types, without text"), "{message}");
     assert!(model.requests().is_empty(), "nothing was sent");
 }

@@ -1165,6 +1165,48 @@ async fn native_output_sends_each_providers_json_schema_format_and_reads_the_ans
     }
 }
 
+/// The other member of the native union the union test asks for.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema, Debug, PartialEq)]
+struct Refusal {
+    reason: String,
+}
+
+/// DESIGN.md §17: a native union reaches each provider's JSON-schema format as one schema
+/// (its strict form where the provider has one), and the answer's `kind` picks the member.
+#[tokio::test]
+async fn a_native_union_sends_one_schema_of_its_members_and_reads_the_member_the_answer_names() {
+    let mut schemas = serde_json::Map::new();
+    for protocol in PROTOCOLS.iter().filter(|protocol| protocol.dir != "anthropic") {
+        let server = serve(protocol.path, vec![json_body(protocol.dir, "native_union.json")]).await;
+        let agent = Agent::builder(protocol.model(&server.uri()))
+            .output_type::<Invoice>()
+            .output_type::<Refusal>()
+            .output_mode(OutputMode::Native)
+            .build()
+            .unwrap();
+        let result = agent.run("read it").await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{}: {:?}", protocol.dir, result.error);
+        assert_eq!(result.output_as::<Refusal>().unwrap(), Refusal { reason: "not an invoice".into() });
+        assert_eq!(result.output_tool.as_deref(), Some("final_result_Refusal"), "{}", protocol.dir);
+        let sent = body(&requests(&server).await[0]);
+        let format = match protocol.dir {
+            "openai_chat" => sent["response_format"]["json_schema"].clone(),
+            "openai_responses" => sent["text"]["format"].clone(),
+            _ => sent["generationConfig"]["responseSchema"].clone(),
+        };
+        let schema = if protocol.dir == "gemini" { &format } else { &format["schema"] };
+        let members = schema["properties"]["result"]["anyOf"].as_array();
+        assert_eq!(members.map(Vec::len), Some(2), "{}: {sent}", protocol.dir);
+        if protocol.dir != "gemini" {
+            assert_eq!(format["strict"], true, "{}: the union's strict form is accepted", protocol.dir);
+        }
+        schemas.insert(protocol.dir.into(), format);
+    }
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_json_snapshot!("rust__native_output_union_requests", schemas);
+    });
+}
+
 /// DESIGN.md §17: the output tool reaches each provider as its other tools do, and the
 /// call the provider answers with ends the run with the decoded value.
 #[tokio::test]

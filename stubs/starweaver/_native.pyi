@@ -292,7 +292,8 @@ class NativeAgent:
     def check_output(self, task: typing.Any) -> typing.Awaitable[dict[str, typing.Any]]:
         r"""
         Checks a durable run's text answer as its output (a `check_output` step's task):
-        `{"output": ...}` or `{"refused": message}`, to hand to `NativeDurableRun.output_checked`.
+        `{"output": ...}`, `{"member": {"tool": ..., "output": ...}}` (a native or prompted
+        union's member) or `{"refused": message}`, to hand to `NativeDurableRun.output_checked`.
         """
     def run_call(self, run_id: builtins.str, task: typing.Any, on_event: typing.Callable[[types.Event], object] | None = None) -> typing.Awaitable[dict[str, typing.Any]]:
         r"""
@@ -375,8 +376,8 @@ class NativeDurableRun:
         """
     def output_checked(self, checked: typing.Any) -> None:
         r"""
-        How a `CheckOutput` step's check ended (`{"output": ...}` or `{"refused": message}`
-        from `NativeAgent.check_output`).
+        How a `CheckOutput` step's check ended (`{"output": ...}`, `{"member": {"tool": ...,
+        "output": ...}}` or `{"refused": message}` from `NativeAgent.check_output`).
         """
     def model_lost(self, message: builtins.str) -> None:
         r"""

@@ -25,7 +25,8 @@ from starweaver import (
     create_agent,
     tool,
 )
-from starweaver.testing import TestModel
+from starweaver.testing import FunctionModel, Messages, TestModel
+from starweaver.types import FunctionModelInfo
 
 
 class Invoice(BaseModel):
@@ -312,6 +313,73 @@ def test_a_streamed_run_gives_its_own_output_type() -> None:
 
 def test_a_runs_own_output_type_is_checked_before_the_run_starts() -> None:
     model = TestModel.responses([{"text": "never asked"}])
-    with pytest.raises(RegistrationError, match="NativeOutput takes one type"):
-        create_agent(model=model).run_sync("go", output_type=NativeOutput(Invoice | Refusal))  # type: ignore[arg-type]
+    with pytest.raises(RegistrationError, match="NativeOutput takes types, without text"):
+        create_agent(model=model).run_sync("go", output_type=NativeOutput(Invoice | str))
     assert model.requests == []
+
+
+def union_answer(kind: str, data: dict[str, object]) -> dict[str, object]:
+    """A native or prompted union's answer: the member's name and its data."""
+    return {"text": json.dumps({"result": {"kind": kind, "data": data}})}
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        NativeOutput(Invoice | Refusal),
+        NativeOutput([Invoice, Refusal]),
+        PromptedOutput(Invoice | Refusal),
+        PromptedOutput([Invoice, Refusal]),
+    ],
+    ids=["native-union", "native-list", "prompted-union", "prompted-list"],
+)
+def test_a_native_or_prompted_union_answers_with_the_member_the_model_chose(asked: object) -> None:
+    script = iter(
+        [
+            union_answer("Refusal", {"reason": "blank page"}),
+            union_answer("Invoice", {"number": "A-7", "total_cents": 5}),
+        ]
+    )
+    asks: list[tuple[str, str]] = []
+
+    def respond(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
+        # What asks for the output: the response format, or the instructions.
+        if "output" in info:
+            asks.append(("format", json.dumps(info["output"]["parameters"])))
+        else:
+            asks.append(("instructions", json.dumps(messages[0])))
+        return next(script)
+
+    seen: list[tuple[str, type]] = []
+
+    def record(ctx: ToolContext, output: Invoice | Refusal) -> Invoice | Refusal:
+        seen.append((ctx.tool_name, type(output)))
+        return output
+
+    agent = create_agent(model=FunctionModel(respond), output_type=asked, output_validators=[record])
+    refused = agent.run_sync("read it")
+    assert refused.output == Refusal(reason="blank page")
+    assert isinstance(refused.output, Refusal)
+    assert refused.output_tool == "final_result_Refusal"
+    invoice = agent.run_sync("read it")
+    assert invoice.output == Invoice(number="A-7", total_cents=5)
+    assert invoice.output_tool == "final_result_Invoice"
+    assert seen == [("final_result_Refusal", Refusal), ("final_result_Invoice", Invoice)]
+    # One schema asks for either member, by name: as the response format (native), or in
+    # the instructions (prompted).
+    where, schema = asks[0]
+    assert where == ("format" if isinstance(asked, NativeOutput) else "instructions")
+    assert "anyOf" in schema and "Refusal" in schema and "total_cents" in schema, schema
+
+
+def test_a_prompted_union_shows_its_schema_and_an_unknown_kind_is_sent_back() -> None:
+    model = TestModel.responses(
+        [union_answer("Receipt", {"reason": "?"}), union_answer("Refusal", {"reason": "blank page"})]
+    )
+    agent = create_agent(model=model, instructions="Read invoices.", output_type=PromptedOutput([Invoice, Refusal]))
+    result = agent.run_sync("read it")
+    assert result.output == Refusal(reason="blank page")
+    system = json.dumps(model.requests[0]["messages"][0]["parts"][0])
+    assert "Read invoices." in system and '\\"anyOf\\"' in system and '\\"const\\":\\"Refusal\\"' in system, system
+    told = json.dumps(model.requests[1]["messages"][-1])
+    assert "unknown `result.kind`" in told and "Receipt" in told, told

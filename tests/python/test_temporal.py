@@ -26,6 +26,7 @@ from agents import (  # noqa: E402
     TASK_QUEUE,
     TEMPORAL_AGENTS,
     Invoice,
+    Refusal,
     agent,
     mcp_agent,
     temporal_agent,
@@ -35,6 +36,7 @@ from agents import (  # noqa: E402
     temporal_prepared_agent,
     temporal_prompted_agent,
     temporal_typed_agent,
+    temporal_union_agent,
 )
 
 from starweaver.temporal import TemporalAgent, decide  # noqa: E402
@@ -368,6 +370,22 @@ def test_a_prompted_answer_is_checked_in_an_activity_and_retried(server: str, wo
     assert temporal_prompted_agent.output(result) == Invoice(number="P-2", total_cents=1)
     prompts = [p["text"] for m in result["messages"] for p in m["parts"] if p["kind"] == "user_prompt"]
     assert len(prompts) == 2 and "must be JSON" in prompts[1]
+
+
+def test_a_native_unions_answer_keeps_its_member_through_the_workflow(server: str, workers: Workers) -> None:
+    """A native union's answer is checked in an activity, which names the member it is:
+    the workflow's result keeps that member's output tool, and ``output`` decodes by it."""
+    workers.start()
+
+    async def scenario() -> Any:
+        start = temporal_union_agent.start(
+            await Client.connect(server), "union", id=workflow_id("union"), task_queue=TASK_QUEUE
+        )
+        return await (await start).result()
+
+    result = run(scenario())
+    assert (result["status"], result["output_tool"]) == ("completed", "final_result_Refusal")
+    assert temporal_union_agent.output(result) == Refusal(reason="blank page")
 
 
 def test_the_hooks_prepare_tools_decides_each_steps_tools_in_an_activity(

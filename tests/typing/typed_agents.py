@@ -9,7 +9,17 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 from typing_extensions import assert_type
 
-from starweaver import Agent, AgentSession, PromptedOutput, RunResult, RunStream, ToolContext, create_agent, tool
+from starweaver import (
+    Agent,
+    AgentSession,
+    NativeOutput,
+    PromptedOutput,
+    RunResult,
+    RunStream,
+    ToolContext,
+    create_agent,
+    tool,
+)
 from starweaver.testing import TestModel, tool_context
 from starweaver.types import Event
 
@@ -122,3 +132,21 @@ async def a_runs_own_output_type(model: TestModel) -> None:
     assert_type((await session.hitl.resume(deps=deps, output_type=int)).output, int | None)
     assert_type((await session.resume_after_hitl(deps=deps)).output, Invoice | None)
     assert_type((await session.resume(deps=deps, output_type=float)).output, float | None)
+
+
+class Refusal(BaseModel):
+    reason: str
+
+
+async def a_native_or_prompted_union(model: TestModel) -> None:
+    assert_type(NativeOutput(Invoice), NativeOutput[Invoice])
+    # A list of members (mypy names their join, pyright their union) and `A | B` (which
+    # mypy cannot take as a type yet, PEP 747) both type-check; the output narrows by
+    # `isinstance` to the member the model chose.
+    agent = create_agent(model=model, output_type=NativeOutput([Invoice, Refusal]))
+    output = (await agent.run("go")).output
+    if isinstance(output, Refusal):
+        assert_type(output, Refusal)
+    create_agent(model=model, output_type=NativeOutput(Invoice | Refusal)).run_sync("go")
+    agent.run_sync("go", output_type=PromptedOutput([Invoice, Refusal]))
+    agent.run_sync("go", output_type=PromptedOutput(Invoice | Refusal))

@@ -60,6 +60,10 @@ class _Member:
 
 
 def _union_members(output_type: object) -> list[object]:
+    # `NativeOutput([A, B])` holds its members as a list.
+    if isinstance(output_type, list):
+        members: list[object] = typing.cast("list[object]", output_type)
+        return [m for member in members for m in _union_members(member)]
     if typing.get_origin(output_type) in (typing.Union, types.UnionType):
         return list(typing.get_args(output_type))
     return [output_type]
@@ -158,8 +162,9 @@ class OutputSpec:
         )
 
     def _member(self, tool_name: str | None) -> _Member | None:
-        """The member an output's JSON is a value of: its output tool's, or for an answer in
-        text, the one member of a native or prompted output (none: the answer is text)."""
+        """The member an output's JSON is a value of: its output tool's (a union member's,
+        for a native or prompted union's answer), or for an answer in text, the one member
+        of a native or prompted output (none: the answer is text)."""
         if tool_name:
             return self.by_tool.get(tool_name)
         return self.members[0] if self.mode != "tool" and self.members else None

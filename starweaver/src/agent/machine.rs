@@ -26,7 +26,7 @@ use crate::hitl::{
 };
 use crate::message::{Message, RequestPart, ToolCallPart};
 use crate::model::{FinishReason, ModelResponse, Usage};
-use crate::output::EndStrategy;
+use crate::output::{Checked, EndStrategy};
 use crate::registry::{NameMap, RegisteredTool, Source, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
@@ -566,12 +566,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// The text answer was checked as the output: it ends the run with the output, or
     /// the model is told why not, as a correction counted against the output's retries;
     /// past them the run fails.
-    pub fn output_checked(&mut self, checked: std::result::Result<Value, ToolError>) {
+    pub fn output_checked(&mut self, checked: std::result::Result<Checked, ToolError>) {
         if !matches!(self.phase, Phase::Checking(_)) {
             return;
         }
         self.phase = match checked {
-            Ok(value) => Phase::Over(End::Completed(Answer { value, tool: None })),
+            Ok((value, tool)) => Phase::Over(End::Completed(Answer { value, tool })),
             Err(error) => {
                 let max_retries = self.bounds.output.retries;
                 let spent = self.retries.entry(Arc::from(crate::output::OUTPUT_TOOL)).or_default();

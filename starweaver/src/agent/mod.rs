@@ -243,7 +243,8 @@ impl Agent {
         let output = &self.inner.output;
         let ctx = output.context(&Arc::from(task.run_id.as_str()), &self.inner.dependencies);
         match output.check(ctx, &task.text).await {
-            Ok(output) => OutputChecked::Output(output),
+            Ok((output, None)) => OutputChecked::Output(output),
+            Ok((output, Some(tool))) => OutputChecked::Member { tool: tool.to_string(), output },
             Err(error) => OutputChecked::Refused(error.message().to_owned()),
         }
     }

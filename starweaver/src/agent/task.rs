@@ -168,6 +168,12 @@ pub struct OutputTask {
 #[serde(rename_all = "snake_case")]
 pub enum OutputChecked {
     Output(Value),
+    /// The output of a union's member (native or prompted output), and that member's
+    /// output tool, which the run records as its `output_tool`.
+    Member {
+        tool: String,
+        output: Value,
+    },
     Refused(String),
 }
 

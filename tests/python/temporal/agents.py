@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from starweaver import ApprovalRequired, ModelRetry, PromptedOutput, ToolContext, create_agent, tool
+from starweaver import ApprovalRequired, ModelRetry, NativeOutput, PromptedOutput, ToolContext, create_agent, tool
 from starweaver.elicitation import Accepted, Elicited
 from starweaver.mcp import MCPServerStdio
 from starweaver.temporal import TemporalAgent
@@ -73,6 +73,8 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     ],
     # A prompted answer whose first try is not JSON.
     "prompted": [{"text": "P-2, one cent"}, {"text": '{"number": "P-2", "total_cents": 1}'}],
+    # A native union's answer, of its second member.
+    "union": [{"text": '{"result": {"kind": "Refusal", "data": {"reason": "blank page"}}}'}],
     "desk": [
         {"tool_calls": [_call("c1", "lookup", {"order": 7})]},
         {"tool_calls": [_call("c2", "hang")]},
@@ -223,6 +225,15 @@ prompted_agent = create_agent(model=FunctionModel(_respond), output_type=Prompte
 temporal_prompted_agent = TemporalAgent(prompted_agent, name="starweaver_tests_prompted")
 
 
+class Refusal(BaseModel):
+    reason: str
+
+
+# A native union: the checked answer names its member, which the result's `output_tool` keeps.
+union_agent = create_agent(model=FunctionModel(_respond), output_type=NativeOutput([Invoice, Refusal]))
+temporal_union_agent = TemporalAgent(union_agent, name="starweaver_tests_union")
+
+
 @tool
 async def admin_wipe() -> str:
     """Wipe everything."""
@@ -257,6 +268,7 @@ WORKER_AGENTS = [
     temporal_limited_agent,
     temporal_typed_agent,
     temporal_prompted_agent,
+    temporal_union_agent,
     temporal_prepared_agent,
     temporal_catalog_agent,
 ]
