@@ -207,7 +207,10 @@ async fn a_return_past_max_return_chars_is_cut_for_the_model_and_kept_whole_for_
     assert_eq!(event.host.as_ref().unwrap().value, Some(json!(long)));
     // One copy of the whole value: the event and the history share it.
     let kept = result.messages.host_fields(2, 0).unwrap();
-    assert!(std::ptr::eq(&**event.host.as_ref().unwrap(), kept), "the event's host fields are the history's");
+    assert!(
+        std::ptr::eq(std::sync::Arc::as_ptr(event.host.as_ref().unwrap()), kept),
+        "the event's host fields are the history's"
+    );
 }
 
 #[tokio::test]
