@@ -270,7 +270,7 @@ pub(crate) struct Entry {
 impl Entry {
     /// Takes what places are free now, in order, up to the first limit that is full.
     pub(crate) fn try_enter(limits: &[&Limit]) -> Self {
-        let mut entry = Self { held: Vec::new(), waiting: Vec::new(), queued_for: Vec::new() };
+        let mut entry = Self::default();
         for limit in limits {
             let places = &limit.gate.places;
             if entry.waiting.is_empty()

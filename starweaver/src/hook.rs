@@ -88,10 +88,9 @@ impl<T> Future for Hooked<'_, T> {
 /// Code that runs around every tool call (and lists each step's tools); every method has a
 /// default that changes nothing, so a hook implements only what it needs.
 ///
-/// - [`before_call`](Self::before_call): after the arguments parse as JSON and the call
-///   has its places under its concurrency limits (so calls queue in model order whatever
-///   their hooks take), before the tool's schema checks them and before the approval
-///   gate; may rewrite the arguments,
+/// - [`before_call`](Self::before_call): after the arguments parse as JSON, before the
+///   tool's schema checks them, the approval gate and the call's places under its
+///   concurrency limits (a hook never holds a place); may rewrite the arguments,
 ///   answer in the tool's place, or fail the call with any [`ToolError`] (with the meaning
 ///   that kind has when a tool raises it: `ModelRetry`, `UserError`, `ApprovalRequired`, ...).
 /// - [`after_call`](Self::after_call): may replace the result, or fail the call.

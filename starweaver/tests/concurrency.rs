@@ -258,43 +258,39 @@ async fn a_durable_run_counts_one_limit_of_its_own_given_to_two_tools_once() {
     assert_eq!(peak, 1, "the two tools share one limit of 1");
 }
 
-/// A hook whose `before_call` takes longer the earlier the call came: `c0` 40 ms, `c1`
-/// 30 ms, ...
-struct SlowerFirst;
+/// A hook whose `before_call` runs an agent of its own first (a check by a smaller model,
+/// say), whose tool shares the hooked tool's limit.
+struct AsksFirst(Agent);
 
-impl starweaver::hook::Hooks for SlowerFirst {
+impl starweaver::hook::Hooks for AsksFirst {
     fn before_call<'a>(
         &'a self,
         _: &'a ToolContext,
-        call: &'a starweaver::hook::HookCall<'a>,
+        _: &'a starweaver::hook::HookCall<'a>,
     ) -> starweaver::hook::Hooked<'a, Result<starweaver::hook::Before, starweaver::ToolError>> {
-        let index: u64 = call.id.trim_start_matches('c').parse().unwrap();
         starweaver::hook::Hooked::new(async move {
-            sleep(Duration::from_millis(40 - 10 * index)).await;
+            let checked = self.0.run("check").await.unwrap();
+            assert_eq!(checked.status, RunStatus::Completed);
             Ok(starweaver::hook::Before::Continue)
         })
     }
 }
 
 #[tokio::test(start_paused = true)]
-async fn calls_with_async_hooks_still_take_their_places_in_model_order() {
+async fn a_hook_holds_no_place_so_it_may_wait_for_a_call_under_the_same_limit() {
     let (log, flight) = (Log::default(), InFlight::default());
-    // Calls of one tool run one after another anyway: four tools share the toolset's limit.
-    let mut ops = StaticToolset::new("ops");
-    for i in 0..4 {
-        ops = ops.tool(sleeper(ToolBuilder::new(format!("t{i}")), 10, &log, &flight));
-    }
-    let calls = (0..4).map(|i| call(&format!("c{i}"), &format!("t{i}"), json!({}))).collect();
-    let agent = Agent::builder(calls_then_text(calls, "done"))
-        .toolset(ops.with_max_concurrency(1))
-        .hook(SlowerFirst)
+    let api = ConcurrencyLimit::shared("test-hook-nesting", 1).unwrap();
+    let checker = Agent::builder(calls_then_text(vec![call("k1", "classify", json!({}))], "fine"))
+        .tool(sleeper(ToolBuilder::new("classify").max_concurrency(api.clone()), 10, &log, &flight))
         .build()
         .unwrap();
-    let result = agent.run("go").await.unwrap();
+    let agent = Agent::builder(calls_then_text(vec![call("c1", "search", json!({}))], "done"))
+        .tool(sleeper(ToolBuilder::new("search").max_concurrency(api), 10, &log, &flight))
+        .hook(AsksFirst(checker))
+        .build()
+        .unwrap();
+    let result = tokio::time::timeout(Duration::from_mins(1), agent.run("go")).await;
+    let result = result.expect("the hook's own call waited for the place its call held").unwrap();
     assert_eq!(result.status, RunStatus::Completed);
-    assert_eq!(flight.peak(), 1);
-    // The later calls' hooks end first; their places were taken in model order before.
-    assert_eq!(log.entries(), ["c0", "c1", "c2", "c3"]);
-    let waited: Vec<_> = queued(&result.events).into_iter().map(|(id, limits)| (id, limits.len())).collect();
-    assert_eq!(waited, [("c0".into(), 0), ("c1".into(), 1), ("c2".into(), 1), ("c3".into(), 1)]);
+    assert_eq!(log.entries(), ["k1", "c1"], "the hook's call ran first, then the hooked one");
 }

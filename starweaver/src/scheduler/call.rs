@@ -270,12 +270,14 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
     outcome
 }
 
-/// A call with hooks: its places, the way in, then (unless a hook ended it) the approval
-/// gate and the attempts with the arguments the hooks left, then the way out. The approval
-/// is bound to those arguments: a call approved for other arguments does not run.
+/// A call with hooks: the way in, then (unless a hook ended it) the approval gate, its
+/// places and the attempts with the arguments the hooks left, then the way out. The
+/// approval is bound to those arguments: a call approved for other arguments does not run.
 ///
-/// The places come first, so that calls queue in model order however long each one's
-/// hooks take, and a hook sees the call when it is about to run, not while it queues.
+/// A call takes its places once its hooks let it go on, and gives them back before the way
+/// out: a hook never holds a place, so a hook that waits for work under the same limit
+/// cannot wait on itself, and the `tool_call` event, with the arguments the hooks left,
+/// comes before the call queues.
 async fn hooked(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
@@ -284,21 +286,31 @@ async fn hooked(
     arguments: Cow<'_, Value>,
 ) -> CallOutcome {
     let call = request.part;
-    let (queued_for, entry) = queue(env, tool, request);
-    let _places = entry.enter().await;
     let ctx = context(env, tool, request, 1, env.cancellation.clone());
     let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
     let stopped = entered.stopped.take();
     let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
     let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
-    announce(env, request, Some(&entered), rewritten.clone(), queued_for);
+    let announce = |queued| announce(env, request, Some(&entered), rewritten.clone(), queued);
     let outcome = match stopped {
-        Some(stopped) => stopped.map_err(|error| (error, Map::new())),
+        Some(stopped) => {
+            announce(Vec::new());
+            stopped.map_err(|error| (error, Map::new()))
+        }
         None => match unbound(request, hook_call.arguments) {
-            Some(error) => Err((error, Map::new())),
+            Some(error) => {
+                announce(Vec::new());
+                Err((error, Map::new()))
+            }
             None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
-                Ok(arguments) => attempts(env, tool, request, None, &arguments).await,
+                Ok(arguments) => {
+                    let (queued_for, entry) = queue(env, tool, request);
+                    announce(queued_for);
+                    let _places = entry.enter().await;
+                    attempts(env, tool, request, None, &arguments).await
+                }
                 Err(reason) => {
+                    announce(Vec::new());
                     return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
                 }
             },
