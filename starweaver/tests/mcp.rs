@@ -87,8 +87,8 @@ async fn an_agent_uses_our_served_tools_through_our_client() {
 }
 
 /// Tools with return schemas: an object (`forecast`), a value MCP wraps (`count`), a value
-/// longer than its return-size limit (`rows`), and a value that breaks its own schema
-/// (`broken`).
+/// longer than its return-size limit (`rows`), a value behind `model_content` (`summary`),
+/// and a value that breaks its own schema (`broken`).
 fn typed() -> StaticToolset {
     let forecast = json!({
         "type": "object",
@@ -114,6 +114,15 @@ fn typed() -> StaticToolset {
                 .return_schema(rows.clone())
                 .max_return_chars(8)
                 .handler(|_: ToolContext, _: Args| async move { Ok(json!({"rows": [1, 2, 3, 4, 5, 6]})) })
+                .unwrap(),
+        )
+        .tool(
+            ToolBuilder::new("summary")
+                .return_schema(rows.clone())
+                .handler(|_: ToolContext, _: Args| async move {
+                    Ok(starweaver::ToolResult::new(json!({"rows": [7], "secret": "s3cr3t"}))
+                        .with_model_content(json!({"rows": [1, 2]})))
+                })
                 .unwrap(),
         )
         .tool(
@@ -157,7 +166,7 @@ async fn return_schemas_are_served_as_output_schemas_with_checked_structured_con
 }
 
 #[tokio::test]
-async fn a_served_tools_cut_return_is_cut_in_its_text_and_whole_in_its_structured_content() {
+async fn a_served_tools_structured_content_is_its_cut_value_whole_but_never_what_it_kept_host_only() {
     let service = McpService::builder("typed").toolset(typed()).build().unwrap();
     let mut client = RawClient::serve(service);
     client.initialize().await;
@@ -165,6 +174,10 @@ async fn a_served_tools_cut_return_is_cut_in_its_text_and_whole_in_its_structure
     assert_eq!(result["isError"], json!(false), "{result}");
     assert_eq!(result["structuredContent"], json!({"rows": [1, 2, 3, 4, 5, 6]}));
     assert_eq!(result["content"][0]["text"], json!("{\"rows\":… [14 more characters cut]"));
+    // What a tool kept host-only behind `model_content` is not served.
+    let result = client.request(3, "tools/call", json!({"name": "summary", "arguments": {}})).await;
+    assert_eq!(result["structuredContent"], json!({"rows": [1, 2]}), "{result}");
+    assert!(!result.to_string().contains("s3cr3t"), "{result}");
 }
 
 /// The canonical JSON of an image, audio, a resource link and a text and a blob resource.

@@ -697,6 +697,7 @@ impl McpService {
         let registered = self.registry.get(&job.name);
         let sequential = registered.is_some_and(|t| t.sequential);
         let returns = registered.and_then(|t| t.tool.definition().return_schema.as_ref());
+        let max_chars = registered.and_then(|t| t.max_return_chars);
         let _order = match by_name.get(&job.name) {
             Some(lock) => Some(lock.lock().await),
             None => None,
@@ -718,9 +719,11 @@ impl McpService {
         };
         let answer = async {
             let outcome = call(None).await;
-            let CallOutcome::NeedsApproval { reason, .. } = &outcome else { return result_of(outcome, returns) };
+            let CallOutcome::NeedsApproval { reason, .. } = &outcome else {
+                return result_of(outcome, returns, max_chars);
+            };
             match ask_approval(&job.peer, &part, reason).await {
-                Ok(approval) => result_of(call(Some(Arc::new(approval))).await, returns),
+                Ok(approval) => result_of(call(Some(Arc::new(approval))).await, returns, max_chars),
                 Err(refusal) => CallToolResult::error(vec![Content::text(refusal)]),
             }
         };
@@ -783,13 +786,13 @@ async fn ask_approval(
     }
 }
 
-/// A call's outcome as MCP content: the model-facing content (never host-only fields),
-/// content parts as the MCP blocks of their kinds, `isError` for error returns and for
-/// calls that need an approval this server cannot get. With a return schema, the tool's
-/// value is `structuredContent` once it matches (an `execution` error naming the path if
-/// not): MCP requires it to follow the schema, which content cut to `max_return_chars`,
-/// or put in the value's place by `model_content`, would not; the blocks carry that content.
-fn result_of(outcome: CallOutcome, returns: Option<&Value>) -> CallToolResult {
+/// A call's outcome as MCP content: the model-facing content (never fields the tool kept
+/// host-only), content parts as the MCP blocks of their kinds, `isError` for error
+/// returns and for calls that need an approval this server cannot get. With a return
+/// schema, the value is `structuredContent` once it matches (an `execution` error naming
+/// the path if not): MCP requires it to follow the schema, which a value cut to
+/// `max_chars` would not, so a cut value goes whole there and cut in the blocks.
+fn result_of(outcome: CallOutcome, returns: Option<&Value>, max_chars: Option<u32>) -> CallToolResult {
     match outcome {
         CallOutcome::Returned(ret) => {
             let content = &ret.part.content;
@@ -800,8 +803,7 @@ fn result_of(outcome: CallOutcome, returns: Option<&Value>) -> CallToolResult {
                 return result;
             }
             if let Some(schema) = returns {
-                let value = ret.host.as_ref().and_then(|host| host.value.as_ref()).unwrap_or(content);
-                return match structured::structured_content(schema, value) {
+                return match structured::structured_content(schema, ret.schema_value(max_chars)) {
                     Ok(structured) => {
                         let mut result = CallToolResult::success(blocks(content));
                         result.structured_content = Some(structured);

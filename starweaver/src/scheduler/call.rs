@@ -136,6 +136,19 @@ impl ToolReturn {
         }
     }
 
+    /// What a return schema describes of a success returned under `max_chars`: the
+    /// tool's whole value when the content is only that value cut short (it is host-only
+    /// for the model's sake, not the tool's), else the content. A value the tool gave
+    /// `model_content` in place of stays host-only.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // only `mcp::McpService` serves schemas
+    pub(crate) fn schema_value(&self, max_chars: Option<u32>) -> &Value {
+        let content = &self.part.content;
+        match (self.host.as_ref().and_then(|host| host.value.as_ref()), max_chars) {
+            (Some(whole), Some(max)) if super::cut::cut(whole, max).as_ref() == Some(content) => whole,
+            _ => content,
+        }
+    }
+
     /// An error return: `content` is `{"kind", "message", "success": false, ...extra}`.
     pub(crate) fn failure(call: &ToolCallPart, error: ToolError, extra: Map<String, Value>) -> Self {
         let (kind, message, metadata, private_metadata) = error.into_parts();
