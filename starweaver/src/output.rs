@@ -146,6 +146,14 @@ impl Member {
             Self::Function(tool) => &tool.definition().name,
         }
     }
+
+    /// What the member says of itself: its type's doc comment, or its function's.
+    fn description(&self) -> Option<&str> {
+        match self {
+            Self::Typed { description, .. } => description.as_deref(),
+            Self::Function(tool) => tool.definition().description.as_deref(),
+        }
+    }
 }
 
 /// Decodes a member type's arguments (the output tool's, as the model sent them) and
@@ -482,8 +490,9 @@ impl Output {
 
 /// What a native or prompted output asks with: its one member's output tool's definition,
 /// or, for a union, one object whose `result` is any one member: its `kind` (the member's
-/// name, as in its tool's name) and its `data` (what its tool takes). Each member's `$defs`
-/// move to the root, where their references point.
+/// name, as in its tool's name) and its `data` (what its tool takes), described as the
+/// member describes itself. Each member's `$defs` move to the root, where their references
+/// point.
 ///
 /// # Errors
 /// Two members of one name, or two that give one `$defs` name different schemas.
@@ -512,12 +521,17 @@ fn asked_definition(tools: &[OutputTool], retries: u32) -> Result<ToolDefinition
                 defs.insert(name, schema);
             }
         }
-        any_of.push(json!({
+        let mut member = json!({
             "type": "object",
             "properties": {"kind": {"type": "string", "const": kind}, "data": data},
             "required": ["kind", "data"],
             "additionalProperties": false,
-        }));
+        });
+        // What tells the model which member to answer with.
+        if let (Some(about), Some(member)) = (tool.member.description(), member.as_object_mut()) {
+            member.insert("description".into(), about.into());
+        }
+        any_of.push(member);
         kinds.push(kind);
     }
     let mut parameters = json!({

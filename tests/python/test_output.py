@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import pytest
 from conftest import call, loose, returns
@@ -370,6 +370,40 @@ def test_a_native_or_prompted_union_answers_with_the_member_the_model_chose(aske
     where, schema = asks[0]
     assert where == ("format" if isinstance(asked, NativeOutput) else "instructions")
     assert "anyOf" in schema and "Refusal" in schema and "total_cents" in schema, schema
+
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+
+
+def test_a_union_member_of_a_generic_type_is_found_by_the_name_the_runtime_gives_it() -> None:
+    """`Page[int]`'s tool and kind are `Page_int_`, in the runtime and in the decoder."""
+    by_tool = create_agent(
+        model=answers(final({"items": [1, 2]}, name="final_result_Page_int_")), output_type=Page[int] | Refusal
+    ).run_sync("list")
+    assert by_tool.output == Page[int](items=[1, 2])
+    native = create_agent(
+        model=TestModel.responses([union_answer("Page_int_", {"items": [3]})]),
+        output_type=NativeOutput([Page[int], Refusal]),
+    ).run_sync("list")
+    assert native.output == Page[int](items=[3])
+    assert native.output_tool == "final_result_Page_int_"
+
+
+def test_a_native_unions_members_are_described_as_their_docstrings_say() -> None:
+    asked: list[object] = []
+
+    def respond(messages: Messages, info: FunctionModelInfo) -> dict[str, object]:
+        asked.append(info["output"]["parameters"])
+        return union_answer("Refusal", {"reason": "blank page"})
+
+    create_agent(model=FunctionModel(respond), output_type=NativeOutput([Invoice, Refusal])).run_sync("read it")
+    members = asked[0]["properties"]["result"]["anyOf"]  # type: ignore[index]
+    # `Refusal` has no docstring, so nothing describes it.
+    assert [member.get("description") for member in members] == ["An invoice read from a document.", None]
 
 
 def test_a_prompted_union_shows_its_schema_and_an_unknown_kind_is_sent_back() -> None:

@@ -12,6 +12,7 @@ the runtime, so a failure is the call's ``invalid_arguments`` return naming the 
 from __future__ import annotations
 
 import inspect
+import re
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,9 +32,6 @@ __all__ = ["OutputSpec", "OutputValidator"]
 #: An output validator: ``(ctx, output)`` to the output (changed or not), sync or async;
 #: raising ``ModelRetry`` has the model correct its output.
 OutputValidator: TypeAlias = "Callable[[ToolContext[Any], Any], Any | Awaitable[Any]]"
-
-_DESCRIPTION = "The final response which ends this run."
-
 
 #: A member type as the native layer takes it: its output tool's name, description and
 #: parameters, and what turns the tool's arguments into the output's JSON.
@@ -67,6 +65,13 @@ def _union_members(output_type: object) -> list[object]:
     if typing.get_origin(output_type) in (typing.Union, types.UnionType):
         return list(typing.get_args(output_type))
     return [output_type]
+
+
+def _tool_name_part(name: str) -> str:
+    """A member's name as the runtime puts it in a tool name (`output.rs`'s
+    `tool_name_part`): anything but ASCII letters, digits and ``-`` (the ``[``, ``]`` and
+    ``,`` of a generic type's name) as ``_``."""
+    return re.sub(r"[^A-Za-z0-9-]", "_", name)
 
 
 def _type_name(member: object) -> str:
@@ -111,8 +116,9 @@ def _typed_member(member: object) -> _Member:
         except pydantic.ValidationError as error:
             raise invalid(error, within="response" if wrapped else None) from error
 
-    tool_description = description if isinstance(description, str) else _DESCRIPTION
-    return _Member(name, (name, tool_description, parameters, decode), adapter)
+    # Without a docstring the runtime describes the tool as every output tool is described.
+    about = description if isinstance(description, str) else None
+    return _Member(name, (name, about, parameters, decode), adapter)
 
 
 def _function_member(member: object) -> _Member:
@@ -143,7 +149,7 @@ class OutputSpec:
         # The runtime names the tools as this does: the member's own name in a union.
         single = len(self.members) == 1
         self.by_tool: Mapping[str, _Member] = {
-            ("final_result" if single else f"final_result_{m.name}"): m for m in self.members
+            ("final_result" if single else f"final_result_{_tool_name_part(m.name)}"): m for m in self.members
         }
 
     def native(
