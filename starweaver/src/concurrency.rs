@@ -316,7 +316,6 @@ pub(crate) struct Admission<T> {
 }
 
 /// One limit a call counts against, as [`Admission`] sees it.
-#[derive(Clone)]
 pub(crate) struct Counted {
     /// What the limit is counted under ([`Limit::key`]).
     pub key: Arc<str>,

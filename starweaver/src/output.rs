@@ -512,12 +512,12 @@ fn asked_definition(tools: &[OutputTool], retries: u32) -> Result<ToolDefinition
         if let Some(Value::Object(own)) = data.as_object_mut().and_then(|data| data.remove("$defs")) {
             for (name, schema) in own {
                 if defs.get(&name).is_some_and(|known| *known != schema) {
-                    let first = owners.get(&name).map_or("", String::as_str);
+                    let first = owners.get(&name).copied().unwrap_or_default();
                     return Err(format!(
                         "members `{first}` and `{kind}` define `$defs/{name}` differently; rename one of the types"
                     ));
                 }
-                owners.entry(name.clone()).or_insert_with(|| kind.clone());
+                owners.entry(name.clone()).or_insert(kind);
                 defs.insert(name, schema);
             }
         }
@@ -648,7 +648,7 @@ impl OutputCheck {
         let result = field(json, "result", "")?;
         let kind = field(result, "kind", "result.")?;
         let data = field(result, "data", "result.")?;
-        let tool = self.tools.iter().find(|tool| kind.as_str() == Some(tool.kind().as_str())).ok_or_else(|| {
+        let tool = self.tools.iter().find(|tool| kind.as_str() == Some(tool.kind())).ok_or_else(|| {
             let kinds: Vec<String> = self.tools.iter().map(|tool| format!("`{}`", tool.kind())).collect();
             ToolError::invalid_arguments(format!("unknown `result.kind` {kind}: expected one of {}", kinds.join(", ")))
         })?;
@@ -699,9 +699,10 @@ struct OutputTool {
 }
 
 impl OutputTool {
-    /// The member's name as a union's answer gives it (its `kind`), as in its tool's name.
-    fn kind(&self) -> String {
-        tool_name_part(self.member.name())
+    /// The member's name as a union's answer gives it (its `kind`): what follows
+    /// `final_result_` in its tool's name (a union's tools are all named so).
+    fn kind(&self) -> &str {
+        self.definition.name.strip_prefix(OUTPUT_TOOL).and_then(|rest| rest.strip_prefix('_')).unwrap_or_default()
     }
 
     fn registration(self) -> Registration {
