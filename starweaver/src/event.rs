@@ -279,6 +279,12 @@ impl EventLog {
         }
     }
 
+    /// Makes room for `additional` more events, so a batch of calls does not regrow the log
+    /// (moving every event kept so far) as it runs.
+    pub(crate) fn reserve(&self, additional: usize) {
+        self.kept().events.reserve(additional);
+    }
+
     pub(crate) fn emit(&self, kind: EventKind) {
         let mut kept = self.kept();
         if kept.finished {

@@ -217,6 +217,11 @@ impl Tracer {
         Self { run_id, origin: Instant::now(), started_at_unix_us, spans: Mutex::new(Vec::new()) }
     }
 
+    /// Makes room for `additional` more spans (see [`EventLog::reserve`](crate::event::EventLog::reserve)).
+    pub(crate) fn reserve(&self, additional: usize) {
+        self.spans().reserve(additional);
+    }
+
     /// Opens a span under `parent`, with its `tracing` span (enter that around the work).
     pub(crate) fn open(&self, of: SpanOf<'_>, parent: Option<SpanId>) -> (SpanId, tracing::Span) {
         let (kind, step, tool, tool_call_id, span) = match of {

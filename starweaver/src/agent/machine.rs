@@ -29,7 +29,7 @@ use crate::model::{FinishReason, ModelResponse, Usage};
 use crate::output::{Checked, EndStrategy};
 use crate::registry::{NameMap, RegisteredTool, Source, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{CallOutcome, CallPlan, PlannedCall, ToolReturn};
+use crate::scheduler::{Asks, CallOutcome, CallPlan, PlannedCall, ToolReturn, Waits};
 use crate::tool::{Answered, Elicitation, ToolError, ToolErrorKind, ToolResult};
 use crate::trace::Trace;
 
@@ -177,6 +177,9 @@ struct Batch {
     outcomes: Vec<Option<CallOutcome>>,
     /// Releases `runs` under the §6 rules (its indices are into `runs`).
     plan: CallPlan,
+    /// The calls the plan released that the machine has not yet let start or refused
+    /// (empty between releases; kept for its room, as a call ends every few steps).
+    released: Vec<ReadyCall>,
     /// While the response's output call runs alone: what comes once it ended.
     stage: Option<OutputStage>,
 }
@@ -208,23 +211,24 @@ impl Batch {
         drop(calls);
         let plan = CallPlan::new(runs.iter().map(|run| PlannedCall { name: &run.name, sequential: run.sequential }));
         let outcomes = runs.iter().map(|_| None).collect();
-        Self { response, slots, runs, outcomes, plan, stage: None }
+        Self { response, slots, runs, outcomes, plan, released: Vec::new(), stage: None }
     }
 
-    /// The position in `runs` of the response's call `index`, if it runs.
+    /// The position in `runs` of the response's call `index`, if it runs: `index` itself
+    /// when every call before it runs too (most batches), else found by its index.
     fn run_of(&self, index: usize) -> Option<usize> {
-        self.runs.binary_search_by_key(&index, |run| run.run.index).ok()
+        match self.runs.get(index) {
+            Some(run) if run.run.index == index => Some(index),
+            _ => self.runs.binary_search_by_key(&index, |run| run.run.index).ok(),
+        }
     }
 
-    /// The calls the plan releases now.
+    /// Puts the calls the plan releases now in `released`.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
-    fn release(&mut self, retries: &NameMap<Arc<str>, u32>) -> Vec<ReadyCall> {
+    fn release(&mut self, retries: &NameMap<Arc<str>, u32>) {
         let runs = &self.runs;
-        self.plan
-            .start_ready()
-            .into_iter()
-            .map(|i| runs[i].ready(retries.get(&runs[i].name).copied().unwrap_or(0)))
-            .collect()
+        let ready = self.plan.start_ready().map(|i| runs[i].ready(retries.get(&runs[i].name).copied().unwrap_or(0)));
+        self.released.extend(ready);
     }
 }
 
@@ -237,7 +241,8 @@ enum Phase {
     Requesting,
     /// The model's text answer is being checked as the output.
     Checking(String),
-    Calls(Batch),
+    // Boxed: the phase is moved out and back at every step, and a batch is large.
+    Calls(Box<Batch>),
     Over(End),
     /// The end was handed out; nothing follows.
     Spent,
@@ -392,7 +397,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             Some(Slot::Done(ret)) if ret.error.is_none() && registry.is_output(&ret.part.name) => Some(answer_of(ret)),
             _ => None,
         });
-        let batch = Batch::new(response, slots, runs, registry);
+        let batch = Box::new(Batch::new(response, slots, runs, registry));
         Self {
             state,
             run_id,
@@ -437,17 +442,18 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                     return Next::CheckOutput { text };
                 }
                 Phase::Calls(mut batch) => {
-                    let start = self.release(&mut batch, events);
+                    let mut start = Vec::new();
+                    self.release(&mut batch, events, &mut start);
                     let done = batch.plan.is_done();
                     if !done {
                         self.phase = Phase::Calls(batch);
                         return if start.is_empty() { Next::AwaitCalls } else { Next::StartCalls(start) };
                     }
                     if let Some(stage) = batch.stage.take() {
-                        self.phase = Phase::Calls(self.after_output(batch, stage, events, registry));
+                        self.phase = Phase::Calls(Box::new(self.after_output(*batch, stage, events, registry)));
                         continue;
                     }
-                    match self.settle(batch, false, events, registry) {
+                    match self.settle(*batch, false, events, registry) {
                         Some(end) => return Next::End(end),
                         None => self.phase = Phase::Model,
                     }
@@ -548,9 +554,9 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 Some(first) => {
                     let mut batch = Batch::new(message, slots, vec![to_run(first)], registry);
                     batch.stage = Some(OutputStage { outputs, held });
-                    Phase::Calls(batch)
+                    Phase::Calls(Box::new(batch))
                 }
-                None => Phase::Calls(Batch::new(message, slots, held, registry)),
+                None => Phase::Calls(Box::new(Batch::new(message, slots, held, registry))),
             }
         } else if empty {
             Phase::Over(End::Failed(RunError::EmptyResponse))
@@ -681,7 +687,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     pub fn cancel(&mut self, events: &EventLog, registry: &ToolRegistry) {
         match std::mem::replace(&mut self.phase, Phase::Spent) {
             Phase::Calls(batch) => {
-                let end = self.settle(batch, true, events, registry).unwrap_or(End::Cancelled);
+                let end = self.settle(*batch, true, events, registry).unwrap_or(End::Cancelled);
                 self.phase = Phase::Over(end);
             }
             over @ Phase::Over(_) => self.phase = over,
@@ -718,13 +724,16 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             .take(room)
     }
 
-    /// The calls that may start now that one ended (possibly none), or `None` once every
-    /// call of the batch has ended.
-    pub fn next_calls(&mut self, events: &EventLog) -> Option<Vec<ReadyCall>> {
-        let Phase::Calls(mut batch) = std::mem::replace(&mut self.phase, Phase::Spent) else { return None };
-        let start = (!batch.plan.is_done()).then(|| self.release(&mut batch, events));
+    /// Puts in `starting` the calls that may start now that one ended (possibly none);
+    /// `false` once every call of the batch has ended.
+    pub fn next_calls(&mut self, events: &EventLog, starting: &mut Vec<ReadyCall>) -> bool {
+        let Phase::Calls(mut batch) = std::mem::replace(&mut self.phase, Phase::Spent) else { return false };
+        let more = !batch.plan.is_done();
+        if more {
+            self.release(&mut batch, events, starting);
+        }
         self.phase = Phase::Calls(batch);
-        start
+        more
     }
 
     /// The calls the plan releases now, as far as the tool-calls limit and each tool's
@@ -732,15 +741,15 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// (which may release more, ending the same way). Past the tool-calls limit the run
     /// will fail; past a tool's `max_uses` the model is told and the run goes on.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
-    fn release(&mut self, batch: &mut Batch, events: &EventLog) -> Vec<ReadyCall> {
-        let mut starting = Vec::new();
+    fn release(&mut self, batch: &mut Batch, events: &EventLog, starting: &mut Vec<ReadyCall>) {
         loop {
-            let ready = batch.release(&self.retries);
-            if ready.is_empty() {
-                return starting;
+            batch.release(&self.retries);
+            if batch.released.is_empty() {
+                return;
             }
             let mut refused = false;
-            for call in ready {
+            let mut released = std::mem::take(&mut batch.released);
+            for call in released.drain(..) {
                 let Some(run) = batch.run_of(call.index) else { continue };
                 if self.exceeded.is_none() {
                     self.exceeded = self.bounds.usage.before_call(self.calls_started);
@@ -771,8 +780,9 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 batch.outcomes[run] = Some(ret.into());
                 batch.plan.finish(run);
             }
+            batch.released = released;
             if !refused {
-                return starting;
+                return;
             }
         }
     }
@@ -792,7 +802,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             }
             CallOutcome::Returned(_) => {}
             // It waits for a human and starts again once decided: that start is its use.
-            CallOutcome::NeedsApproval { .. } | CallOutcome::Deferred { .. } | CallOutcome::NeedsInput { .. } => {
+            CallOutcome::NeedsApproval(_) | CallOutcome::Deferred(_) | CallOutcome::NeedsInput(_) => {
                 if let Some(used) = self.uses.get_mut(&batch.runs[run].name) {
                     *used = used.saturating_sub(1);
                 }
@@ -886,17 +896,20 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         };
         match outcome {
             CallOutcome::Returned(ret) => Slot::Done(ret),
-            CallOutcome::NeedsApproval { reason, metadata, arguments } => {
+            CallOutcome::NeedsApproval(waits) => {
+                let Waits { reason, metadata, arguments } = *waits;
                 let pending = Box::new(PendingApproval(pending(reason, metadata, arguments)));
                 events.emit(EventKind::ApprovalRequested(pending.clone()));
                 Slot::Approval(pending)
             }
-            CallOutcome::Deferred { reason, metadata, arguments } => {
+            CallOutcome::Deferred(waits) => {
+                let Waits { reason, metadata, arguments } = *waits;
                 let pending = Box::new(PendingDeferred(pending(reason, metadata, arguments)));
                 events.emit(EventKind::DeferredRequested(pending.clone()));
                 Slot::Deferred(pending)
             }
-            CallOutcome::NeedsInput { asked, question, arguments } => {
+            CallOutcome::NeedsInput(asks) => {
+                let Asks { asked, question, arguments } = *asks;
                 let Elicitation { message, schema } = question;
                 let call = pending(message.clone(), Map::new(), arguments);
                 let pending = PendingElicitation { call, message, schema };

@@ -304,6 +304,13 @@ impl Run<'_> {
             ahead: None,
             queued_for: Vec::new(),
         };
+        // Each call makes a `tool_call` and a `tool_return` event and a span, at least; a
+        // few more events follow the batch (the next request and its answer, or the end).
+        self.channel.events.reserve(2 * calls.len() + 4);
+        self.channel.trace.reserve(calls.len());
+        // One wait on the cancellation for the whole batch, not one made per call.
+        let stopped = self.cancellation.cancelled();
+        tokio::pin!(stopped);
         let mut start = first;
         let cancelled = loop {
             for ready in start.drain(..) {
@@ -322,14 +329,13 @@ impl Run<'_> {
             }
             let finished = tokio::select! {
                 biased;
-                () = self.cancellation.cancelled() => break true,
+                () = &mut stopped => break true,
                 finished = running.next() => finished,
             };
             let Some((i, outcome)) = finished else { break false };
             machine.call_finished(i, outcome);
-            match machine.next_calls(&self.channel.events) {
-                Some(more) => start = more,
-                None => break false,
+            if !machine.next_calls(&self.channel.events, &mut start) {
+                break false;
             }
         };
         drop(running);

@@ -719,10 +719,10 @@ impl McpService {
         };
         let answer = async {
             let outcome = call(None).await;
-            let CallOutcome::NeedsApproval { reason, .. } = &outcome else {
+            let CallOutcome::NeedsApproval(waits) = &outcome else {
                 return result_of(outcome, returns, max_chars);
             };
-            match ask_approval(&job.peer, &part, reason).await {
+            match ask_approval(&job.peer, &part, &waits.reason).await {
                 Ok(approval) => result_of(call(Some(Arc::new(approval))).await, returns, max_chars),
                 Err(refusal) => CallToolResult::error(vec![Content::text(refusal)]),
             }
@@ -827,17 +827,18 @@ fn result_of(outcome: CallOutcome, returns: Option<&Value>, max_chars: Option<u3
             }
             result
         }
-        CallOutcome::NeedsApproval { reason, .. } => {
-            CallToolResult::error(vec![Content::text(format!("approval is required: {reason}"))])
+        CallOutcome::NeedsApproval(waits) => {
+            CallToolResult::error(vec![Content::text(format!("approval is required: {}", waits.reason))])
         }
-        CallOutcome::Deferred { reason, .. } => CallToolResult::error(vec![Content::text(format!(
-            "the call was deferred and cannot finish here: {reason}"
+        CallOutcome::Deferred(waits) => CallToolResult::error(vec![Content::text(format!(
+            "the call was deferred and cannot finish here: {}",
+            waits.reason
         ))]),
         // Only a tool raising the kind itself gets here: the client answers what served
         // tools ask.
-        CallOutcome::NeedsInput { question, .. } => CallToolResult::error(vec![Content::text(format!(
+        CallOutcome::NeedsInput(asks) => CallToolResult::error(vec![Content::text(format!(
             "the call waits for the user's answer, which nobody can give here: {}",
-            question.message
+            asks.question.message
         ))]),
     }
 }

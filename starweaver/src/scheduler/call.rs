@@ -59,30 +59,44 @@ pub(crate) struct CallRequest<'a> {
 }
 
 /// How a call ended.
+///
+/// A call that waits for a human is rare, so what it waits with is boxed: the outcome is
+/// moved through every call's futures, and an unboxed one would be seven times larger.
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum CallOutcome {
     Returned(ToolReturn),
-    NeedsApproval {
-        reason: String,
-        metadata: Map<String, Value>,
-        /// The arguments the call waits with, when hooks rewrote the model's.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        arguments: Option<Value>,
-    },
-    Deferred {
-        reason: String,
-        metadata: Map<String, Value>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        arguments: Option<Value>,
-    },
-    /// The call asked the user `question`, its `asked`-th (from 0), with nobody to ask.
-    NeedsInput {
-        asked: usize,
-        question: Elicitation,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        arguments: Option<Value>,
-    },
+    NeedsApproval(Box<Waits>),
+    Deferred(Box<Waits>),
+    /// The call asked the user a question with nobody to ask.
+    NeedsInput(Box<Asks>),
+}
+
+/// Why a call waits for approval or was deferred.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Waits {
+    pub reason: String,
+    pub metadata: Map<String, Value>,
+    /// The arguments the call waits with, when hooks rewrote the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+/// The question a call asked the user: its `asked`-th (from 0).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Asks {
+    pub asked: usize,
+    pub question: Elicitation,
+    /// The arguments the call waits with, when hooks rewrote the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl CallOutcome {
+    /// The call waits for approval.
+    fn approval(reason: String, metadata: Map<String, Value>, arguments: Option<Value>) -> Self {
+        Self::NeedsApproval(Box::new(Waits { reason, metadata, arguments }))
+    }
 }
 
 impl From<ToolReturn> for CallOutcome {
@@ -255,7 +269,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
             Ok(arguments) => arguments,
             Err(reason) => {
                 announce(env, &request, None, None, Vec::new());
-                return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: None };
+                return CallOutcome::approval(reason, Map::new(), None);
             }
         };
         let (queued_for, entry) = queue(env, tool, &request);
@@ -272,9 +286,9 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         call_span,
         match &outcome {
             CallOutcome::Returned(ret) => ret.error.map_or("ok", ToolErrorKind::as_str),
-            CallOutcome::NeedsApproval { .. } => "approval_required",
-            CallOutcome::Deferred { .. } => "deferred",
-            CallOutcome::NeedsInput { .. } => "elicitation_required",
+            CallOutcome::NeedsApproval(_) => "approval_required",
+            CallOutcome::Deferred(_) => "deferred",
+            CallOutcome::NeedsInput(_) => "elicitation_required",
         },
     );
     if let CallOutcome::Returned(ret) = &outcome {
@@ -324,7 +338,7 @@ async fn hooked(
                 }
                 Err(reason) => {
                     announce(Vec::new());
-                    return CallOutcome::NeedsApproval { reason, metadata: Map::new(), arguments: rewritten };
+                    return CallOutcome::approval(reason, Map::new(), rewritten);
                 }
             },
         },
@@ -412,15 +426,15 @@ fn ended(call: &ToolCallPart, error: ToolError, extra: Map<String, Value>, argum
     match error.kind() {
         ToolErrorKind::ApprovalRequired => {
             let (_, reason, metadata, _) = error.into_parts();
-            CallOutcome::NeedsApproval { reason, metadata, arguments }
+            CallOutcome::approval(reason, metadata, arguments)
         }
         ToolErrorKind::CallDeferred => {
             let (_, reason, metadata, _) = error.into_parts();
-            CallOutcome::Deferred { reason, metadata, arguments }
+            CallOutcome::Deferred(Box::new(Waits { reason, metadata, arguments }))
         }
         ToolErrorKind::ElicitationRequired => {
             if let Some((asked, question)) = error.question() {
-                return CallOutcome::NeedsInput { asked, question, arguments };
+                return CallOutcome::NeedsInput(Box::new(Asks { asked, question, arguments }));
             }
             let message = format!(
                 "tool `{}` raised `elicitation_required` itself; a call waits for the user's answer only through \

@@ -12,7 +12,8 @@ mod hooks;
 mod plan;
 
 pub(crate) use call::{
-    Ahead, CallEnv, CallOutcome, CallRequest, Served, ToolReturn, chain_ahead, invoke, invoke_alone, not_found,
+    Ahead, Asks, CallEnv, CallOutcome, CallRequest, Served, ToolReturn, Waits, chain_ahead, invoke, invoke_alone,
+    not_found,
 };
 pub(crate) use channel::RunChannel;
 pub(crate) use hooks::prepare_step;
