@@ -133,7 +133,7 @@ fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
         }
         .map_err(|e| ModelError::new(format!("the model callback's response is not JSON: {e}")))?,
     };
-    ModelResponse::from_json(&json).map_err(|e| ModelError::new(e.to_string()))
+    ModelResponse::from_json(json).map_err(|e| ModelError::new(e.to_string()))
 }
 
 /// The answer with each call's arguments that have no exact JSON value (an integer wider

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::{Error, JsonInput, Result};
 use crate::message::{Messages, ResponsePart, ToolCallPart};
@@ -213,10 +213,19 @@ impl ModelResponse {
     /// `"usage"` (`{"requests", "input_tokens", "output_tokens", "cached_tokens"}`, each
     /// optional), as a provider would report them.
     ///
+    /// Taken by value: each call's arguments are moved into the response, not copied.
+    ///
     /// # Errors
     /// `InvalidJson` saying what shape was expected and what came.
-    pub fn from_json(json: &Value) -> Result<Self> {
+    pub fn from_json(mut json: Value) -> Result<Self> {
         let invalid = |message: String| Error::InvalidJson { what: JsonInput::ModelResponse, message };
+        // Moved out only when nothing else could be wrong with the shape, so an error below
+        // still shows the response as it came.
+        let moved = json
+            .as_object_mut()
+            .filter(|obj| obj.keys().all(|k| matches!(k.as_str(), "tool_calls" | "kind" | "finish_reason" | "usage")))
+            .and_then(|obj| obj.get_mut("tool_calls"))
+            .and_then(moved_calls);
         let Some(obj) = json.as_object() else {
             return Err(invalid(format!("expected an object, got {json}")));
         };
@@ -237,9 +246,12 @@ impl ModelResponse {
                 Value::String(text) => Ok(Self::text(text.clone())),
                 other => Err(invalid(format!("`text` must be a string, got {other}"))),
             },
-            ["tool_calls"] => crate::json::decode::<Vec<ToolCallPart>>(&obj["tool_calls"])
-                .map(Self::tool_calls)
-                .map_err(|e| invalid(format!("`tool_calls` at `{}`: {}", e.path(), e.inner()))),
+            ["tool_calls"] => match moved {
+                Some(calls) => Ok(Self::tool_calls(calls)),
+                None => crate::json::decode::<Vec<ToolCallPart>>(&obj["tool_calls"])
+                    .map(Self::tool_calls)
+                    .map_err(|e| invalid(format!("`tool_calls` at `{}`: {}", e.path(), e.inner()))),
+            },
             ["parts"] => crate::json::decode(&obj["parts"])
                 .map(Self::from_parts)
                 .map_err(|e| invalid(format!("`parts` at `{}`: {}", e.path(), e.inner()))),
@@ -249,6 +261,38 @@ impl ModelResponse {
         };
         response.map(|response| Self { usage, finish_reason, ..response })
     }
+}
+
+/// The calls of a `tool_calls` list, each moved out of its object, when every one is
+/// exactly `{"id": <string>, "name": <string>, "arguments": ...}`; else `None` and the list
+/// is left as it was, for the decoder to say what is wrong. Decoding a call from a
+/// borrowed value would copy its arguments, key by key.
+fn moved_calls(calls: &mut Value) -> Option<Vec<ToolCallPart>> {
+    let calls = calls.as_array_mut()?;
+    let plain = |call: &Value| {
+        call.as_object().is_some_and(|call| {
+            call.len() == 3
+                && call.get("id").is_some_and(Value::is_string)
+                && call.get("name").is_some_and(Value::is_string)
+                && call.contains_key("arguments")
+        })
+    };
+    if !calls.iter().all(plain) {
+        return None;
+    }
+    let text = |call: &mut Map<String, Value>, key: &str| match call.remove(key) {
+        Some(Value::String(text)) => Arc::from(text),
+        _ => Arc::from(""),
+    };
+    let moved = calls.drain(..).filter_map(|call| match call {
+        Value::Object(mut call) => Some(ToolCallPart {
+            id: text(&mut call, "id"),
+            name: text(&mut call, "name"),
+            arguments: call.remove("arguments").unwrap_or_default(),
+        }),
+        _ => None,
+    });
+    Some(moved.collect())
 }
 
 /// A model failed to answer: a provider error, a script that ran out, a callback that
@@ -399,5 +443,43 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 
     fn model_name(&self) -> Option<&str> {
         (**self).model_name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn scripted_tool_calls_read_the_same_whether_moved_or_decoded() {
+        let calls = json!([{"id": "c1", "name": "add", "arguments": {"a": 1, "b": [2, {"c": null}]}},
+                           {"id": "c2", "name": "add", "arguments": "{\"a\": 1}"}]);
+        let moved = ModelResponse::from_json(json!({"tool_calls": calls, "finish_reason": "tool_calls"})).unwrap();
+        let decoded = crate::json::decode::<Vec<ToolCallPart>>(&calls).unwrap();
+        assert_eq!(moved.parts, decoded.into_iter().map(ResponsePart::ToolCall).collect::<Vec<_>>());
+        assert_eq!(moved.finish_reason, Some(FinishReason::ToolCalls));
+    }
+
+    #[test]
+    fn a_call_that_is_not_plain_is_named_by_the_decoder_and_shown_as_it_came() {
+        let extra = ModelResponse::from_json(json!({"tool_calls": [
+            {"id": "c1", "name": "add", "arguments": {}},
+            {"id": "c2", "name": "add", "arguments": {}, "extra": 1},
+        ]}))
+        .unwrap_err()
+        .to_string();
+        assert!(extra.contains("`tool_calls` at `[1].extra`: unknown field `extra`"), "{extra}");
+        let numeric_id = ModelResponse::from_json(json!({"tool_calls": [{"id": 7, "name": "add", "arguments": {}}]}))
+            .unwrap_err()
+            .to_string();
+        assert!(numeric_id.contains("`tool_calls` at `[0].id`"), "{numeric_id}");
+        let mixed = ModelResponse::from_json(
+            json!({"text": "hi", "tool_calls": [{"id": "c1", "name": "add", "arguments": {}}]}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(mixed.contains("\"id\":\"c1\""), "the response as it came: {mixed}");
     }
 }

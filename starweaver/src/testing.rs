@@ -69,7 +69,7 @@ impl TestModel {
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                ModelResponse::from_json(item).map_err(|e| Error::InvalidJson {
+                ModelResponse::from_json(item.clone()).map_err(|e| Error::InvalidJson {
                     what: JsonInput::TestModelScript,
                     message: format!("response {i}: {e}"),
                 })

@@ -269,12 +269,12 @@ async fn a_stream_takes_tools_for_its_run_only() {
 
 #[tokio::test]
 async fn a_scripted_answer_can_say_it_was_cut_at_the_token_limit() {
-    let cut = ModelResponse::from_json(&json!({"text": "2 + 3 =", "finish_reason": "length"})).unwrap();
+    let cut = ModelResponse::from_json(json!({"text": "2 + 3 =", "finish_reason": "length"})).unwrap();
     assert_eq!(cut.finish_reason, Some(starweaver::FinishReason::Length));
     let result = Agent::builder(Arc::new(TestModel::new([cut]))).build().unwrap().run("2 + 3?").await.unwrap();
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(result.finish_reason, Some(starweaver::FinishReason::Length), "the cut is not silent");
-    let bad = ModelResponse::from_json(&json!({"text": "x", "finish_reason": "tired"})).unwrap_err().to_string();
+    let bad = ModelResponse::from_json(json!({"text": "x", "finish_reason": "tired"})).unwrap_err().to_string();
     assert!(bad.contains("`finish_reason`: unknown variant `tired`"), "{bad}");
 }
 

@@ -44,8 +44,8 @@ pub(crate) fn answer(
     events: &EventLog,
 ) -> Option<ToolReturn> {
     let searched = registry.defers() && !registry.searches_natively() && &*call.name == SEARCH_TOOL;
-    if !searched && registry.get(&call.name).is_some() {
-        if registry.is_deferred(&call.name) {
+    if let Some(tool) = registry.get(&call.name).filter(|_| !searched) {
+        if tool.deferred {
             load([&*call.name], None, loaded, events);
         }
         return None;
