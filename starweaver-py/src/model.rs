@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use starweaver::testing::TestModel;
-use starweaver::{Model, ModelError, ModelRequest, ModelResponse, ToolDefinition};
+use starweaver::{Model, ModelError, ModelRequest, ModelResponse, ToolCallPart, ToolDefinition};
 
 use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
@@ -125,6 +125,9 @@ fn model_error(err: &PyErr) -> ModelError {
 }
 
 fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
+    if let Some(calls) = plain_calls(answer) {
+        return Ok(ModelResponse::tool_calls(calls));
+    }
     let json = match convert::to_json(answer) {
         Ok(json) => json,
         Err(error) => match arguments_as_text(answer) {
@@ -134,6 +137,27 @@ fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
         .map_err(|e| ModelError::new(format!("the model callback's response is not JSON: {e}")))?,
     };
     ModelResponse::from_json(json).map_err(|e| ModelError::new(e.to_string()))
+}
+
+/// The calls of an answer that is only `{"tool_calls": [...]}` of plain calls (a dict of
+/// exactly `id` and `name`, both str, and `arguments` with an exact JSON value), read
+/// straight from the dicts: made into JSON first, each call would be a map of its own,
+/// copied into the response and dropped. `None` for anything else, which the general
+/// path reads (and names what is wrong with).
+fn plain_calls(answer: &Bound<'_, PyAny>) -> Option<Vec<ToolCallPart>> {
+    let answer = answer.cast::<PyDict>().ok().filter(|answer| answer.len() == 1)?;
+    let calls = answer.get_item("tool_calls").ok()??.cast_into::<PyList>().ok()?;
+    let text = |call: &Bound<'_, PyDict>, key: &str| -> Option<Arc<str>> {
+        Some(Arc::from(call.get_item(key).ok()??.cast::<PyString>().ok()?.to_str().ok()?))
+    };
+    calls
+        .iter()
+        .map(|call| {
+            let call = call.cast_into::<PyDict>().ok().filter(|call| call.len() == 3)?;
+            let arguments = convert::to_json(&call.get_item("arguments").ok()??).ok()?;
+            Some(ToolCallPart { id: text(&call, "id")?, name: text(&call, "name")?, arguments })
+        })
+        .collect()
 }
 
 /// The answer with each call's arguments that have no exact JSON value (an integer wider

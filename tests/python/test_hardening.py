@@ -438,3 +438,30 @@ def test_a_function_model_call_with_an_integer_beyond_64_bits_is_the_models_to_c
     )
     assert fine["content"] == "kept"
     assert seen == [{"n": 2**64 - 1}]
+
+
+@pytest.mark.parametrize(
+    ("bad_call", "named"),
+    [
+        (
+            {"id": "c1", "name": "keep", "arguments": {}, "extra": 1},
+            "`tool_calls` at `[1].extra`: unknown field `extra`",
+        ),
+        ({"id": 7, "name": "keep", "arguments": {}}, "`tool_calls` at `[1].id`: invalid type: integer `7`"),
+        ({"id": "c1", "name": "keep"}, "`tool_calls` at `[1]`: missing field `arguments`"),
+    ],
+)
+def test_a_function_model_answer_with_a_call_that_is_not_plain_fails_naming_it(
+    bad_call: dict[str, object], named: str
+) -> None:
+    # The first call is plain, read straight from its dict; the second is not, and the
+    # whole answer is read, and refused, as any answer would be.
+    @tool
+    def keep(n: int = 0) -> int:
+        return n
+
+    plain = {"id": "c0", "name": "keep", "arguments": {"n": 1}}
+    model = FunctionModel(lambda messages, info: {"tool_calls": [plain, bad_call]})
+    run = create_agent(model=model, tools=[keep]).run_sync("go")
+    assert run.status == "failed"
+    assert f"invalid model response: {named}" in str(run.error), run.error
