@@ -80,6 +80,12 @@ pub(crate) fn to_json(value: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
     Walker { keys: Keys::Convert, path: Vec::new() }.walk(value, 0)
 }
 
+/// [`to_json`] of a value found `depth` containers down in a larger one, held to the
+/// same bound on nesting as the whole.
+pub(crate) fn to_json_nested(value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
+    Walker { keys: Keys::Convert, path: Vec::new() }.walk(value, depth)
+}
+
 /// [`to_json`] with the key rule chosen by the caller.
 pub(crate) fn to_json_with(value: &Bound<'_, PyAny>, keys: Keys) -> Result<Value, ConvertError> {
     Walker { keys, path: Vec::new() }.walk(value, 0)

@@ -154,7 +154,8 @@ fn plain_calls(answer: &Bound<'_, PyAny>) -> Option<Vec<ToolCallPart>> {
         .iter()
         .map(|call| {
             let call = call.cast_into::<PyDict>().ok().filter(|call| call.len() == 3)?;
-            let arguments = convert::to_json(&call.get_item("arguments").ok()??).ok()?;
+            // Three containers down (the answer, its list, the call), as in the whole answer.
+            let arguments = convert::to_json_nested(&call.get_item("arguments").ok()??, 3).ok()?;
             Some(ToolCallPart { id: text(&call, "id")?, name: text(&call, "name")?, arguments })
         })
         .collect()

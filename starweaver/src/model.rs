@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, JsonInput, Result};
 use crate::message::{Messages, ResponsePart, ToolCallPart};
@@ -269,28 +269,17 @@ impl ModelResponse {
 /// borrowed value would copy its arguments, key by key.
 fn moved_calls(calls: &mut Value) -> Option<Vec<ToolCallPart>> {
     let calls = calls.as_array_mut()?;
-    let plain = |call: &Value| {
-        call.as_object().is_some_and(|call| {
-            call.len() == 3
-                && call.get("id").is_some_and(Value::is_string)
-                && call.get("name").is_some_and(Value::is_string)
-                && call.contains_key("arguments")
+    let names = calls
+        .iter()
+        .map(|call| {
+            let call = call.as_object().filter(|call| call.len() == 3 && call.contains_key("arguments"))?;
+            Some((Arc::from(call.get("id")?.as_str()?), Arc::from(call.get("name")?.as_str()?)))
         })
-    };
-    if !calls.iter().all(plain) {
-        return None;
-    }
-    let text = |call: &mut Map<String, Value>, key: &str| match call.remove(key) {
-        Some(Value::String(text)) => Arc::from(text),
-        _ => Arc::from(""),
-    };
-    let moved = calls.drain(..).filter_map(|call| match call {
-        Value::Object(mut call) => Some(ToolCallPart {
-            id: text(&mut call, "id"),
-            name: text(&mut call, "name"),
-            arguments: call.remove("arguments").unwrap_or_default(),
-        }),
-        _ => None,
+        .collect::<Option<Vec<(Arc<str>, Arc<str>)>>>()?;
+    let moved = calls.iter_mut().zip(names).map(|(call, (id, name))| ToolCallPart {
+        id,
+        name,
+        arguments: call.get_mut("arguments").map(Value::take).unwrap_or_default(),
     });
     Some(moved.collect())
 }

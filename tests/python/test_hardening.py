@@ -465,3 +465,19 @@ def test_a_function_model_answer_with_a_call_that_is_not_plain_fails_naming_it(
     run = create_agent(model=model, tools=[keep]).run_sync("go")
     assert run.status == "failed"
     assert f"invalid model response: {named}" in str(run.error), run.error
+
+
+def test_a_function_model_calls_arguments_are_held_to_the_nesting_bound_of_the_whole_answer() -> None:
+    # 998 dicts inside the answer, its list and its call are 1,001 containers deep.
+    arguments: dict[str, object] = {}
+    for _ in range(997):
+        arguments = {"a": arguments}
+    model = FunctionModel(lambda messages, info: {"tool_calls": [{"id": "c", "name": "t", "arguments": arguments}]})
+
+    @tool
+    def t(a: object = None) -> str:
+        return "ran"
+
+    run = create_agent(model=model, tools=[t]).run_sync("go")
+    assert run.status == "failed"
+    assert "nested more than 1000 levels deep" in str(run.error), run.error

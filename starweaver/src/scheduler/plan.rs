@@ -36,7 +36,7 @@ pub struct PlannedCall<'a> {
 /// assert!(plan.is_done());
 /// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(from = "StoredPlan")]
+#[serde(from = "StoredPlan", into = "StoredPlan")]
 pub struct CallPlan {
     /// For each call, how many calls it still waits for.
     waits_for: Vec<usize>,
@@ -52,13 +52,14 @@ pub struct CallPlan {
     ready: Vec<usize>,
     state: Vec<CallState>,
     /// How many calls are `Finished`, so `is_done` does not walk them all after each call.
-    #[serde(skip_serializing)]
     finished: usize,
 }
 
-/// A stored plan, as read back: chains default to none (plans stored before they
-/// existed), and the finished count is taken from the states.
-#[derive(Deserialize)]
+/// A plan as stored (a durable run's): `unblocks` lists each call's chain successor too,
+/// as every version has stored it, so a worker of any version reads any plan. Read back,
+/// chains default to none (plans stored before they existed), and the finished count is
+/// taken from the states.
+#[derive(Serialize, Deserialize)]
 struct StoredPlan {
     waits_for: Vec<usize>,
     unblocks: Vec<Vec<usize>>,
@@ -73,7 +74,6 @@ struct StoredPlan {
 impl From<StoredPlan> for CallPlan {
     fn from(stored: StoredPlan) -> Self {
         let StoredPlan { waits_for, mut unblocks, next_in_chain, chained, ready, state } = stored;
-        // Plans stored before chains left `unblocks` listed their chain's next call too.
         for (unblocked, next) in unblocks.iter_mut().zip(&next_in_chain) {
             if let Some(next) = next {
                 unblocked.retain(|i| i != next);
@@ -81,6 +81,19 @@ impl From<StoredPlan> for CallPlan {
         }
         let finished = state.iter().filter(|s| **s == CallState::Finished).count();
         Self { waits_for, unblocks, next_in_chain, chained, ready, state, finished }
+    }
+}
+
+impl From<CallPlan> for StoredPlan {
+    fn from(plan: CallPlan) -> Self {
+        let CallPlan { waits_for, mut unblocks, next_in_chain, chained, ready, state, finished: _ } = plan;
+        for (unblocked, next) in unblocks.iter_mut().zip(&next_in_chain) {
+            if let Some(next) = next {
+                // First, where the plans stored before had it: it comes before any barrier.
+                unblocked.insert(0, *next);
+            }
+        }
+        Self { waits_for, unblocks, next_in_chain, chained, ready, state }
     }
 }
 
@@ -140,6 +153,7 @@ impl CallPlan {
 
     /// The calls that may start now, in model order; each is given once and counts as
     /// running from then on, read or not.
+    #[must_use = "the calls given out count as running: start each of them"]
     pub fn start_ready(&mut self) -> impl ExactSizeIterator<Item = usize> + '_ {
         self.ready.sort_unstable();
         for &i in &self.ready {
@@ -252,7 +266,11 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_stored_with_its_chains_in_unblocks_reads_back_without_counting_them_twice() {
+    fn a_plan_stores_its_chains_in_unblocks_and_reads_back_without_counting_them_twice() {
+        let planned = plan(&[("a", false), ("a", false), ("s", true), ("a", false)]);
+        let stored = serde_json::to_value(&planned).unwrap();
+        assert_eq!(stored["unblocks"], serde_json::json!([[1, 2], [2], [3], []]), "as every version stored it");
+        assert_eq!(stored["next_in_chain"], serde_json::json!([1, null, null, null]));
         let stored = serde_json::json!({
             "waits_for": [0, 1, 1],
             "unblocks": [[1], [2], []],
