@@ -77,7 +77,7 @@ pub(crate) enum Keys {
 /// # Errors
 /// When the value has no exact JSON form; the message names the path and the reason.
 pub(crate) fn to_json(value: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
-    Walker { keys: Keys::Convert, path: Vec::new() }.walk(value, 0)
+    to_json_nested(value, 0)
 }
 
 /// [`to_json`] of a value found `depth` containers down in a larger one, held to the

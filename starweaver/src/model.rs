@@ -223,7 +223,7 @@ impl ModelResponse {
         // still shows the response as it came.
         let moved = json
             .as_object_mut()
-            .filter(|obj| obj.keys().all(|k| matches!(k.as_str(), "tool_calls" | "kind" | "finish_reason" | "usage")))
+            .filter(|obj| obj.keys().all(|k| k == "tool_calls" || ANNOTATIONS.contains(&k.as_str())))
             .and_then(|obj| obj.get_mut("tool_calls"))
             .and_then(moved_calls);
         let Some(obj) = json.as_object() else {
@@ -239,8 +239,7 @@ impl ModelResponse {
             .map(|usage| serde_json::from_value::<Usage>(usage.clone()))
             .transpose()
             .map_err(|e| invalid(format!("`usage`: {e}")))?;
-        let keys: Vec<&str> =
-            obj.keys().map(String::as_str).filter(|k| !matches!(*k, "kind" | "finish_reason" | "usage")).collect();
+        let keys: Vec<&str> = obj.keys().map(String::as_str).filter(|k| !ANNOTATIONS.contains(k)).collect();
         let response = match keys.as_slice() {
             ["text"] => match &obj["text"] {
                 Value::String(text) => Ok(Self::text(text.clone())),
@@ -262,6 +261,9 @@ impl ModelResponse {
         response.map(|response| Self { usage, finish_reason, ..response })
     }
 }
+
+/// The keys a scripted response may carry beside its `text`, `tool_calls` or `parts`.
+const ANNOTATIONS: [&str; 3] = ["kind", "finish_reason", "usage"];
 
 /// The calls of a `tool_calls` list, each moved out of its object, when every one is
 /// exactly `{"id": <string>, "name": <string>, "arguments": ...}`; else `None` and the list
