@@ -9,6 +9,8 @@
 // Bench code, like test code, may unwrap and index: a panic fails the bench.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+use std::sync::{Arc, Mutex};
+
 use divan::Bencher;
 use serde_json::json;
 use starweaver::hook::{Before, HookCall, Hooked, Hooks};
@@ -34,26 +36,50 @@ async fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
-fn agent(calls: usize, tool: impl Tool) -> Agent {
-    builder(calls, tool).build().expect("valid agent")
+fn agent(calls: usize, tool: impl Tool) -> (Agent, Script) {
+    let (builder, script) = builder(calls, tool);
+    (builder.build().expect("valid agent"), script)
 }
 
-fn builder(calls: usize, tool: impl Tool) -> AgentBuilder {
+/// The model's one response of `calls` calls, made before each timed run and taken by the
+/// model when the run asks: making a response is the model's work (a provider's parsing),
+/// not the runtime's, so no run's time includes copying one.
+#[derive(Clone)]
+struct Script {
+    response: ModelResponse,
+    next: Arc<Mutex<Option<ModelResponse>>>,
+}
+
+fn builder(calls: usize, tool: impl Tool) -> (AgentBuilder, Script) {
     let response = ModelResponse::tool_calls(
         (0..calls).map(|i| ToolCallPart::new(format!("call_{i}"), "add", json!({"a": i, "b": 1}))),
     );
+    let script = Script { response, next: Arc::default() };
+    let next = script.next.clone();
     let model = FunctionModel::new(move |request| {
-        Ok(if request.step == 1 { response.clone() } else { ModelResponse::text("done") })
+        Ok(if request.step == 1 {
+            next.lock().unwrap().take().expect("the bench set this run's response")
+        } else {
+            ModelResponse::text("done")
+        })
     });
-    Agent::builder(model).tool(tool)
+    (Agent::builder(model).tool(tool), script)
 }
 
-fn run(bencher: Bencher, agent: &Agent) {
+fn run(bencher: Bencher, (agent, script): &(Agent, Script)) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    bencher.bench_local(|| {
-        let result = runtime.block_on(agent.run("go")).unwrap();
-        assert_eq!(result.text(), Some("done"));
+    bencher.with_inputs(|| script.response.clone()).bench_local_values(|response| {
+        *script.next.lock().unwrap() = Some(response);
+        one_run(&runtime, agent);
     });
+}
+
+/// One timed run, result dropped included. A function of its own, so that a profiler
+/// counts only the runs: `valgrind --tool=callgrind --toggle-collect='scheduler::one_run'`.
+#[inline(never)]
+fn one_run(runtime: &tokio::runtime::Runtime, agent: &Agent) {
+    let result = runtime.block_on(agent.run("go")).unwrap();
+    assert_eq!(result.text(), Some("done"));
 }
 
 /// One run whose single response holds 1,000 calls of a closure-built async `add`.
@@ -96,5 +122,6 @@ impl Hooks for Audit {
 /// P13, Rust: the `#[tool]` run with one `before_call` and one `after_call` hook.
 #[divan::bench(sample_count = 100)]
 fn thousand_calls_macro_tool_with_hooks(bencher: Bencher) {
-    run(bencher, &builder(1_000, add_tool()).hook(Audit).build().expect("valid agent"));
+    let (builder, script) = builder(1_000, add_tool());
+    run(bencher, &(builder.hook(Audit).build().expect("valid agent"), script));
 }

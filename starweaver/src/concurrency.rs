@@ -288,13 +288,21 @@ impl Entry {
     }
 
     /// Waits for a place under each limit still full, in order; the places are held until
-    /// the returned value is dropped.
+    /// the returned value is dropped. The wait is boxed: a call that has its places (the
+    /// common case) does not carry a semaphore's wait in its future.
     pub(crate) async fn enter(self) -> Vec<OwnedSemaphorePermit> {
-        let Self { mut held, waiting, .. } = self;
-        for places in waiting {
-            held.push(places.acquire_owned().await.expect("a limit's places are never closed"));
+        let Self { held, waiting, .. } = self;
+        if waiting.is_empty() {
+            return held;
         }
-        held
+        Box::pin(async move {
+            let mut held = held;
+            for places in waiting {
+                held.push(places.acquire_owned().await.expect("a limit's places are never closed"));
+            }
+            held
+        })
+        .await
     }
 }
 

@@ -176,8 +176,10 @@ async fn rewritten_arguments_are_checked_against_the_schema() {
     assert_eq!(returned.content["kind"], "invalid_arguments", "{}", returned.content);
 }
 
-/// A hook that raises what `before` gives, or panics.
+/// A hook that raises what `before` gives, or panics: from a future (`Failing`), or at
+/// once, while it makes its answer (`FailingAtOnce`).
 struct Failing(fn() -> ToolError);
+struct FailingAtOnce(fn() -> ToolError);
 
 impl Hooks for Failing {
     fn name(&self) -> &'static str {
@@ -189,13 +191,46 @@ impl Hooks for Failing {
     }
 }
 
+impl Hooks for FailingAtOnce {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+
+    fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+        Hooked::ready(Err((self.0)()))
+    }
+}
+
+/// A hook whose answer was taken already: awaiting it fails as polling a spent future.
+struct Spent;
+
+impl Hooks for Spent {
+    fn name(&self) -> &'static str {
+        "failing"
+    }
+
+    fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+        Hooked::Ready(None)
+    }
+}
+
 #[tokio::test]
 async fn a_failing_or_panicking_hook_fails_its_call_not_the_run() {
     let log = Log::default();
-    for (hook, expected) in [
-        (Failing(|| ToolError::execution("boom")), "hook `failing` failed in `before_call`: boom"),
-        (Failing(|| panic!("kaboom")), "hook `failing` failed in `before_call`: it panicked: kaboom"),
-    ] {
+    let hooks: [(Arc<dyn Hooks>, &str); 5] = [
+        (Arc::new(Failing(|| ToolError::execution("boom"))), "hook `failing` failed in `before_call`: boom"),
+        (Arc::new(Failing(|| panic!("kaboom"))), "hook `failing` failed in `before_call`: it panicked: kaboom"),
+        (Arc::new(FailingAtOnce(|| ToolError::execution("boom"))), "hook `failing` failed in `before_call`: boom"),
+        (
+            Arc::new(FailingAtOnce(|| panic!("kaboom"))),
+            "hook `failing` failed in `before_call`: it panicked: kaboom",
+        ),
+        (
+            Arc::new(Spent),
+            "hook `failing` failed in `before_call`: it panicked: `Hooked` polled after it completed",
+        ),
+    ];
+    for (hook, expected) in hooks {
         let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
         let agent = Agent::builder(model).tool(echo("echo", &log)).hook(hook).build().unwrap();
         let result = agent.run("go").await.unwrap();

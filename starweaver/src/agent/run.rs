@@ -305,9 +305,10 @@ impl Run<'_> {
             queued_for: Vec::new(),
         };
         // Each call makes a `tool_call` and a `tool_return` event and a span, at least; a
-        // few more events follow the batch (the next request and its answer, or the end).
+        // few more events and spans follow the batch (the next step, its request and its
+        // answer, or the end), which must not regrow what the batch filled.
         self.channel.events.reserve(2 * calls.len() + 4);
-        self.channel.trace.reserve(calls.len());
+        self.channel.trace.reserve(calls.len() + 4);
         // One wait on the cancellation for the whole batch, not one made per call.
         let stopped = self.cancellation.cancelled();
         tokio::pin!(stopped);

@@ -634,7 +634,8 @@ async fn attempt_once(
     };
     let outcome = match tool.timeout {
         None => future.await,
-        Some(limit) => match tokio::time::timeout(limit, future).await {
+        // Boxed, so untimed calls do not carry a timer in their future.
+        Some(limit) => match Box::pin(tokio::time::timeout(limit, future)).await {
             Ok(outcome) => outcome,
             Err(_) => {
                 cancellation.cancel();

@@ -65,7 +65,10 @@ pub(crate) async fn enter<'v>(
     let mut entered = Entered { arguments, count: 0, rewritten_by: None, answered_by: None, stopped: None };
     for hook in hooks.iter() {
         let call = HookCall { id: &part.id, name: &part.name, arguments: &entered.arguments };
-        let decided = guarded(&**hook, "before_call", true, || hook.before_call(ctx, &call)).await;
+        let decided = match guarded(&**hook, "before_call", true, || hook.before_call(ctx, &call)).into_now() {
+            Ok(now) => now,
+            Err(later) => later.await,
+        };
         match decided {
             Ok(Before::Continue) => {}
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
@@ -107,28 +110,47 @@ pub(crate) async fn leave(
     mut outcome: Result<ToolResult, ToolError>,
 ) -> Result<ToolResult, ToolError> {
     for hook in hooks.entered_rev(entered) {
-        outcome = match outcome {
-            Ok(result) => guarded(&**hook, "after_call", true, || hook.after_call(ctx, call, result)).await,
+        let hooked = match outcome {
+            Ok(result) => guarded(&**hook, "after_call", true, || hook.after_call(ctx, call, result)),
             // The error `on_error` gives back is usually the call's own: it is not the hook's
             // failure to blame on it.
-            Err(error) => guarded(&**hook, "on_error", false, || hook.on_error(ctx, call, error)).await,
+            Err(error) => guarded(&**hook, "on_error", false, || hook.on_error(ctx, call, error)),
+        };
+        outcome = match hooked.into_now() {
+            Ok(now) => now,
+            Err(later) => later.await,
         };
     }
     outcome
 }
 
 /// Calls one hook method; a panic (making the future or polling it) is an `execution`
-/// failure naming the hook, and so, when `blame`, is an `execution` error it returns.
-async fn guarded<'h, T>(
+/// failure naming the hook, and so, when `blame`, is an `execution` error it returns. A
+/// hook that answers at once is judged at once: only a hook that waits gives a future,
+/// which holds no more than its own box (a sync hook's answer is not moved through one).
+fn guarded<'h, T: Send + 'h>(
+    hook: &'h dyn Hooks,
+    stage: &'static str,
+    blame: bool,
+    call: impl FnOnce() -> Hooked<'h, Result<T, ToolError>>,
+) -> Hooked<'h, Result<T, ToolError>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(call)) {
+        Ok(Hooked::Ready(Some(outcome))) => Hooked::ready(judged(hook, stage, blame, Ok(outcome))),
+        Ok(hooked) => Hooked::new(async move {
+            let outcome = AssertUnwindSafe(hooked).catch_unwind().await;
+            judged(hook, stage, blame, outcome)
+        }),
+        Err(panic) => Hooked::ready(judged(hook, stage, blame, Err(panic))),
+    }
+}
+
+/// What a hook method's outcome (or its panic) means for the call.
+fn judged<T>(
     hook: &dyn Hooks,
     stage: &str,
     blame: bool,
-    call: impl FnOnce() -> Hooked<'h, Result<T, ToolError>>,
+    outcome: std::thread::Result<Result<T, ToolError>>,
 ) -> Result<T, ToolError> {
-    let outcome = match std::panic::catch_unwind(AssertUnwindSafe(call)) {
-        Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
-        Err(panic) => Err(panic),
-    };
     match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) if blame && error.kind() == ToolErrorKind::Execution => Err(failed(hook, stage, error)),
