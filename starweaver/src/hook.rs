@@ -69,20 +69,6 @@ impl<'a, T> Hooked<'a, T> {
     pub fn new(future: impl Future<Output = T> + Send + 'a) -> Self {
         Self::Pending(Box::pin(future))
     }
-
-    /// The value, if it is here; else the future that gives it. Awaiting only the future
-    /// keeps a value that is here out of the awaiting future's state.
-    pub(crate) fn into_now(self) -> Result<T, BoxFuture<'a, T>>
-    where
-        T: Send + 'a,
-    {
-        match self {
-            Self::Ready(Some(value)) => Ok(value),
-            Self::Pending(future) => Err(future),
-            // Made empty by hand: awaiting it fails as polling it would.
-            spent @ Self::Ready(None) => Err(Box::pin(spent)),
-        }
-    }
 }
 
 // The value is moved out, never pinned in place, so pinning `Hooked` pins nothing of `T`.

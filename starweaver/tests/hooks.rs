@@ -221,14 +221,8 @@ async fn a_failing_or_panicking_hook_fails_its_call_not_the_run() {
         (Arc::new(Failing(|| ToolError::execution("boom"))), "hook `failing` failed in `before_call`: boom"),
         (Arc::new(Failing(|| panic!("kaboom"))), "hook `failing` failed in `before_call`: it panicked: kaboom"),
         (Arc::new(FailingAtOnce(|| ToolError::execution("boom"))), "hook `failing` failed in `before_call`: boom"),
-        (
-            Arc::new(FailingAtOnce(|| panic!("kaboom"))),
-            "hook `failing` failed in `before_call`: it panicked: kaboom",
-        ),
-        (
-            Arc::new(Spent),
-            "hook `failing` failed in `before_call`: it panicked: `Hooked` polled after it completed",
-        ),
+        (Arc::new(FailingAtOnce(|| panic!("kaboom"))), "hook `failing` failed in `before_call`: it panicked: kaboom"),
+        (Arc::new(Spent), "hook `failing` failed in `before_call`: it panicked: `Hooked` polled after it completed"),
     ];
     for (hook, expected) in hooks {
         let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
@@ -253,6 +247,103 @@ async fn a_hook_raising_model_retry_counts_a_retry_like_the_tool() {
     assert_eq!(returned.content["kind"], "model_retry");
     assert_eq!(returned.content["message"], "say please");
     assert_eq!(returned.content["retry_expected"], true);
+}
+
+/// A hook whose `after_call` and `on_error` fail with what `out` makes: at once, or from a future (a panic of `out` comes while the answer is made, or while it
+/// is polled).
+struct Out {
+    at_once: bool,
+    out: fn() -> ToolError,
+}
+
+impl Out {
+    fn answer<'a, T: Send + 'a>(&self) -> Hooked<'a, Result<T, ToolError>> {
+        let out = self.out;
+        if self.at_once { Hooked::ready(Err(out())) } else { Hooked::new(async move { Err(out()) }) }
+    }
+}
+
+impl Hooks for Out {
+    fn name(&self) -> &'static str {
+        "out"
+    }
+
+    fn after_call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        _: ToolResult,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        self.answer()
+    }
+
+    fn on_error<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        _: ToolError,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        self.answer()
+    }
+}
+
+#[tokio::test]
+async fn the_way_out_blames_after_call_for_its_failures_but_not_on_error_for_the_calls() {
+    for at_once in [true, false] {
+        for (out, after, on_error) in [
+            ((|| ToolError::execution("bad")) as fn() -> ToolError, "hook `out` failed in `after_call`: bad", "bad"),
+            (
+                || panic!("kaboom"),
+                "hook `out` failed in `after_call`: it panicked: kaboom",
+                "hook `out` failed in `on_error`: it panicked: kaboom",
+            ),
+        ] {
+            let failing = raw_tool(ToolBuilder::new("failing"), |_: ToolContext, _: Args| async {
+                Err::<Value, _>(ToolError::user_error("no"))
+            });
+            let model = calls_then_text(vec![call("c1", "echo", json!({})), call("c2", "failing", json!({}))], "done");
+            let agent = Agent::builder(model)
+                .tool(echo("echo", &Log::default()))
+                .tool(failing)
+                .hook(Out { at_once, out })
+                .build()
+                .unwrap();
+            let result = agent.run("go").await.unwrap();
+            let returned = tool_returns(result.messages.messages());
+            let messages: Vec<_> = returned.iter().map(|r| (&r.content["kind"], &r.content["message"])).collect();
+            assert_eq!(messages, [(&json!("execution"), &json!(after)), (&json!("execution"), &json!(on_error))]);
+        }
+    }
+}
+
+/// A hook whose `prepare_tools` panics, at once or while it is polled.
+struct PreparePanics(bool);
+
+impl Hooks for PreparePanics {
+    fn name(&self) -> &'static str {
+        "prepare"
+    }
+
+    fn prepare_tools<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: Vec<ToolDefinition>,
+    ) -> Hooked<'a, Result<Vec<ToolDefinition>, ToolError>> {
+        if self.0 { panic!("kaboom") } else { Hooked::new(async { panic!("kaboom") }) }
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_prepare_tools_fails_the_run_naming_the_hook() {
+    for at_once in [true, false] {
+        let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
+        let agent =
+            Agent::builder(model).tool(echo("echo", &Log::default())).hook(PreparePanics(at_once)).build().unwrap();
+        let result = agent.run("go").await.unwrap();
+        assert_eq!(result.status, RunStatus::Failed);
+        let error = result.error.unwrap().to_string();
+        assert!(error.contains("hook `prepare` failed in `prepare_tools`: it panicked: kaboom"), "{error}");
+    }
 }
 
 /// Turns any failure into a result.

@@ -9,6 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::hook::{Before, HookCall, Hooked, Hooks};
@@ -65,9 +66,9 @@ pub(crate) async fn enter<'v>(
     let mut entered = Entered { arguments, count: 0, rewritten_by: None, answered_by: None, stopped: None };
     for hook in hooks.iter() {
         let call = HookCall { id: &part.id, name: &part.name, arguments: &entered.arguments };
-        let decided = match guarded(&**hook, "before_call", true, || hook.before_call(ctx, &call)).into_now() {
+        let decided = match guarded(&**hook, BEFORE_CALL, || hook.before_call(ctx, &call)) {
             Ok(now) => now,
-            Err(later) => later.await,
+            Err(pending) => later(&**hook, BEFORE_CALL, pending).await,
         };
         match decided {
             Ok(Before::Continue) => {}
@@ -110,53 +111,74 @@ pub(crate) async fn leave(
     mut outcome: Result<ToolResult, ToolError>,
 ) -> Result<ToolResult, ToolError> {
     for hook in hooks.entered_rev(entered) {
-        let hooked = match outcome {
-            Ok(result) => guarded(&**hook, "after_call", true, || hook.after_call(ctx, call, result)),
-            // The error `on_error` gives back is usually the call's own: it is not the hook's
-            // failure to blame on it.
-            Err(error) => guarded(&**hook, "on_error", false, || hook.on_error(ctx, call, error)),
+        let (stage, answer) = match outcome {
+            Ok(result) => (AFTER_CALL, guarded(&**hook, AFTER_CALL, || hook.after_call(ctx, call, result))),
+            Err(error) => (ON_ERROR, guarded(&**hook, ON_ERROR, || hook.on_error(ctx, call, error))),
         };
-        outcome = match hooked.into_now() {
+        outcome = match answer {
             Ok(now) => now,
-            Err(later) => later.await,
+            Err(pending) => later(&**hook, stage, pending).await,
         };
     }
     outcome
 }
 
-/// Calls one hook method; a panic (making the future or polling it) is an `execution`
-/// failure naming the hook, and so, when `blame`, is an `execution` error it returns. A
-/// hook that answers at once is judged at once: only a hook that waits gives a future,
-/// which holds no more than its own box (a sync hook's answer is not moved through one).
-fn guarded<'h, T: Send + 'h>(
-    hook: &'h dyn Hooks,
-    stage: &'static str,
+/// A hook method, as its failures are told: its name, and whether an `execution` error it
+/// returns is the hook's failure, named (a panic always is).
+#[derive(Clone, Copy)]
+struct Stage {
+    name: &'static str,
     blame: bool,
+}
+
+const BEFORE_CALL: Stage = Stage { name: "before_call", blame: true };
+const AFTER_CALL: Stage = Stage { name: "after_call", blame: true };
+// The error `on_error` gives back is usually the call's own: it is not the hook's failure
+// to blame on it.
+const ON_ERROR: Stage = Stage { name: "on_error", blame: false };
+const PREPARE_TOOLS: Stage = Stage { name: "prepare_tools", blame: true };
+
+/// A hook method's future, its panics not yet caught.
+type Pending<'h, T> = BoxFuture<'h, Result<T, ToolError>>;
+
+/// Calls one hook method: what it answered at once, judged (a panic making the answer is
+/// an `execution` failure naming the hook), or the future it answers with, for [`later`]
+/// to await and judge. A sync hook's answer is taken as it is, never moved through a
+/// future, and a hook that waits adds no box to its own.
+fn guarded<'h, T: Send + 'h>(
+    hook: &dyn Hooks,
+    stage: Stage,
     call: impl FnOnce() -> Hooked<'h, Result<T, ToolError>>,
-) -> Hooked<'h, Result<T, ToolError>> {
+) -> Result<Result<T, ToolError>, Pending<'h, T>> {
     match std::panic::catch_unwind(AssertUnwindSafe(call)) {
-        Ok(Hooked::Ready(Some(outcome))) => Hooked::ready(judged(hook, stage, blame, Ok(outcome))),
-        Ok(hooked) => Hooked::new(async move {
-            let outcome = AssertUnwindSafe(hooked).catch_unwind().await;
-            judged(hook, stage, blame, outcome)
-        }),
-        Err(panic) => Hooked::ready(judged(hook, stage, blame, Err(panic))),
+        Ok(Hooked::Ready(Some(outcome))) => Ok(judged(hook, stage, Ok(outcome))),
+        Ok(Hooked::Pending(pending)) => Err(pending),
+        // Made empty by hand: awaiting it fails as polling it would.
+        Ok(spent @ Hooked::Ready(None)) => Err(Box::pin(spent)),
+        Err(panic) => Ok(judged(hook, stage, Err(panic))),
     }
+}
+
+/// What a hook method that answers later gives, judged as [`guarded`] judges an answer
+/// given at once (a panic while it is polled is the hook's failure too).
+async fn later<T>(hook: &dyn Hooks, stage: Stage, pending: Pending<'_, T>) -> Result<T, ToolError> {
+    judged(hook, stage, AssertUnwindSafe(pending).catch_unwind().await)
 }
 
 /// What a hook method's outcome (or its panic) means for the call.
 fn judged<T>(
     hook: &dyn Hooks,
-    stage: &str,
-    blame: bool,
+    stage: Stage,
     outcome: std::thread::Result<Result<T, ToolError>>,
 ) -> Result<T, ToolError> {
     match outcome {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) if blame && error.kind() == ToolErrorKind::Execution => Err(failed(hook, stage, error)),
+        Ok(Err(error)) if stage.blame && error.kind() == ToolErrorKind::Execution => {
+            Err(failed(hook, stage.name, error))
+        }
         Ok(Err(error)) => Err(error),
         Err(panic) => {
-            Err(failed(hook, stage, ToolError::execution(format!("it panicked: {}", panic_message(&*panic)))))
+            Err(failed(hook, stage.name, ToolError::execution(format!("it panicked: {}", panic_message(&*panic)))))
         }
     }
 }
@@ -210,8 +232,11 @@ async fn prepare(
     mut definitions: Vec<ToolDefinition>,
 ) -> Result<Vec<ToolDefinition>, String> {
     for hook in hooks {
-        definitions = guarded(&**hook, "prepare_tools", true, || hook.prepare_tools(ctx, definitions))
-            .await
+        let prepared = match guarded(&**hook, PREPARE_TOOLS, || hook.prepare_tools(ctx, definitions)) {
+            Ok(now) => now,
+            Err(pending) => later(&**hook, PREPARE_TOOLS, pending).await,
+        };
+        definitions = prepared
             // `guarded` names the hook in `execution` failures (a panic is one); any failure
             // here ends the run, so the others are named too.
             .map_err(|error| match error.kind() {
