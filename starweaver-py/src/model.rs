@@ -147,16 +147,23 @@ fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
 fn plain_calls(answer: &Bound<'_, PyAny>) -> Option<Vec<ToolCallPart>> {
     let answer = answer.cast::<PyDict>().ok().filter(|answer| answer.len() == 1)?;
     let calls = answer.get_item("tool_calls").ok()??.cast_into::<PyList>().ok()?;
-    let text = |call: &Bound<'_, PyDict>, key: &str| -> Option<Arc<str>> {
-        Some(Arc::from(call.get_item(key).ok()??.cast::<PyString>().ok()?.to_str().ok()?))
+    let text = |call: &Bound<'_, PyDict>, key: &str, same_as: Option<&Arc<str>>| -> Option<Arc<str>> {
+        let text = call.get_item(key).ok()??.cast_into::<PyString>().ok()?;
+        let text = text.to_str().ok()?;
+        Some(same_as.filter(|same| ***same == *text).map_or_else(|| Arc::from(text), Arc::clone))
     };
+    // The calls of an answer are mostly to a few tools, often one after another: a name
+    // like the call's before shares its text instead of allocating its own.
+    let mut last_name: Option<Arc<str>> = None;
     calls
         .iter()
         .map(|call| {
             let call = call.cast_into::<PyDict>().ok().filter(|call| call.len() == 3)?;
             // Three containers down (the answer, its list, the call), as in the whole answer.
             let arguments = convert::to_json_nested(&call.get_item("arguments").ok()??, 3).ok()?;
-            Some(ToolCallPart { id: text(&call, "id")?, name: text(&call, "name")?, arguments })
+            let name = text(&call, "name", last_name.as_ref())?;
+            last_name = Some(name.clone());
+            Some(ToolCallPart { id: text(&call, "id", None)?, name, arguments })
         })
         .collect()
 }

@@ -481,3 +481,24 @@ def test_a_function_model_calls_arguments_are_held_to_the_nesting_bound_of_the_w
     run = create_agent(model=model, tools=[t]).run_sync("go")
     assert run.status == "failed"
     assert "nested more than 1000 levels deep" in str(run.error), run.error
+
+
+def test_a_function_model_answers_calls_to_several_tools_in_any_order_by_their_own_names() -> None:
+    # Plain calls read from their dicts share a name with the call before when it is the
+    # same; a different name, or the same name after another, is each call's own.
+    @tool
+    def first(n: int) -> str:
+        return f"first {n}"
+
+    @tool
+    def second(n: int) -> str:
+        return f"second {n}"
+
+    names = ["first", "first", "second", "first", "second", "second"]
+    calls = [{"id": f"c{i}", "name": name, "arguments": {"n": i}} for i, name in enumerate(names)]
+    model = FunctionModel(lambda messages, info: {"tool_calls": calls} if info["step"] == 1 else {"text": "done"})
+    run = create_agent(model=model, tools=[first, second]).run_sync("go")
+    assert run.status == "completed", run.error
+    assert [(r["tool_call_id"], r["name"], r["content"]) for r in returns(run.messages)] == [
+        (f"c{i}", name, f"{name} {i}") for i, name in enumerate(names)
+    ]
