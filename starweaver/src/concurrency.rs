@@ -291,12 +291,11 @@ impl Entry {
     /// the returned value is dropped. The wait is boxed: a call that has its places (the
     /// common case) does not carry a semaphore's wait in its future.
     pub(crate) async fn enter(self) -> Vec<OwnedSemaphorePermit> {
-        let Self { held, waiting, .. } = self;
+        let Self { mut held, waiting, .. } = self;
         if waiting.is_empty() {
             return held;
         }
         Box::pin(async move {
-            let mut held = held;
             for places in waiting {
                 held.push(places.acquire_owned().await.expect("a limit's places are never closed"));
             }

@@ -176,10 +176,17 @@ async fn rewritten_arguments_are_checked_against_the_schema() {
     assert_eq!(returned.content["kind"], "invalid_arguments", "{}", returned.content);
 }
 
-/// A hook that raises what `before` gives, or panics: from a future (`Failing`), or at
-/// once, while it makes its answer (`FailingAtOnce`).
-struct Failing(fn() -> ToolError);
-struct FailingAtOnce(fn() -> ToolError);
+/// A hook's failure made by `out`: at once (a panic of `out` comes while the hook makes its
+/// answer), or from a future (a panic comes while it is polled).
+fn failure<'a, T: Send + 'a>(at_once: bool, out: fn() -> ToolError) -> Hooked<'a, Result<T, ToolError>> {
+    if at_once { Hooked::ready(Err(out())) } else { Hooked::new(async move { Err(out()) }) }
+}
+
+/// A hook whose `before_call` fails with what `out` makes ([`failure`]).
+struct Failing {
+    at_once: bool,
+    out: fn() -> ToolError,
+}
 
 impl Hooks for Failing {
     fn name(&self) -> &'static str {
@@ -187,17 +194,7 @@ impl Hooks for Failing {
     }
 
     fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
-        Hooked::new(async move { Err((self.0)()) })
-    }
-}
-
-impl Hooks for FailingAtOnce {
-    fn name(&self) -> &'static str {
-        "failing"
-    }
-
-    fn before_call<'a>(&'a self, _: &'a ToolContext, _: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
-        Hooked::ready(Err((self.0)()))
+        failure(self.at_once, self.out)
     }
 }
 
@@ -217,13 +214,18 @@ impl Hooks for Spent {
 #[tokio::test]
 async fn a_failing_or_panicking_hook_fails_its_call_not_the_run() {
     let log = Log::default();
-    let hooks: [(Arc<dyn Hooks>, &str); 5] = [
-        (Arc::new(Failing(|| ToolError::execution("boom"))), "hook `failing` failed in `before_call`: boom"),
-        (Arc::new(Failing(|| panic!("kaboom"))), "hook `failing` failed in `before_call`: it panicked: kaboom"),
-        (Arc::new(FailingAtOnce(|| ToolError::execution("boom"))), "hook `failing` failed in `before_call`: boom"),
-        (Arc::new(FailingAtOnce(|| panic!("kaboom"))), "hook `failing` failed in `before_call`: it panicked: kaboom"),
-        (Arc::new(Spent), "hook `failing` failed in `before_call`: it panicked: `Hooked` polled after it completed"),
-    ];
+    let mut hooks: Vec<(Arc<dyn Hooks>, &str)> = vec![(
+        Arc::new(Spent),
+        "hook `failing` failed in `before_call`: it panicked: `Hooked` polled after it completed",
+    )];
+    for at_once in [true, false] {
+        for (out, expected) in [
+            ((|| ToolError::execution("boom")) as fn() -> ToolError, "hook `failing` failed in `before_call`: boom"),
+            (|| panic!("kaboom"), "hook `failing` failed in `before_call`: it panicked: kaboom"),
+        ] {
+            hooks.push((Arc::new(Failing { at_once, out }), expected));
+        }
+    }
     for (hook, expected) in hooks {
         let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
         let agent = Agent::builder(model).tool(echo("echo", &log)).hook(hook).build().unwrap();
@@ -240,7 +242,7 @@ async fn a_failing_or_panicking_hook_fails_its_call_not_the_run() {
 #[tokio::test]
 async fn a_hook_raising_model_retry_counts_a_retry_like_the_tool() {
     let model = calls_then_text(vec![call("c1", "echo", json!({}))], "done");
-    let hook = Failing(|| ToolError::model_retry("say please"));
+    let hook = Failing { at_once: false, out: || ToolError::model_retry("say please") };
     let agent = Agent::builder(model).tool(echo("echo", &Log::default())).hook(hook).build().unwrap();
     let result = agent.run("go").await.unwrap();
     let returned = &tool_returns(result.messages.messages())[0];
@@ -249,18 +251,10 @@ async fn a_hook_raising_model_retry_counts_a_retry_like_the_tool() {
     assert_eq!(returned.content["retry_expected"], true);
 }
 
-/// A hook whose `after_call` and `on_error` fail with what `out` makes: at once, or from a future (a panic of `out` comes while the answer is made, or while it
-/// is polled).
+/// A hook whose `after_call` and `on_error` fail with what `out` makes ([`failure`]).
 struct Out {
     at_once: bool,
     out: fn() -> ToolError,
-}
-
-impl Out {
-    fn answer<'a, T: Send + 'a>(&self) -> Hooked<'a, Result<T, ToolError>> {
-        let out = self.out;
-        if self.at_once { Hooked::ready(Err(out())) } else { Hooked::new(async move { Err(out()) }) }
-    }
 }
 
 impl Hooks for Out {
@@ -274,7 +268,7 @@ impl Hooks for Out {
         _: &'a HookCall,
         _: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
-        self.answer()
+        failure(self.at_once, self.out)
     }
 
     fn on_error<'a>(
@@ -283,7 +277,7 @@ impl Hooks for Out {
         _: &'a HookCall,
         _: ToolError,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
-        self.answer()
+        failure(self.at_once, self.out)
     }
 }
 
