@@ -30,16 +30,34 @@ struct Probe {
     name: &'static str,
     log: Log,
     before: fn(&HookCall) -> Result<Before, ToolError>,
+    /// Whether each answer is a future that waits before it gives the answer.
+    waits: bool,
 }
 
 impl Probe {
     fn new(name: &'static str, log: &Log) -> Self {
-        Self { name, log: log.clone(), before: |_| Ok(Before::Continue) }
+        Self { name, log: log.clone(), before: |_| Ok(Before::Continue), waits: false }
     }
 
     fn before(mut self, before: fn(&HookCall) -> Result<Before, ToolError>) -> Self {
         self.before = before;
         self
+    }
+
+    fn waiting(mut self) -> Self {
+        self.waits = true;
+        self
+    }
+
+    fn answer<'a, T: Send + 'a>(&self, answer: T) -> Hooked<'a, T> {
+        if self.waits {
+            Hooked::new(async move {
+                tokio::task::yield_now().await;
+                answer
+            })
+        } else {
+            Hooked::ready(answer)
+        }
     }
 }
 
@@ -50,7 +68,7 @@ impl Hooks for Probe {
 
     fn before_call<'a>(&'a self, _: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
         self.log.push(format!("{} before {}", self.name, call.arguments));
-        Hooked::ready((self.before)(call))
+        self.answer((self.before)(call))
     }
 
     fn after_call<'a>(
@@ -60,7 +78,7 @@ impl Hooks for Probe {
         result: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         self.log.push(format!("{} after {}", self.name, result.value));
-        Hooked::ready(Ok(result))
+        self.answer(Ok(result))
     }
 
     fn on_error<'a>(
@@ -70,7 +88,7 @@ impl Hooks for Probe {
         error: ToolError,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         self.log.push(format!("{} error {}", self.name, error.kind().as_str()));
-        Hooked::ready(Err(error))
+        self.answer(Err(error))
     }
 }
 
@@ -117,6 +135,36 @@ async fn hooks_run_in_order_run_agent_toolset_in_and_reverse_out() {
         [json!({"type": "tool_call", "tool_call_id": "c1", "name": "echo"})],
         "a call no hook changed keeps the event's usual form"
     );
+}
+
+#[tokio::test]
+async fn hooks_that_wait_keep_the_order_of_the_way_in_and_out() {
+    let x = r#"{"x":1}"#;
+    for waiting in ["run", "agent", "toolset"] {
+        let log = Log::default();
+        let probe = |name| if name == waiting { Probe::new(name, &log).waiting() } else { Probe::new(name, &log) };
+        let model = calls_then_text(vec![call("c1", "echo", json!({"x": 1}))], "done");
+        let toolset = StaticToolset::new("ops").tool(echo("echo", &log)).with_hooks([Arc::new(probe("toolset")) as _]);
+        let agent = Agent::builder(model).toolset(toolset).hook(probe("agent")).build().unwrap();
+        let options = RunOptions { hooks: vec![Arc::new(probe("run"))], ..RunOptions::default() };
+        let result = agent.run_with("go", options).await.unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{waiting} waits");
+        assert_eq!(
+            log.entries(),
+            [
+                format!("run before {x}"),
+                format!("agent before {x}"),
+                format!("toolset before {x}"),
+                format!("ran with {x}"),
+                format!("toolset after {x}"),
+                format!("agent after {x}"),
+                format!("run after {x}"),
+            ],
+            "{waiting} waits"
+        );
+        let returned = result.messages.messages()[2].tool_returns().next().unwrap().content.clone();
+        assert_eq!(returned, json!({"x": 1}), "{waiting} waits");
+    }
 }
 
 #[tokio::test]

@@ -19,8 +19,8 @@ use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord}
 use crate::registry::{RegisteredTool, Source, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
 use crate::tool::{
-    Answered, CallChannel, Channel, Dependencies, Elicitation, Replies, ToolContext, ToolError, ToolErrorKind,
-    ToolResult,
+    Answered, BindingSlot, CallChannel, Channel, Dependencies, Elicitation, Replies, ToolContext, ToolError,
+    ToolErrorKind, ToolResult,
 };
 use crate::trace::{SpanId, SpanOf, Tracer};
 
@@ -317,12 +317,13 @@ async fn hooked(
     let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
     let stopped = entered.stopped.take();
     let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
-    let rewritten = entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
-    let announce = |queued| announce(env, request, Some(&entered), rewritten.clone(), queued);
+    // Made when needed, so a call's future does not carry a copy of the arguments.
+    let rewritten = || entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
+    let announce = |queued| announce(env, request, Some(&entered), rewritten(), queued);
     let outcome = match stopped {
         Some(stopped) => {
             announce(Vec::new());
-            stopped.map_err(|error| (error, Map::new()))
+            (*stopped).map_err(|error| (error, Map::new()))
         }
         None => match unbound(request, hook_call.arguments) {
             Some(error) => {
@@ -338,24 +339,23 @@ async fn hooked(
                 }
                 Err(reason) => {
                     announce(Vec::new());
-                    return CallOutcome::approval(reason, Map::new(), rewritten);
+                    return CallOutcome::approval(reason, Map::new(), rewritten());
                 }
             },
         },
     };
-    let outcome = match outcome {
-        Err((error, extra)) if suspends(error.kind()) => return ended(call, error, extra, rewritten),
-        Ok(result) => {
-            hooks::leave(hooks, entered.count, &ctx, &hook_call, Ok(result)).await.map_err(|e| (e, Map::new()))
-        }
-        Err((error, extra)) => match hooks::leave(hooks, entered.count, &ctx, &hook_call, Err(error)).await {
-            Ok(result) => Ok(result),
-            Err(error) => Err((error, extra)),
-        },
+    let (outcome, extra) = match outcome {
+        Err((error, extra)) if suspends(error.kind()) => return ended(call, error, extra, rewritten()),
+        Ok(result) => (Ok(result), Map::new()),
+        Err((error, extra)) => (Err(error), extra),
     };
-    match outcome {
+    let left = match hooks::leave(hooks, entered.count, &ctx, &hook_call, outcome) {
+        Ok(now) => now,
+        Err(rest) => rest.await,
+    };
+    match left {
         Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
-        Err((error, extra)) => ended(call, error, extra, rewritten),
+        Err(error) => ended(call, error, extra, rewritten()),
     }
 }
 
@@ -549,6 +549,7 @@ fn context(
         channel: Some(Channel(env.run.clone())),
         // Each attempt asks its questions from the first again.
         replies: request.answered.as_ref().map(|answered| Arc::new(Replies::new(answered.clone()))),
+        binding: BindingSlot::default(),
     }
 }
 

@@ -33,13 +33,14 @@ impl<'a> HookChain<'a> {
         self.outer.iter().chain(self.toolset)
     }
 
-    /// The first `count` hooks, last first.
-    fn entered_rev(self, count: usize) -> impl Iterator<Item = &'a Arc<dyn Hooks>> {
-        let outer = self.outer.get(..count).unwrap_or(self.outer);
-        let toolset = self.toolset.get(..count - outer.len()).unwrap_or(self.toolset);
-        toolset.iter().rev().chain(outer.iter().rev())
+    /// The `index`-th hook, from 0, in the order of the way in.
+    fn at(self, index: usize) -> Option<&'a Arc<dyn Hooks>> {
+        self.outer.get(index).or_else(|| self.toolset.get(index.checked_sub(self.outer.len())?))
     }
 }
+
+/// What a call ends with: a result or a failure.
+type Outcome = Result<ToolResult, ToolError>;
 
 /// How the way in went.
 pub(crate) struct Entered<'v> {
@@ -51,8 +52,9 @@ pub(crate) struct Entered<'v> {
     pub rewritten_by: Option<Arc<str>>,
     /// The hook that answered in the tool's place.
     pub answered_by: Option<Arc<str>>,
-    /// What ended the call on the way in: a hook's answer or failure.
-    pub stopped: Option<Result<ToolResult, ToolError>>,
+    /// What ended the call on the way in: a hook's answer or failure (boxed: it is rare,
+    /// and a call's future carries this across its attempts).
+    pub stopped: Option<Box<Outcome>>,
 }
 
 /// Runs `before_call` of each hook in order on the call `part` with `arguments`, which
@@ -83,16 +85,16 @@ pub(crate) async fn enter<'v>(
                     part.name,
                     crate::json::kind_of(&other)
                 );
-                entered.stopped = Some(Err(ToolError::execution(message).not_retryable()));
+                entered.stopped = Some(Box::new(Err(ToolError::execution(message).not_retryable())));
                 return entered;
             }
             Ok(Before::Answer(result)) => {
                 entered.answered_by = Some(hook.name().into());
-                entered.stopped = Some(Ok(result));
+                entered.stopped = Some(Box::new(Ok(result)));
                 return entered;
             }
             Err(error) => {
-                entered.stopped = Some(Err(error));
+                entered.stopped = Some(Box::new(Err(error)));
                 return entered;
             }
         }
@@ -102,25 +104,37 @@ pub(crate) async fn enter<'v>(
 }
 
 /// Runs the way out through the first `entered` hooks, last first: `after_call` while
-/// there is a result, `on_error` while there is a failure.
-pub(crate) async fn leave(
-    hooks: HookChain<'_>,
+/// there is a result, `on_error` while there is a failure. What the hooks leave, or, when
+/// a hook answers later, the rest of the way out: a call whose hooks answer at once
+/// carries none of its state in its future.
+pub(crate) fn leave<'a>(
+    hooks: HookChain<'a>,
     entered: usize,
-    ctx: &ToolContext,
-    call: &HookCall<'_>,
-    mut outcome: Result<ToolResult, ToolError>,
-) -> Result<ToolResult, ToolError> {
-    for hook in hooks.entered_rev(entered) {
+    ctx: &'a ToolContext,
+    call: &'a HookCall<'a>,
+    mut outcome: Outcome,
+) -> Result<Outcome, BoxFuture<'a, Outcome>> {
+    let mut left = entered;
+    while let Some(hook) = left.checked_sub(1).and_then(|last| hooks.at(last)) {
+        left -= 1;
         let (stage, answer) = match outcome {
             Ok(result) => (AFTER_CALL, guarded(&**hook, AFTER_CALL, || hook.after_call(ctx, call, result))),
             Err(error) => (ON_ERROR, guarded(&**hook, ON_ERROR, || hook.on_error(ctx, call, error))),
         };
         outcome = match answer {
             Ok(now) => now,
-            Err(pending) => later(&**hook, stage, pending).await,
+            Err(pending) => {
+                return Err(Box::pin(async move {
+                    let outcome = later(&**hook, stage, pending).await;
+                    match leave(hooks, left, ctx, call, outcome) {
+                        Ok(now) => now,
+                        Err(rest) => rest.await,
+                    }
+                }));
+            }
         };
     }
-    outcome
+    Ok(outcome)
 }
 
 /// A hook method, as its failures are told: its name, and whether an `execution` error it
@@ -145,6 +159,10 @@ type Pending<'h, T> = BoxFuture<'h, Result<T, ToolError>>;
 /// an `execution` failure naming the hook), or the future it answers with, for [`later`]
 /// to await and judge. A sync hook's answer is taken as it is, never moved through a
 /// future, and a hook that waits adds no box to its own.
+// Inlined, so the answer (a 176-byte result) is not copied in and out of a frame of its
+// own at every hook: measured in `benches/scheduler.rs`.
+#[expect(clippy::inline_always, reason = "measured: fewer copies of every hook's answer")]
+#[inline(always)]
 fn guarded<'h, T: Send + 'h>(
     hook: &dyn Hooks,
     stage: Stage,
@@ -166,6 +184,8 @@ async fn later<T>(hook: &dyn Hooks, stage: Stage, pending: Pending<'_, T>) -> Re
 }
 
 /// What a hook method's outcome (or its panic) means for the call.
+#[expect(clippy::inline_always, reason = "measured: fewer copies of every hook's answer")]
+#[inline(always)]
 fn judged<T>(
     hook: &dyn Hooks,
     stage: Stage,

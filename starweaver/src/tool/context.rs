@@ -2,7 +2,7 @@
 
 use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
@@ -80,6 +80,26 @@ pub struct ToolContext {
     pub(crate) channel: Option<Channel>,
     /// The answers a call invoked again after waiting for them replays.
     pub(crate) replies: Option<Arc<Replies>>,
+    /// What a language binding keeps with this context ([`ToolContext::binding_slot`]).
+    pub(crate) binding: BindingSlot,
+}
+
+/// One value a language binding keeps with a context. A clone of the context starts
+/// without it: the value describes the context it was made for, which a clone may then be
+/// changed from.
+#[derive(Default)]
+pub(crate) struct BindingSlot(OnceLock<Arc<dyn Any + Send + Sync>>);
+
+impl Clone for BindingSlot {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for BindingSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BindingSlot")
+    }
 }
 
 /// Where a call's progress and log messages go, and who answers what it asks:
@@ -250,6 +270,7 @@ impl ToolContext {
             dependencies: Dependencies::new(),
             channel: None,
             replies: None,
+            binding: BindingSlot::default(),
         }
     }
 
@@ -274,6 +295,16 @@ impl ToolContext {
     pub fn with_approval(mut self, decision: ApprovalDecision) -> Self {
         self.approval = Some(Arc::new(decision));
         self
+    }
+
+    /// For a language binding: one value kept with this context, made by whichever of the
+    /// binding's hook methods needs it first. Every hook method of one call is given the
+    /// same context, so the binding hands them all the same objects (its own views of the
+    /// context and the call) instead of making new ones for each. Not for tools: each
+    /// attempt of a call has a context of its own.
+    #[doc(hidden)]
+    pub fn binding_slot(&self) -> &OnceLock<Arc<dyn Any + Send + Sync>> {
+        &self.binding.0
     }
 
     /// The run this call belongs to.
@@ -459,5 +490,18 @@ impl ToolContext {
             Some(channel) => channel.0.sample(self, &request).await,
             None => Err(nobody_to(self, "ask a model for a completion")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_of_a_context_starts_without_what_a_binding_kept_with_it() {
+        let ctx = ToolContext::detached("t");
+        assert!(ctx.binding_slot().set(Arc::new(1_u8)).is_ok());
+        assert_eq!(ctx.binding_slot().get().and_then(|kept| kept.downcast_ref::<u8>()), Some(&1));
+        assert!(ctx.clone().binding_slot().get().is_none());
     }
 }
