@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use serde_json::Value;
@@ -16,7 +15,7 @@ use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
 use crate::errors;
-use crate::tool::{PyToolContext, PyToolDefinition, PyToolResult};
+use crate::tool::{PyToolContext, PyToolDefinition, PyToolResult, unshared};
 
 /// A tool call as hooks see it: `id`, `name` and `arguments` (a dict). Read-only: to
 /// change the arguments, return new ones from `before_call`.
@@ -27,8 +26,6 @@ pub struct PyToolCall {
     name: Arc<str>,
     /// The arguments (a copy: the object may outlive the call).
     json: Value,
-    /// The arguments as a dict, made on first read.
-    arguments: PyOnceLock<Py<PyAny>>,
 }
 
 #[gen_stub_pymethods]
@@ -46,14 +43,12 @@ impl PyToolCall {
         &self.name
     }
 
-    /// The arguments, as earlier hooks left them (a fresh dict per call: changing it
-    /// changes nothing unless `before_call` returns it).
+    /// The arguments, as earlier hooks left them: a fresh dict at each read, so changing
+    /// it changes nothing unless `before_call` returns it.
     #[getter]
     #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
-    fn arguments(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.arguments
-            .get_or_try_init(py, || convert::to_py(py, &self.json).map(Bound::unbind))
-            .map(|a| a.clone_ref(py))
+    fn arguments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        convert::to_py(py, &self.json)
     }
 
     fn __repr__(&self) -> String {
@@ -180,21 +175,57 @@ fn unusable(method: &str, expected: &str, got: &Bound<'_, PyAny>) -> ToolError {
     ToolError::execution(format!("`{method}` must return {expected}, got {kind}"))
 }
 
-fn context(py: Python<'_>, ctx: &ToolContext) -> PyResult<Py<PyToolContext>> {
-    Py::new(py, PyToolContext(ctx.clone()))
+/// The Python objects a call's hooks are handed: its context, and the call as the first
+/// hook method saw it. Kept with the core's context of the call, so every hook method of
+/// one call is handed the same `ToolContext`, and the same `ToolCall` while the arguments
+/// are those it shows.
+struct CallView {
+    ctx: Py<PyToolContext>,
+    call: Py<PyToolCall>,
+}
+
+/// The context and the call as `ctx`'s hook methods are handed them (see [`CallView`]).
+fn view(py: Python<'_>, ctx: &ToolContext, call: &HookCall<'_>) -> PyResult<(Py<PyToolContext>, Py<PyToolCall>)> {
+    let slot = ctx.binding_slot();
+    if let Some(view) = slot.get().and_then(|kept| kept.downcast_ref::<CallView>()) {
+        let kept = view.call.get();
+        let same = Arc::ptr_eq(&kept.id, call.id)
+            && Arc::ptr_eq(&kept.name, call.name)
+            && same_in_order(&kept.json, call.arguments);
+        let shown = if same { view.call.clone_ref(py) } else { call_to_py(py, call)? };
+        return Ok((view.ctx.clone_ref(py), shown));
+    }
+    let made = CallView { ctx: Py::new(py, PyToolContext(ctx.clone()))?, call: call_to_py(py, call)? };
+    let handed = (made.ctx.clone_ref(py), made.call.clone_ref(py));
+    // A slot that holds something else keeps it, and the objects are made anew each time.
+    let _ = slot.set(Arc::new(made));
+    Ok(handed)
+}
+
+/// Whether two JSON values are equal with their objects' keys in the same order: what a
+/// copy of a value is to it, told without hashing each key as `==` does.
+fn same_in_order(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|((ka, va), (kb, vb))| ka == kb && same_in_order(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_in_order(a, b)),
+        _ => a == b,
+    }
 }
 
 fn call_to_py(py: Python<'_>, call: &HookCall<'_>) -> PyResult<Py<PyToolCall>> {
     let (id, name, json) = (call.id.clone(), call.name.clone(), call.arguments.clone());
-    Py::new(py, PyToolCall { id, name, json, arguments: PyOnceLock::new() })
+    Py::new(py, PyToolCall { id, name, json })
 }
 
 /// A returned value as a result: a `ToolResult` as given, any other value as its JSON.
-fn result_of(value: &Bound<'_, PyAny>, method: &str) -> Result<ToolResult, ToolError> {
-    if let Ok(result) = value.cast::<PyToolResult>() {
-        return Ok(result.get().0.clone());
-    }
-    convert::to_json(value)
+fn result_of(value: Bound<'_, PyAny>, method: &str) -> Result<ToolResult, ToolError> {
+    let value = match PyToolResult::take(value) {
+        Ok(result) => return Ok(result),
+        Err(value) => value,
+    };
+    convert::to_json(&value)
         .map(ToolResult::new)
         .map_err(|e| ToolError::execution(format!("`{method}` returned a value that is not JSON: {e}")))
 }
@@ -212,7 +243,7 @@ impl Hooks for PyHooks {
         let Some(method) = &self.before_call else { return Hooked::ready(Ok(Before::Continue)) };
         called(
             method,
-            |py| (context(py, ctx)?, call_to_py(py, call)?).into_pyobject(py),
+            |py| view(py, ctx, call)?.into_pyobject(py),
             |_, returned| {
                 if returned.is_none() {
                     return Ok(Before::Continue);
@@ -223,7 +254,7 @@ impl Hooks for PyHooks {
                     });
                 }
                 if returned.is_instance_of::<PyToolResult>() {
-                    return result_of(&returned, "before_call").map(Before::Answer);
+                    return result_of(returned, "before_call").map(Before::Answer);
                 }
                 Err(unusable("before_call", "None, a dict of arguments or a ToolResult", &returned))
             },
@@ -237,14 +268,19 @@ impl Hooks for PyHooks {
         result: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         let Some(method) = &self.after_call else { return Hooked::ready(Ok(result)) };
-        // `None` keeps the result: it goes in once, and comes back out if nothing replaced it.
-        let kept = result.clone();
+        // `None` keeps the result: shared with the hook, it comes back out unless the hook
+        // kept it (then it is copied).
+        let kept = Arc::new(result);
+        let handed = kept.clone();
         let replaced = called(
             method,
-            move |py| (context(py, ctx)?, call_to_py(py, call)?, Py::new(py, PyToolResult(result))?).into_pyobject(py),
-            |_, returned| if returned.is_none() { Ok(None) } else { result_of(&returned, "after_call").map(Some) },
+            move |py| {
+                let (ctx, call) = view(py, ctx, call)?;
+                (ctx, call, Py::new(py, PyToolResult(handed))?).into_pyobject(py)
+            },
+            |_, returned| if returned.is_none() { Ok(None) } else { result_of(returned, "after_call").map(Some) },
         );
-        then(replaced, move |replaced| replaced.map(|replaced| replaced.unwrap_or(kept)))
+        then(replaced, move |replaced| replaced.map(|replaced| replaced.unwrap_or_else(|| unshared(kept))))
     }
 
     fn on_error<'a>(
@@ -257,8 +293,11 @@ impl Hooks for PyHooks {
         let exception = Python::attach(|py| errors::raise_tool_error(py, &error).into_value(py));
         let rescued = called(
             method,
-            move |py| (context(py, ctx)?, call_to_py(py, call)?, exception).into_pyobject(py),
-            |_, returned| if returned.is_none() { Ok(None) } else { result_of(&returned, "on_error").map(Some) },
+            move |py| {
+                let (ctx, call) = view(py, ctx, call)?;
+                (ctx, call, exception).into_pyobject(py)
+            },
+            |_, returned| if returned.is_none() { Ok(None) } else { result_of(returned, "on_error").map(Some) },
         );
         then(rescued, move |rescued| match rescued {
             Ok(Some(result)) => Ok(result),
@@ -278,7 +317,7 @@ impl Hooks for PyHooks {
             method,
             move |py| {
                 let listed = PyList::new(py, definitions.into_iter().map(PyToolDefinition))?;
-                (context(py, ctx)?, listed).into_pyobject(py)
+                (Py::new(py, PyToolContext(ctx.clone()))?, listed).into_pyobject(py)
             },
             |_, returned| {
                 if returned.is_none() {

@@ -233,7 +233,24 @@ impl PyToolDefinition {
 /// interface and debugging.
 #[gen_stub_pyclass]
 #[pyclass(module = "starweaver._native", name = "ToolResult", frozen)]
-pub struct PyToolResult(pub(crate) ToolResult);
+// Shared, so a result handed to Python and given back untouched (by a tool that made it,
+// or a hook that let it through) is moved back out instead of copied.
+pub struct PyToolResult(pub(crate) Arc<ToolResult>);
+
+impl PyToolResult {
+    /// The result `value` is, or `value` back if it is not a `ToolResult`: moved out when
+    /// nothing else holds it, else copied.
+    pub(crate) fn take(value: Bound<'_, PyAny>) -> Result<ToolResult, Bound<'_, PyAny>> {
+        let shared = value.cast::<Self>().map_err(|_| value.clone())?.get().0.clone();
+        drop(value);
+        Ok(unshared(shared))
+    }
+}
+
+/// A shared result, moved out when nothing else holds it, else copied.
+pub(crate) fn unshared(result: Arc<ToolResult>) -> ToolResult {
+    Arc::try_unwrap(result).unwrap_or_else(|shared| ToolResult::clone(&shared))
+}
 
 #[gen_stub_pymethods]
 #[pymethods]
@@ -252,14 +269,14 @@ impl PyToolResult {
         private_metadata: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let json = |v: Option<&Bound<'_, PyAny>>| v.map(convert::to_json).transpose();
-        Ok(Self(ToolResult {
+        Ok(Self(Arc::new(ToolResult {
             value: json(value)?.unwrap_or(Value::Null),
             model_content: json(model_content)?.map(Box::new),
             app_value: json(app_value)?.map(Box::new),
             user_content: json(user_content)?.map(Box::new),
             metadata: metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default(),
             private_metadata: json(private_metadata)?.map(Box::new),
-        }))
+        })))
     }
 
     /// The tool's value.
@@ -685,10 +702,10 @@ fn context_to_py(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>> {
 /// A finished Python call as a tool outcome: a `ToolResult` as given, any other value as
 /// JSON, an exception as its `ToolError` kind.
 fn finish(py: Python<'_>, outcome: PyResult<Py<PyAny>>) -> Result<ToolResult, ToolError> {
-    let value = outcome.map_err(|err| errors::tool_error(py, &err))?.into_bound(py);
-    if let Ok(result) = value.cast::<PyToolResult>() {
-        return Ok(result.get().0.clone());
-    }
+    let value = match PyToolResult::take(outcome.map_err(|err| errors::tool_error(py, &err))?.into_bound(py)) {
+        Ok(result) => return Ok(result),
+        Err(value) => value,
+    };
     convert::to_json(&value).map(ToolResult::new).map_err(|err| {
         // Running the tool again would repeat its side effects and fail the same way.
         ToolError::execution(format!("the tool's return value is not JSON-serialisable: {err}")).not_retryable()

@@ -1139,8 +1139,8 @@ class ToolCall:
     @property
     def arguments(self) -> types.JsonObject:
         r"""
-        The arguments, as earlier hooks left them (a fresh dict per call: changing it
-        changes nothing unless `before_call` returns it).
+        The arguments, as earlier hooks left them: a fresh dict at each read, so changing
+        it changes nothing unless `before_call` returns it.
         """
     def __repr__(self) -> builtins.str: ...
 

@@ -157,6 +157,81 @@ def test_an_unexpected_exception_in_a_hook_fails_the_call_not_the_run() -> None:
     assert ran == ["x"], "the tool ran once: a hook's failure is not retried"
 
 
+class Keeps(Hooks):
+    """Keeps the context and the call each method is handed, reading nothing of them."""
+
+    def __init__(self, label: str, seen: list[tuple[str, ToolContext, ToolCall]]) -> None:
+        self.name = label
+        self.seen = seen
+
+    def before_call(self, ctx: ToolContext, call: ToolCall) -> None:
+        self.seen.append((f"{self.name} before", ctx, call))
+
+    def after_call(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> None:
+        self.seen.append((f"{self.name} after", ctx, call))
+
+
+def test_one_calls_hooks_are_handed_one_context_and_one_call_while_its_arguments_stand() -> None:
+    seen: list[tuple[str, ToolContext, ToolCall]] = []
+    agent = create_agent(
+        model=calls_then_text([call("c1", "deploy", {"env": "dev"}), call("c2", "deploy", {"env": "qa"})]),
+        tools=[deploy],
+        hooks=[Keeps("agent", seen)],
+    )
+    assert agent.run_sync("go", hooks=[Keeps("run", seen)]).status == "completed"
+    by_call: dict[str, list[tuple[ToolContext, ToolCall]]] = {}
+    for _, ctx, tool_call in seen:
+        by_call.setdefault(ctx.tool_call_id, []).append((ctx, tool_call))
+    assert sorted(by_call) == ["c1", "c2"]
+    for call_id, handed in by_call.items():
+        assert len(handed) == 4, call_id
+        assert all(ctx is handed[0][0] for ctx, _ in handed), call_id
+        assert all(tool_call is handed[0][1] for _, tool_call in handed), call_id
+        assert handed[0][1].id == call_id
+    assert by_call["c1"][0][0] is not by_call["c2"][0][0]
+    assert by_call["c1"][0][1].arguments == {"env": "dev"}
+    assert by_call["c2"][0][1].arguments == {"env": "qa"}
+
+
+def test_a_call_whose_arguments_were_read_or_rewritten_is_handed_anew_with_the_arguments_it_has() -> None:
+    seen: list[tuple[str, ToolContext, ToolCall]] = []
+
+    class Reads(Hooks):
+        def before_call(self, ctx: ToolContext, call: ToolCall) -> None:
+            call.arguments["env"] = "changed in place, which changes nothing"
+
+    ran.clear()
+    agent = create_agent(model=calls_then_text([call("c1", "deploy", {"env": "dev"})]), tools=[deploy])
+    result = agent.run_sync("go", hooks=[Keeps("outer", seen), Reads(), ToProd(), Keeps("inner", seen)])
+    assert result.status == "completed"
+    assert ran == ["prod"]
+    handed = {label: (ctx, tool_call) for label, ctx, tool_call in seen}
+    assert handed["outer before"][1].arguments == {"env": "dev"}
+    for label in ("inner before", "inner after", "outer after"):
+        assert handed[label][1].arguments == {"env": "prod"}, label
+        assert handed[label][1] is not handed["outer before"][1], label
+    assert len({id(ctx) for ctx, _ in handed.values()}) == 1
+
+
+def test_a_result_a_hook_or_a_tool_keeps_stays_whole_for_them_and_for_the_model() -> None:
+    kept: list[ToolResult] = []
+
+    @tool
+    def report() -> ToolResult:
+        made = ToolResult({"rows": 3}, metadata={"source": "db"})
+        kept.append(made)
+        return made
+
+    class KeepsResults(Hooks):
+        def after_call(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> None:
+            kept.append(result)
+
+    agent = create_agent(model=calls_then_text([call("c1", "report")]), tools=[report], hooks=[KeepsResults()])
+    result = agent.run_sync("go")
+    assert [r["content"] for r in returns(result.messages)] == [{"rows": 3}]
+    assert [(r.value, r.metadata) for r in kept] == [({"rows": 3}, {"source": "db"})] * 2
+
+
 def test_after_call_and_on_error_replace_the_result() -> None:
     @tool(max_retries=0)
     def flaky() -> str:
