@@ -179,6 +179,9 @@ fn unusable(method: &str, expected: &str, got: &Bound<'_, PyAny>) -> ToolError {
 /// hook method saw it. Kept with the core's context of the call, so every hook method of
 /// one call is handed the same `ToolContext`, and the same `ToolCall` while the arguments
 /// are those it shows.
+// Dropped with the core's context, on whatever thread ends the call: a thread not attached
+// to Python leaves the two references to PyO3's reference pool, which gives them back at
+// its next attach (so that pool must stay enabled).
 struct CallView {
     ctx: Py<PyToolContext>,
     call: Py<PyToolCall>,
@@ -202,10 +205,12 @@ fn view(py: Python<'_>, ctx: &ToolContext, call: &HookCall<'_>) -> PyResult<(Py<
     Ok(handed)
 }
 
-/// Whether two JSON values are equal with their objects' keys in the same order: what a
+/// Whether two JSON values are the same, their objects' keys in the same order: what a
 /// copy of a value is to it, told without hashing each key as `==` does.
 fn same_in_order(a: &Value, b: &Value) -> bool {
     match (a, b) {
+        // `==` takes `0.0` for `-0.0`, which a hook may rewrite one to.
+        (Value::Number(a), Value::Number(b)) => a == b && a.as_f64().map(f64::to_bits) == b.as_f64().map(f64::to_bits),
         (Value::Object(a), Value::Object(b)) => {
             a.len() == b.len() && a.iter().zip(b).all(|((ka, va), (kb, vb))| ka == kb && same_in_order(va, vb))
         }

@@ -241,8 +241,7 @@ impl PyToolResult {
     /// The result `value` is, or `value` back if it is not a `ToolResult`: moved out when
     /// nothing else holds it, else copied.
     pub(crate) fn take(value: Bound<'_, PyAny>) -> Result<ToolResult, Bound<'_, PyAny>> {
-        let shared = value.cast::<Self>().map_err(|_| value.clone())?.get().0.clone();
-        drop(value);
+        let shared = value.cast_into::<Self>().map_err(pyo3::CastIntoError::into_inner)?.get().0.clone();
         Ok(unshared(shared))
     }
 }

@@ -110,12 +110,12 @@ fn tool_call_events(events: &[starweaver::Event]) -> Vec<Value> {
 #[tokio::test]
 async fn hooks_run_in_order_run_agent_toolset_in_and_reverse_out() {
     let x = r#"{"x":1}"#;
-    // The same order whether every hook answers at once or one of them waits.
-    for waiting in [None, Some("run"), Some("agent"), Some("toolset")] {
+    // The same order whether every hook answers at once, one of them waits, or all do.
+    for waiting in [None, Some("run"), Some("agent"), Some("toolset"), Some("all")] {
         let log = Log::default();
         let probe = |name| {
             let probe = Probe::new(name, &log);
-            if waiting == Some(name) { probe.waiting() } else { probe }
+            if waiting == Some(name) || waiting == Some("all") { probe.waiting() } else { probe }
         };
         let model = calls_then_text(vec![call("c1", "echo", json!({"x": 1}))], "done");
         let toolset = StaticToolset::new("ops").tool(echo("echo", &log)).with_hooks([Arc::new(probe("toolset")) as _]);
@@ -396,6 +396,32 @@ async fn on_error_sees_the_failure_after_the_retries_and_may_turn_it_into_a_resu
     let returned = &tool_returns(result.messages.messages())[0];
     assert!(!returned.is_error);
     assert_eq!(returned.content, json!({"rescued": "down (failed after 2 attempt(s))"}));
+}
+
+#[tokio::test]
+async fn the_way_out_turns_from_on_error_to_after_call_where_a_hook_rescues_also_when_hooks_wait() {
+    let log = Log::default();
+    let flaky = raw_tool(ToolBuilder::new("flaky").max_retries(0), |_: ToolContext, _: Args| async {
+        Err::<Value, _>(ToolError::execution("down"))
+    });
+    let model = calls_then_text(vec![call("c1", "flaky", json!({}))], "done");
+    let agent = Agent::builder(model)
+        .tool(flaky)
+        .hook(Probe::new("outer", &log).waiting())
+        .hook(Rescue)
+        .hook(Probe::new("inner", &log).waiting())
+        .build()
+        .unwrap();
+    agent.run("go").await.unwrap();
+    assert_eq!(
+        log.entries(),
+        [
+            "outer before {}",
+            "inner before {}",
+            "inner error execution",
+            r#"outer after {"rescued":"down (failed after 1 attempt(s))"}"#,
+        ]
+    );
 }
 
 /// Offers only tools whose names do not start with `admin_`, and describes the rest anew.

@@ -193,7 +193,7 @@ def test_one_calls_hooks_are_handed_one_context_and_one_call_while_its_arguments
     assert by_call["c2"][0][1].arguments == {"env": "qa"}
 
 
-def test_a_call_whose_arguments_were_read_or_rewritten_is_handed_anew_with_the_arguments_it_has() -> None:
+def test_a_call_whose_arguments_were_rewritten_is_handed_anew_with_the_arguments_it_has() -> None:
     seen: list[tuple[str, ToolContext, ToolCall]] = []
 
     class Reads(Hooks):
@@ -211,6 +211,25 @@ def test_a_call_whose_arguments_were_read_or_rewritten_is_handed_anew_with_the_a
         assert handed[label][1].arguments == {"env": "prod"}, label
         assert handed[label][1] is not handed["outer before"][1], label
     assert len({id(ctx) for ctx, _ in handed.values()}) == 1
+
+
+def test_a_rewrite_to_an_equal_looking_value_is_still_shown_as_rewritten() -> None:
+    seen: list[tuple[str, ToolContext, ToolCall]] = []
+
+    class Negates(Hooks):
+        def before_call(self, ctx: ToolContext, call: ToolCall) -> dict[str, Any]:
+            return {"x": -0.0}
+
+    @tool
+    def measure(x: float) -> str:
+        return repr(x)
+
+    agent = create_agent(model=calls_then_text([call("c1", "measure", {"x": 0.0})]), tools=[measure])
+    result = agent.run_sync("go", hooks=[Keeps("outer", seen), Negates(), Keeps("inner", seen)])
+    assert [r["content"] for r in returns(result.messages)] == ["-0.0"]
+    handed = {label: tool_call for label, _, tool_call in seen}
+    assert repr(handed["outer before"].arguments["x"]) == "0.0"
+    assert repr(handed["inner before"].arguments["x"]) == "-0.0"
 
 
 def test_a_result_a_hook_or_a_tool_keeps_stays_whole_for_them_and_for_the_model() -> None:

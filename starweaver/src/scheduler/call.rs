@@ -349,11 +349,11 @@ async fn hooked(
         Ok(result) => (Ok(result), Map::new()),
         Err((error, extra)) => (Err(error), extra),
     };
-    let left = match hooks::leave(hooks, entered.count, &ctx, &hook_call, outcome) {
+    let outcome = match hooks::leave(hooks, entered.count, &ctx, &hook_call, outcome) {
         Ok(now) => now,
         Err(rest) => rest.await,
     };
-    match left {
+    match outcome {
         Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
         Err(error) => ended(call, error, extra, rewritten()),
     }

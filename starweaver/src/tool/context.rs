@@ -85,8 +85,7 @@ pub struct ToolContext {
 }
 
 /// One value a language binding keeps with a context. A clone of the context starts
-/// without it: the value describes the context it was made for, which a clone may then be
-/// changed from.
+/// without it: the value describes the context it was made for, and a clone is another.
 #[derive(Default)]
 pub(crate) struct BindingSlot(OnceLock<Arc<dyn Any + Send + Sync>>);
 
