@@ -103,7 +103,7 @@ pub(crate) async fn drive(
         run_span,
         agent,
         run_id,
-        cancellation: options.cancellation.unwrap_or_default(),
+        cancellation: Arc::new(options.cancellation.unwrap_or_default()),
         dependencies,
         registry: tools.registry,
         refused: tools.refused,
@@ -133,7 +133,7 @@ struct Run<'a> {
     run_span: SpanId,
     agent: &'a AgentInner,
     run_id: Arc<str>,
-    cancellation: CancellationToken,
+    cancellation: Arc<CancellationToken>,
     dependencies: Dependencies,
     /// The tools of the current step.
     registry: Arc<ToolRegistry>,

@@ -25,7 +25,7 @@ use crate::tool::{
 use crate::trace::{SpanId, SpanOf, Tracer};
 
 use super::channel::RunChannel;
-use super::hooks::{self, HookChain};
+use super::hooks::{self, HookChain, HookedCall};
 
 /// What every call of one batch shares.
 pub(crate) struct CallEnv<'a> {
@@ -35,7 +35,8 @@ pub(crate) struct CallEnv<'a> {
     pub parent: SpanId,
     pub registry: &'a ToolRegistry,
     pub run_id: &'a Arc<str>,
-    pub cancellation: &'a CancellationToken,
+    /// Shared, not cloned: a token's clone takes a lock, and every call's context holds it.
+    pub cancellation: &'a Arc<CancellationToken>,
     pub dependencies: &'a Dependencies,
     /// The run's cap on its calls, if it has one.
     pub limit: Option<&'a Limit>,
@@ -217,6 +218,7 @@ pub(crate) async fn invoke_alone(
         also: listener,
         answers,
     });
+    let cancellation = &Arc::new(cancellation.clone());
     let env = CallEnv { run: &run, parent, registry, run_id, cancellation, dependencies, limit: None, hooks };
     let outcome = invoke(&env, request).await;
     (outcome, run.events.finish().0.into_iter().map(|event| event.kind).collect())
@@ -236,7 +238,16 @@ pub(crate) fn not_found(name: &str, registry: &ToolRegistry) -> ToolError {
     ToolError::new(ToolErrorKind::NotFound, message)
 }
 
-/// Runs one call to its end (value, error, or a suspension for a human).
+/// Runs one call to its end (value, error, or a suspension for a human): the way in
+/// through its hooks, if it has any, then the approval gate, its places under its
+/// concurrency limits and the attempts with the arguments the hooks left, then the way out.
+/// The approval is bound to those arguments: a call approved for other arguments does not
+/// run.
+///
+/// A call takes its places once its hooks let it go on, and gives them back before the way
+/// out: a hook never holds a place, so a hook that waits for work under the same limit
+/// cannot wait on itself, and the `tool_call` event, with the arguments the hooks left,
+/// comes before the call queues.
 pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> CallOutcome {
     let call = request.part;
     let ahead = request.ahead.take();
@@ -244,40 +255,68 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         env.run.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
     let outcome = async {
         let Some(tool) = env.registry.get(&call.name) else {
-            announce(env, &request, None, None, Vec::new());
+            announce(env, &request, None, Vec::new());
             return ToolReturn::failure(call, not_found(&call.name, env.registry), Map::new()).into();
         };
         let arguments = match object_arguments(arguments_of(&request)) {
             Ok(arguments) => arguments,
             Err(error) => {
-                announce(env, &request, None, None, Vec::new());
+                announce(env, &request, None, Vec::new());
                 return ToolReturn::failure(call, error, Map::new()).into();
             }
         };
-        // The run's output is the application's own answer, not a tool's work to govern.
-        let outer = if tool.source == Source::Output { &[] } else { env.hooks };
-        let hooks = HookChain { outer, toolset: &tool.hooks };
+        let hooks = hook_chain(env, tool);
+        let mut hooked = None;
         if !hooks.is_empty() {
-            // Boxed, so calls without hooks do not carry the hooks' state in their future.
-            return Box::pin(hooked(env, tool, &request, hooks, arguments)).await;
+            let ctx = context(env, tool, &request, 1, env.cancellation.clone());
+            let hooked = hooked.insert(Box::new(HookedCall::new(ctx)));
+            hooks::enter(hooks, call, &arguments, hooked).await;
         }
-        if let Some(error) = unbound(&request, &arguments) {
-            announce(env, &request, None, None, Vec::new());
-            return ToolReturn::failure(call, error, Map::new()).into();
-        }
-        let arguments = match gate(tool, &request, arguments) {
-            Ok(arguments) => arguments,
-            Err(reason) => {
-                announce(env, &request, None, None, Vec::new());
-                return CallOutcome::approval(reason, Map::new(), None);
+        let stopped = hooked.as_mut().and_then(|hooked| hooked.stopped.take());
+        let hooked = hooked.as_deref();
+        let arguments = hooked.map_or(&*arguments, |hooked| hooked.arguments(&arguments));
+        let outcome = 'ran: {
+            // Moved out here, so the call's future does not keep room for it past this.
+            if let Some(stopped) = { stopped } {
+                announce(env, &request, hooked, Vec::new());
+                break 'ran stopped.map_err(|error| (error, Map::new()));
             }
+            if let Some(error) = unbound(&request, arguments) {
+                announce(env, &request, hooked, Vec::new());
+                break 'ran Err((error, Map::new()));
+            }
+            let arguments = match gate(tool, &request, Cow::Borrowed(arguments)) {
+                Ok(arguments) => arguments,
+                Err(reason) => {
+                    announce(env, &request, hooked, Vec::new());
+                    return CallOutcome::approval(reason, Map::new(), rewritten(hooked));
+                }
+            };
+            let (queued_for, entry) = queue(env, tool, &request);
+            announce(env, &request, hooked, queued_for);
+            let _places = entry.enter().await;
+            attempts(env, tool, &request, ahead, &arguments).await
         };
-        let (queued_for, entry) = queue(env, tool, &request);
-        announce(env, &request, None, None, queued_for);
-        let _places = entry.enter().await;
-        match attempts(env, tool, &request, ahead, &arguments).await {
+        // The way out. Each answer is taken apart before any wait, so a call's future keeps
+        // no room for one: only the rest of the way out, boxed, when a hook waits.
+        let outcome = match hooked {
+            Some(hooked) => 'left: {
+                let (outcome, extra) = match Leaving::of(outcome) {
+                    Leaving::Through(outcome, extra) => (outcome, extra),
+                    Leaving::Waits(outcome) => break 'left outcome,
+                };
+                let seen = HookCall { id: &call.id, name: &call.name, arguments };
+                let rest = match hooks::leave(hook_chain(env, tool), hooked.count, &hooked.ctx, &seen, outcome) {
+                    Ok(now) => break 'left now.map_err(|error| (error, extra)),
+                    Err(rest) => rest,
+                };
+                rest.await.map_err(|error| (error, extra))
+            }
+            None => outcome,
+        };
+        match outcome {
             Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
-            Err((error, extra)) => ended(call, error, extra, None),
+            Err((error, extra)) => ended(call, error, extra, rewritten(hooked)),
         }
     }
     .instrument(span)
@@ -295,68 +334,6 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         env.run.events.emit(ret.event());
     }
     outcome
-}
-
-/// A call with hooks: the way in, then (unless a hook ended it) the approval gate, its
-/// places and the attempts with the arguments the hooks left, then the way out. The
-/// approval is bound to those arguments: a call approved for other arguments does not run.
-///
-/// A call takes its places once its hooks let it go on, and gives them back before the way
-/// out: a hook never holds a place, so a hook that waits for work under the same limit
-/// cannot wait on itself, and the `tool_call` event, with the arguments the hooks left,
-/// comes before the call queues.
-async fn hooked(
-    env: &CallEnv<'_>,
-    tool: &RegisteredTool,
-    request: &CallRequest<'_>,
-    hooks: HookChain<'_>,
-    arguments: Cow<'_, Value>,
-) -> CallOutcome {
-    let call = request.part;
-    let ctx = context(env, tool, request, 1, env.cancellation.clone());
-    let mut entered = hooks::enter(hooks, &ctx, call, arguments).await;
-    let stopped = entered.stopped.take();
-    let hook_call = HookCall { id: &call.id, name: &call.name, arguments: &entered.arguments };
-    // Made when needed, so a call's future does not carry a copy of the arguments.
-    let rewritten = || entered.rewritten_by.is_some().then(|| hook_call.arguments.clone());
-    let announce = |queued| announce(env, request, Some(&entered), rewritten(), queued);
-    let outcome = match stopped {
-        Some(stopped) => {
-            announce(Vec::new());
-            (*stopped).map_err(|error| (error, Map::new()))
-        }
-        None => match unbound(request, hook_call.arguments) {
-            Some(error) => {
-                announce(Vec::new());
-                Err((error, Map::new()))
-            }
-            None => match gate(tool, request, Cow::Borrowed(hook_call.arguments)) {
-                Ok(arguments) => {
-                    let (queued_for, entry) = queue(env, tool, request);
-                    announce(queued_for);
-                    let _places = entry.enter().await;
-                    attempts(env, tool, request, None, &arguments).await
-                }
-                Err(reason) => {
-                    announce(Vec::new());
-                    return CallOutcome::approval(reason, Map::new(), rewritten());
-                }
-            },
-        },
-    };
-    let (outcome, extra) = match outcome {
-        Err((error, extra)) if suspends(error.kind()) => return ended(call, error, extra, rewritten()),
-        Ok(result) => (Ok(result), Map::new()),
-        Err((error, extra)) => (Err(error), extra),
-    };
-    let outcome = match hooks::leave(hooks, entered.count, &ctx, &hook_call, outcome) {
-        Ok(now) => now,
-        Err(rest) => rest.await,
-    };
-    match outcome {
-        Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
-        Err(error) => ended(call, error, extra, rewritten()),
-    }
 }
 
 /// Why an approved call must not run with `arguments`: they are not those its approval
@@ -377,23 +354,53 @@ fn unbound(request: &CallRequest<'_>, arguments: &Value) -> Option<ToolError> {
 
 /// The `tool_call` event: what the model asked for, with the arguments hooks rewrote and
 /// the hooks that rewrote or answered, if any, and the concurrency limits it queues for.
-fn announce(
-    env: &CallEnv<'_>,
-    request: &CallRequest<'_>,
-    entered: Option<&hooks::Entered>,
-    arguments: Option<Value>,
-    queued_for: Vec<Arc<str>>,
-) {
+fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&HookedCall>, queued_for: Vec<Arc<str>>) {
     let call = request.part;
     env.run.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
         override_arguments: override_of(request).cloned(),
-        arguments,
-        rewritten_by: entered.and_then(|e| e.rewritten_by.clone()),
-        answered_by: entered.and_then(|e| e.answered_by.clone()),
+        arguments: rewritten(hooked),
+        rewritten_by: hooked.and_then(HookedCall::rewritten_by).cloned(),
+        answered_by: hooked.and_then(|hooked| hooked.answered_by.clone()),
         queued_for,
     });
+}
+
+/// The arguments hooks rewrote the call's to, if they did: made when needed, so a call's
+/// future does not carry a copy of them.
+fn rewritten(hooked: Option<&HookedCall>) -> Option<Value> {
+    hooked.and_then(|hooked| hooked.rewritten.as_ref()).map(|(arguments, _)| arguments.clone())
+}
+
+/// How a call's attempts ended: its result, or the error it ended with and what the model
+/// is told of the attempts.
+type Attempted = Result<ToolResult, (ToolError, Map<String, Value>)>;
+
+/// A call's outcome as the way out takes it.
+enum Leaving {
+    /// Through the hooks: what they see, and what the model is told of the attempts while
+    /// the call fails.
+    Through(Result<ToolResult, ToolError>, Map<String, Value>),
+    /// A call that waits for a human, as it is: it goes out when it ends.
+    Waits(Attempted),
+}
+
+impl Leaving {
+    fn of(outcome: Attempted) -> Self {
+        match outcome {
+            Ok(result) => Self::Through(Ok(result), Map::new()),
+            Err((error, extra)) if suspends(error.kind()) => Self::Waits(Err((error, extra))),
+            Err((error, extra)) => Self::Through(Err(error), extra),
+        }
+    }
+}
+
+/// The hooks of a call of `tool`: the run's and the agent's, then its toolset's.
+fn hook_chain<'a>(env: &CallEnv<'a>, tool: &'a RegisteredTool) -> HookChain<'a> {
+    // The run's output is the application's own answer, not a tool's work to govern.
+    let outer = if tool.source == Source::Output { &[] } else { env.hooks };
+    HookChain { outer, toolset: &tool.hooks }
 }
 
 /// The concurrency limits the call runs under (its tool's, its toolset's, the run's): the
@@ -534,7 +541,7 @@ fn context(
     tool: &RegisteredTool,
     request: &CallRequest<'_>,
     attempt: u32,
-    cancellation: CancellationToken,
+    cancellation: Arc<CancellationToken>,
 ) -> ToolContext {
     ToolContext {
         run_id: env.run_id.clone(),
@@ -561,14 +568,14 @@ async fn attempts(
     request: &CallRequest<'_>,
     mut ahead: Option<Claimed>,
     arguments: &Value,
-) -> Result<ToolResult, (ToolError, Map<String, Value>)> {
+) -> Attempted {
     let call = request.part;
     let mut attempt = 1;
     loop {
         let cancellation = match tool.timeout {
             // A child token lets a timed-out blocking tool see `is_cancelled()` without
             // cancelling the run; untimed calls share the run's token and allocate nothing.
-            Some(_) => env.cancellation.child_token(),
+            Some(_) => Arc::new(env.cancellation.child_token()),
             None => env.cancellation.clone(),
         };
         let ctx = context(env, tool, request, attempt, cancellation.clone());

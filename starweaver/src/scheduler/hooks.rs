@@ -4,7 +4,6 @@
 //! left it). Each hook is guarded: a panic, or an `execution` failure of `before_call` or
 //! `after_call`, is a failure of the call naming the hook, never of the run.
 
-use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -42,41 +41,40 @@ impl<'a> HookChain<'a> {
 /// What a call ends with: a result or a failure.
 type Outcome = Result<ToolResult, ToolError>;
 
-/// How the way in went.
-pub(crate) struct Entered<'v> {
-    /// The arguments as the hooks left them.
-    pub arguments: Cow<'v, Value>,
-    /// How many hooks the call went through (whose way out runs).
-    pub count: usize,
-    /// The last hook that rewrote the arguments.
-    pub rewritten_by: Option<Arc<str>>,
+/// A call with hooks: its hooks' context and how its way in went. Boxed by the call, so
+/// calls without hooks do not carry it in their future.
+pub(crate) struct HookedCall {
+    /// The context every hook method of the call is handed.
+    pub ctx: ToolContext,
+    /// The arguments as the last hook that rewrote them left them, and its name.
+    pub rewritten: Option<(Value, Arc<str>)>,
     /// The hook that answered in the tool's place.
     pub answered_by: Option<Arc<str>>,
-    /// What ended the call on the way in: a hook's answer or failure (boxed: it is rare,
-    /// and a call's future carries this across its attempts).
-    pub stopped: Option<Box<Outcome>>,
+    /// How many hooks the call went through (whose way out runs).
+    pub count: usize,
+    /// What ended the call on the way in: a hook's answer or failure.
+    pub stopped: Option<Outcome>,
 }
 
-/// Runs `before_call` of each hook in order on the call `part` with `arguments`, which
-/// become the ones each hook leaves, until one answers or fails.
-pub(crate) async fn enter<'v>(
-    hooks: HookChain<'_>,
-    ctx: &ToolContext,
-    part: &ToolCallPart,
-    arguments: Cow<'v, Value>,
-) -> Entered<'v> {
-    let mut entered = Entered { arguments, count: 0, rewritten_by: None, answered_by: None, stopped: None };
-    for hook in hooks.iter() {
-        let call = HookCall { id: &part.id, name: &part.name, arguments: &entered.arguments };
-        let decided = match guarded(&**hook, BEFORE_CALL, || hook.before_call(ctx, &call)) {
-            Ok(now) => now,
-            Err(pending) => later(&**hook, BEFORE_CALL, pending).await,
-        };
+impl HookedCall {
+    /// A call about to go through its hooks, with `ctx`.
+    pub(crate) fn new(ctx: ToolContext) -> Self {
+        Self { ctx, rewritten: None, answered_by: None, count: 0, stopped: None }
+    }
+
+    /// The arguments the hooks left: `model`'s (the call's own) unless one rewrote them.
+    pub(crate) fn arguments<'a>(&'a self, model: &'a Value) -> &'a Value {
+        self.rewritten.as_ref().map_or(model, |(arguments, _)| arguments)
+    }
+
+    /// Takes what `hook` decided on the way in: whether the call goes on to the next hook.
+    #[inline]
+    fn decided(&mut self, hook: &dyn Hooks, part: &ToolCallPart, decided: Result<Before, ToolError>) -> bool {
         match decided {
-            Ok(Before::Continue) => {}
+            Ok(Before::Continue) => return true,
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
-                entered.arguments = Cow::Owned(arguments);
-                entered.rewritten_by = Some(hook.name().into());
+                self.rewritten = Some((arguments, hook.name().into()));
+                return true;
             }
             Ok(Before::Arguments(other)) => {
                 let message = format!(
@@ -85,22 +83,43 @@ pub(crate) async fn enter<'v>(
                     part.name,
                     crate::json::kind_of(&other)
                 );
-                entered.stopped = Some(Box::new(Err(ToolError::execution(message).not_retryable())));
-                return entered;
+                self.stopped = Some(Err(ToolError::execution(message).not_retryable()));
             }
             Ok(Before::Answer(result)) => {
-                entered.answered_by = Some(hook.name().into());
-                entered.stopped = Some(Box::new(Ok(result)));
-                return entered;
+                self.answered_by = Some(hook.name().into());
+                self.stopped = Some(Ok(result));
             }
-            Err(error) => {
-                entered.stopped = Some(Box::new(Err(error)));
-                return entered;
-            }
+            Err(error) => self.stopped = Some(Err(error)),
         }
-        entered.count += 1;
+        false
     }
-    entered
+
+    /// The last hook that rewrote the arguments.
+    pub(crate) fn rewritten_by(&self) -> Option<&Arc<str>> {
+        self.rewritten.as_ref().map(|(_, by)| by)
+    }
+}
+
+/// Runs `before_call` of each hook in order on the call `part` with `arguments`, each
+/// handed the arguments the hook before it left, until one answers or fails; `call` keeps
+/// how it went. A hook's answer is never kept across a wait, so a call's future carries
+/// little more than the answer it waits for.
+pub(crate) async fn enter(hooks: HookChain<'_>, part: &ToolCallPart, arguments: &Value, call: &mut HookedCall) {
+    for hook in hooks.iter() {
+        let decided = 'decided: {
+            let seen = HookCall { id: &part.id, name: &part.name, arguments: call.arguments(arguments) };
+            // Taken apart before the wait, so a call's future keeps no room for an answer.
+            let pending = match guarded(&**hook, BEFORE_CALL, || hook.before_call(&call.ctx, &seen)) {
+                Ok(decided) => break 'decided decided,
+                Err(pending) => pending,
+            };
+            later(&**hook, BEFORE_CALL, pending).await
+        };
+        if !call.decided(&**hook, part, decided) {
+            return;
+        }
+        call.count += 1;
+    }
 }
 
 /// Runs the way out through the first `entered` hooks, last first: `after_call` while

@@ -72,7 +72,7 @@ pub struct ToolContext {
     pub(crate) retry: u32,
     pub(crate) attempt: u32,
     pub(crate) max_retries: u32,
-    pub(crate) cancellation: CancellationToken,
+    pub(crate) cancellation: Arc<CancellationToken>,
     pub(crate) approval: Option<Arc<ApprovalDecision>>,
     pub(crate) dependencies: Dependencies,
     /// Where progress and log messages go, and who answers questions; `None` outside any
@@ -264,7 +264,7 @@ impl ToolContext {
             retry: 0,
             attempt: 1,
             max_retries: crate::tool::DEFAULT_MAX_RETRIES,
-            cancellation: CancellationToken::new(),
+            cancellation: Arc::default(),
             approval: None,
             dependencies: Dependencies::new(),
             channel: None,
