@@ -15,7 +15,7 @@ use starweaver::{ToolContext, ToolDefinition, ToolError, ToolResult};
 use crate::bridge::{PyAwait, is_awaitable};
 use crate::convert;
 use crate::errors;
-use crate::tool::{PyToolContext, PyToolDefinition, PyToolResult, unshared};
+use crate::tool::{PyToolContext, PyToolDefinition, PyToolResult};
 
 /// A tool call as hooks see it: `id`, `name` and `arguments` (a dict). Read-only: to
 /// change the arguments, return new ones from `before_call`.
@@ -131,28 +131,30 @@ impl PyNativeHooks {
     }
 }
 
-/// Calls `method` with the arguments `args` makes; what it gives, read by `read`: at once
-/// for a sync method, when it completes for an async one (or a sync one that returned an
-/// awaitable). A Python exception is the `ToolError` of its kind.
-fn called<'a, T: Send + 'a>(
+/// Calls `method` with the arguments `args` makes; what it gives, read by `read` (with
+/// what `args` kept for it): at once for a sync method, when it completes for an async one
+/// (or a sync one that returned an awaitable). A Python exception is the `ToolError` of
+/// its kind.
+fn called<'a, T: Send + 'a, K: Send + 'a>(
     method: &Method,
-    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
-    read: fn(Python<'_>, Bound<'_, PyAny>) -> Result<T, ToolError>,
+    args: impl for<'py> FnOnce(Python<'py>) -> PyResult<(Bound<'py, pyo3::types::PyTuple>, K)>,
+    read: impl FnOnce(Python<'_>, Bound<'_, PyAny>, K) -> Result<T, ToolError> + Send + 'a,
 ) -> Hooked<'a, Result<T, ToolError>> {
     let started = Python::attach(|py| {
-        let returned = method.call.bind(py).call1(args(py)?)?;
+        let (args, kept) = args(py)?;
+        let returned = method.call.bind(py).call1(args)?;
         // A result, which hooks return often, is read at once too.
         if method.is_async || (!returned.is_instance_of::<PyToolResult>() && is_awaitable(&returned)?) {
-            return Ok(Err(PyAwait::new(returned)?));
+            return Ok(Err((PyAwait::new(returned)?, kept, read)));
         }
-        Ok(Ok(read(py, returned)))
+        Ok(Ok(read(py, returned, kept)))
     });
     match started {
         Ok(Ok(read_now)) => Hooked::ready(read_now),
-        Ok(Err(awaiting)) => Hooked::new(async move {
+        Ok(Err((awaiting, kept, read))) => Hooked::new(async move {
             let outcome = awaiting.await;
             Python::attach(|py| match outcome {
-                Ok(value) => read(py, value.into_bound(py)),
+                Ok(value) => read(py, value.into_bound(py), kept),
                 Err(err) => Err(errors::tool_error(py, &err)),
             })
         }),
@@ -176,9 +178,9 @@ fn unusable(method: &str, expected: &str, got: &Bound<'_, PyAny>) -> ToolError {
 }
 
 /// The Python objects a call's hooks are handed: its context, and the call as the first
-/// hook method saw it. Kept with the core's context of the call, so every hook method of
-/// one call is handed the same `ToolContext`, and the same `ToolCall` while the arguments
-/// are those it shows.
+/// hook method saw it. Kept with the core's context of the call, which empties it when a
+/// hook rewrites the arguments: so every hook method of one call is handed the same
+/// `ToolContext` and `ToolCall` while the arguments stand.
 // Dropped with the core's context, on whatever thread ends the call: a thread not attached
 // to Python leaves the two references to PyO3's reference pool, which gives them back at
 // its next attach (so that pool must stay enabled).
@@ -191,32 +193,13 @@ struct CallView {
 fn view(py: Python<'_>, ctx: &ToolContext, call: &HookCall<'_>) -> PyResult<(Py<PyToolContext>, Py<PyToolCall>)> {
     let slot = ctx.binding_slot();
     if let Some(view) = slot.get().and_then(|kept| kept.downcast_ref::<CallView>()) {
-        let kept = view.call.get();
-        let same = Arc::ptr_eq(&kept.id, call.id)
-            && Arc::ptr_eq(&kept.name, call.name)
-            && same_in_order(&kept.json, call.arguments);
-        let shown = if same { view.call.clone_ref(py) } else { call_to_py(py, call)? };
-        return Ok((view.ctx.clone_ref(py), shown));
+        return Ok((view.ctx.clone_ref(py), view.call.clone_ref(py)));
     }
     let made = CallView { ctx: Py::new(py, PyToolContext(ctx.clone()))?, call: call_to_py(py, call)? };
     let handed = (made.ctx.clone_ref(py), made.call.clone_ref(py));
     // A slot that holds something else keeps it, and the objects are made anew each time.
     let _ = slot.set(Arc::new(made));
     Ok(handed)
-}
-
-/// Whether two JSON values are the same, their objects' keys in the same order: what a
-/// copy of a value is to it, told without hashing each key as `==` does.
-fn same_in_order(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        // `==` takes `0.0` for `-0.0`, which a hook may rewrite one to.
-        (Value::Number(a), Value::Number(b)) => a == b && a.as_f64().map(f64::to_bits) == b.as_f64().map(f64::to_bits),
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|((ka, va), (kb, vb))| ka == kb && same_in_order(va, vb))
-        }
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_in_order(a, b)),
-        _ => a == b,
-    }
 }
 
 fn call_to_py(py: Python<'_>, call: &HookCall<'_>) -> PyResult<Py<PyToolCall>> {
@@ -248,8 +231,8 @@ impl Hooks for PyHooks {
         let Some(method) = &self.before_call else { return Hooked::ready(Ok(Before::Continue)) };
         called(
             method,
-            |py| view(py, ctx, call)?.into_pyobject(py),
-            |_, returned| {
+            |py| Ok((view(py, ctx, call)?.into_pyobject(py)?, ())),
+            |_, returned, ()| {
                 if returned.is_none() {
                     return Ok(Before::Continue);
                 }
@@ -273,19 +256,23 @@ impl Hooks for PyHooks {
         result: ToolResult,
     ) -> Hooked<'a, Result<ToolResult, ToolError>> {
         let Some(method) = &self.after_call else { return Hooked::ready(Ok(result)) };
-        // `None` keeps the result: shared with the hook, it comes back out unless the hook
-        // kept it (then it is copied).
-        let kept = Arc::new(result);
-        let handed = kept.clone();
-        let replaced = called(
+        called(
             method,
             move |py| {
                 let (ctx, call) = view(py, ctx, call)?;
-                (ctx, call, Py::new(py, PyToolResult(handed))?).into_pyobject(py)
+                let handed = Bound::new(py, PyToolResult(result))?;
+                Ok(((ctx, call, &handed).into_pyobject(py)?, handed.unbind()))
             },
-            |_, returned| if returned.is_none() { Ok(None) } else { result_of(returned, "after_call").map(Some) },
-        );
-        then(replaced, move |replaced| replaced.map(|replaced| replaced.unwrap_or_else(|| unshared(kept))))
+            // `None` keeps the result: it comes back out unless the hook kept it (then it
+            // is copied), as a result the hook returns does.
+            |py, returned, handed| {
+                if returned.is_none() {
+                    return Ok(PyToolResult::into_result(handed.into_bound(py)));
+                }
+                drop(handed);
+                result_of(returned, "after_call")
+            },
+        )
     }
 
     fn on_error<'a>(
@@ -300,9 +287,9 @@ impl Hooks for PyHooks {
             method,
             move |py| {
                 let (ctx, call) = view(py, ctx, call)?;
-                (ctx, call, exception).into_pyobject(py)
+                Ok(((ctx, call, exception).into_pyobject(py)?, ()))
             },
-            |_, returned| if returned.is_none() { Ok(None) } else { result_of(returned, "on_error").map(Some) },
+            |_, returned, ()| if returned.is_none() { Ok(None) } else { result_of(returned, "on_error").map(Some) },
         );
         then(rescued, move |rescued| match rescued {
             Ok(Some(result)) => Ok(result),
@@ -322,9 +309,9 @@ impl Hooks for PyHooks {
             method,
             move |py| {
                 let listed = PyList::new(py, definitions.into_iter().map(PyToolDefinition))?;
-                (Py::new(py, PyToolContext(ctx.clone()))?, listed).into_pyobject(py)
+                Ok(((Py::new(py, PyToolContext(ctx.clone()))?, listed).into_pyobject(py)?, ()))
             },
-            |_, returned| {
+            |_, returned, ()| {
                 if returned.is_none() {
                     return Ok(None);
                 }

@@ -232,23 +232,32 @@ impl PyToolDefinition {
 /// A tool's result with separate surfaces for the model, the application, the user
 /// interface and debugging.
 #[gen_stub_pyclass]
-#[pyclass(module = "starweaver._native", name = "ToolResult", frozen)]
-// Shared, so a result handed to Python and given back untouched (by a tool that made it,
-// or a hook that let it through) is moved back out instead of copied.
-pub struct PyToolResult(pub(crate) Arc<ToolResult>);
+#[pyclass(module = "starweaver._native", name = "ToolResult")]
+pub struct PyToolResult(pub(crate) ToolResult);
 
 impl PyToolResult {
-    /// The result `value` is, or `value` back if it is not a `ToolResult`: moved out when
-    /// nothing else holds it, else copied.
+    /// The result `value` is, or `value` back if it is not a `ToolResult`.
     pub(crate) fn take(value: Bound<'_, PyAny>) -> Result<ToolResult, Bound<'_, PyAny>> {
-        let shared = value.cast_into::<Self>().map_err(pyo3::CastIntoError::into_inner)?.get().0.clone();
-        Ok(unshared(shared))
+        value.cast_into::<Self>().map(Self::into_result).map_err(pyo3::CastIntoError::into_inner)
     }
-}
 
-/// A shared result, moved out when nothing else holds it, else copied.
-pub(crate) fn unshared(result: Arc<ToolResult>) -> ToolResult {
-    Arc::try_unwrap(result).unwrap_or_else(|shared| ToolResult::clone(&shared))
+    /// What `result` holds. A result handed to Python and given back untouched (by a tool
+    /// that made it, or a hook that let it through) is moved out when nothing else holds
+    /// it, else copied.
+    pub(crate) fn into_result(result: Bound<'_, Self>) -> ToolResult {
+        // SAFETY: `result` holds a reference to the object, so it is alive to be read.
+        let references = unsafe { pyo3::ffi::Py_REFCNT(result.as_ptr()) };
+        // Held only here, the object is dropped unseen below: what it holds may move out.
+        let held = if references == 1
+            && let Ok(mut only) = result.try_borrow_mut()
+        {
+            std::mem::take(&mut only.0)
+        } else {
+            result.borrow().0.clone()
+        };
+        drop(result);
+        held
+    }
 }
 
 #[gen_stub_pymethods]
@@ -268,14 +277,14 @@ impl PyToolResult {
         private_metadata: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let json = |v: Option<&Bound<'_, PyAny>>| v.map(convert::to_json).transpose();
-        Ok(Self(Arc::new(ToolResult {
+        Ok(Self(ToolResult {
             value: json(value)?.unwrap_or(Value::Null),
             model_content: json(model_content)?.map(Box::new),
             app_value: json(app_value)?.map(Box::new),
             user_content: json(user_content)?.map(Box::new),
             metadata: metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default(),
             private_metadata: json(private_metadata)?.map(Box::new),
-        })))
+        }))
     }
 
     /// The tool's value.

@@ -639,3 +639,62 @@ async fn hook_time_is_inside_the_calls_span() {
     // A lower bound only: the hook slept 20 ms inside the span, however fast the machine.
     assert!(span.duration_us >= 20_000, "the hook's wait is timed in the call's span: {span:?}");
 }
+
+/// A hook that logs what a language binding would find kept with the call's context, and
+/// keeps its own name there when it finds nothing.
+struct Binder(&'static str, Log);
+
+impl Binder {
+    fn look(&self, stage: &str, ctx: &ToolContext) {
+        let slot = ctx.binding_slot();
+        let kept = slot.get_or_init(|| Arc::new(self.0)).downcast_ref::<&str>().copied();
+        self.1.push(format!("{} {stage} finds {}", self.0, kept.unwrap_or("another kind")));
+    }
+}
+
+impl Hooks for Binder {
+    fn before_call<'a>(&'a self, ctx: &'a ToolContext, _: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
+        self.look("before", ctx);
+        Hooked::ready(Ok(Before::Continue))
+    }
+
+    fn after_call<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        _: &'a HookCall,
+        result: ToolResult,
+    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        self.look("after", ctx);
+        Hooked::ready(Ok(result))
+    }
+}
+
+#[tokio::test]
+async fn what_a_binding_keeps_with_a_call_lasts_while_its_arguments_stand() {
+    for rewrites in [false, true] {
+        let log = Log::default();
+        let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
+        let middle = Probe::new("middle", &log);
+        let agent = Agent::builder(model)
+            .tool(echo("deploy", &log))
+            .hook(Binder("outer", log.clone()))
+            .hook(if rewrites { middle.before(to_prod) } else { middle })
+            .hook(Binder("inner", log.clone()))
+            .build()
+            .unwrap();
+        assert_eq!(agent.run("go").await.unwrap().status, RunStatus::Completed);
+        let found: Vec<String> = log.entries().into_iter().filter(|entry| entry.contains(" finds ")).collect();
+        // A rewrite empties what was kept: the hooks after it see the call anew.
+        let since = if rewrites { "inner" } else { "outer" };
+        assert_eq!(
+            found,
+            [
+                "outer before finds outer".to_owned(),
+                format!("inner before finds {since}"),
+                format!("inner after finds {since}"),
+                format!("outer after finds {since}"),
+            ],
+            "rewrites: {rewrites}"
+        );
+    }
+}

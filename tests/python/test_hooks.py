@@ -210,7 +210,11 @@ def test_a_call_whose_arguments_were_rewritten_is_handed_anew_with_the_arguments
     for label in ("inner before", "inner after", "outer after"):
         assert handed[label][1].arguments == {"env": "prod"}, label
         assert handed[label][1] is not handed["outer before"][1], label
-    assert len({id(ctx) for ctx, _ in handed.values()}) == 1
+        assert handed[label][0].tool_call_id == "c1", label
+    # From the rewrite on, the context and the call are shared again.
+    for label in ("inner after", "outer after"):
+        assert handed[label][0] is handed["inner before"][0], label
+        assert handed[label][1] is handed["inner before"][1], label
 
 
 def test_a_rewrite_to_an_equal_looking_value_is_still_shown_as_rewritten() -> None:
@@ -249,6 +253,27 @@ def test_a_result_a_hook_or_a_tool_keeps_stays_whole_for_them_and_for_the_model(
     result = agent.run_sync("go")
     assert [r["content"] for r in returns(result.messages)] == [{"rows": 3}]
     assert [(r.value, r.metadata) for r in kept] == [({"rows": 3}, {"source": "db"})] * 2
+
+
+def test_a_result_after_call_gives_back_or_lets_through_reaches_the_model_whole() -> None:
+    @tool
+    def report() -> ToolResult:
+        return ToolResult({"rows": 3}, metadata={"source": "db"}, app_value={"cached": True})
+
+    class GivesBack(Hooks):
+        def after_call(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> ToolResult:
+            return result
+
+    class LetsThrough(Hooks):
+        def after_call(self, ctx: ToolContext, call: ToolCall, result: ToolResult) -> None:
+            assert result.value == {"rows": 3}
+
+    for hooks in ([GivesBack()], [LetsThrough()], [GivesBack(), LetsThrough(), GivesBack()]):
+        agent = create_agent(model=calls_then_text([call("c1", "report")]), tools=[report], hooks=hooks)
+        result = agent.run_sync("go")
+        assert [(r["content"], r["metadata"]) for r in returns(result.messages)] == [({"rows": 3}, {"source": "db"})], (
+            hooks
+        )
 
 
 def test_after_call_and_on_error_replace_the_result() -> None:

@@ -14,7 +14,9 @@ use serde_json::Value;
 use crate::hook::{Before, HookCall, Hooked, Hooks};
 use crate::message::ToolCallPart;
 use crate::registry::ToolRegistry;
-use crate::tool::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message};
+use crate::tool::{
+    BindingSlot, Dependencies, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message,
+};
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
 #[derive(Clone, Copy)]
@@ -74,6 +76,8 @@ impl HookedCall {
             Ok(Before::Continue) => return true,
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
                 self.rewritten = Some((arguments, hook.name().into()));
+                // What a binding kept is of the call as it was.
+                self.ctx.binding = BindingSlot::default();
                 return true;
             }
             Ok(Before::Arguments(other)) => {

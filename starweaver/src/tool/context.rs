@@ -299,8 +299,9 @@ impl ToolContext {
     /// For a language binding: one value kept with this context, made by whichever of the
     /// binding's hook methods needs it first. Every hook method of one call is given the
     /// same context, so the binding hands them all the same objects (its own views of the
-    /// context and the call) instead of making new ones for each. Not for tools: each
-    /// attempt of a call has a context of its own.
+    /// context and the call) instead of making new ones for each. A hook that rewrites the
+    /// call's arguments empties it, so what it keeps is of the call as the hooks after
+    /// that one see it. Not for tools: each attempt of a call has a context of its own.
     #[doc(hidden)]
     pub fn binding_slot(&self) -> &OnceLock<Arc<dyn Any + Send + Sync>> {
         &self.binding.0
