@@ -279,7 +279,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
             // Moved out here, so the call's future does not keep room for it past this.
             if let Some(stopped) = { stopped } {
                 announce(env, &request, hooked, Vec::new());
-                break 'ran stopped.map_err(|error| (error, Map::new()));
+                break 'ran (*stopped).map_err(|error| (error, Map::new()));
             }
             if let Some(error) = unbound(&request, arguments) {
                 announce(env, &request, hooked, Vec::new());
@@ -370,7 +370,7 @@ fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&Hooked
 /// The arguments hooks rewrote the call's to, if they did: made when needed, so a call's
 /// future does not carry a copy of them.
 fn rewritten(hooked: Option<&HookedCall>) -> Option<Value> {
-    hooked.and_then(|hooked| hooked.rewritten.as_ref()).map(|(arguments, _)| arguments.clone())
+    hooked.and_then(|hooked| hooked.rewritten.as_deref()).map(|(arguments, _)| arguments.clone())
 }
 
 /// How a call's attempts ended: its result, or the error it ended with and what the model

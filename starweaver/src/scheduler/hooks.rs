@@ -48,14 +48,15 @@ type Outcome = Result<ToolResult, ToolError>;
 pub(crate) struct HookedCall {
     /// The context every hook method of the call is handed.
     pub ctx: ToolContext,
-    /// The arguments as the last hook that rewrote them left them, and its name.
-    pub rewritten: Option<(Value, Arc<str>)>,
+    /// The arguments as the last hook that rewrote them left them, and its name (boxed,
+    /// as `stopped` is: each is rarer than a call).
+    pub rewritten: Option<Box<(Value, Arc<str>)>>,
     /// The hook that answered in the tool's place.
     pub answered_by: Option<Arc<str>>,
     /// How many hooks the call went through (whose way out runs).
     pub count: usize,
     /// What ended the call on the way in: a hook's answer or failure.
-    pub stopped: Option<Outcome>,
+    pub stopped: Option<Box<Outcome>>,
 }
 
 impl HookedCall {
@@ -66,7 +67,7 @@ impl HookedCall {
 
     /// The arguments the hooks left: `model`'s (the call's own) unless one rewrote them.
     pub(crate) fn arguments<'a>(&'a self, model: &'a Value) -> &'a Value {
-        self.rewritten.as_ref().map_or(model, |(arguments, _)| arguments)
+        self.rewritten.as_deref().map_or(model, |(arguments, _)| arguments)
     }
 
     /// Takes what `hook` decided on the way in: whether the call goes on to the next hook.
@@ -75,7 +76,7 @@ impl HookedCall {
         match decided {
             Ok(Before::Continue) => return true,
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
-                self.rewritten = Some((arguments, hook.name().into()));
+                self.rewritten = Some(Box::new((arguments, hook.name().into())));
                 // What a binding kept is of the call as it was.
                 self.ctx.binding = BindingSlot::default();
                 return true;
@@ -87,20 +88,20 @@ impl HookedCall {
                     part.name,
                     crate::json::kind_of(&other)
                 );
-                self.stopped = Some(Err(ToolError::execution(message).not_retryable()));
+                self.stopped = Some(Box::new(Err(ToolError::execution(message).not_retryable())));
             }
             Ok(Before::Answer(result)) => {
                 self.answered_by = Some(hook.name().into());
-                self.stopped = Some(Ok(result));
+                self.stopped = Some(Box::new(Ok(result)));
             }
-            Err(error) => self.stopped = Some(Err(error)),
+            Err(error) => self.stopped = Some(Box::new(Err(error))),
         }
         false
     }
 
     /// The last hook that rewrote the arguments.
     pub(crate) fn rewritten_by(&self) -> Option<&Arc<str>> {
-        self.rewritten.as_ref().map(|(_, by)| by)
+        self.rewritten.as_deref().map(|(_, by)| by)
     }
 }
 
