@@ -178,24 +178,32 @@ fn unusable(method: &str, expected: &str, got: &Bound<'_, PyAny>) -> ToolError {
 }
 
 /// The Python objects a call's hooks are handed: its context, and the call as the first
-/// hook method saw it. Kept with the core's context of the call, which empties it when a
-/// hook rewrites the arguments: so every hook method of one call is handed the same
-/// `ToolContext` and `ToolCall` while the arguments stand.
+/// hook method saw it. Kept with the core's context of the call, so every hook method of
+/// one call is handed the same `ToolContext`, and the same `ToolCall` while no hook has
+/// rewritten the arguments since (the core counts the rewrites).
 // Dropped with the core's context, on whatever thread ends the call: a thread not attached
 // to Python leaves the two references to PyO3's reference pool, which gives them back at
 // its next attach (so that pool must stay enabled).
 struct CallView {
     ctx: Py<PyToolContext>,
     call: Py<PyToolCall>,
+    /// The arguments' version `call` shows.
+    version: u32,
 }
 
 /// The context and the call as `ctx`'s hook methods are handed them (see [`CallView`]).
 fn view(py: Python<'_>, ctx: &ToolContext, call: &HookCall<'_>) -> PyResult<(Py<PyToolContext>, Py<PyToolCall>)> {
     let slot = ctx.binding_slot();
     if let Some(view) = slot.get().and_then(|kept| kept.downcast_ref::<CallView>()) {
-        return Ok((view.ctx.clone_ref(py), view.call.clone_ref(py)));
+        let shown =
+            if view.version == ctx.arguments_version() { view.call.clone_ref(py) } else { call_to_py(py, call)? };
+        return Ok((view.ctx.clone_ref(py), shown));
     }
-    let made = CallView { ctx: Py::new(py, PyToolContext(ctx.clone()))?, call: call_to_py(py, call)? };
+    let made = CallView {
+        ctx: Py::new(py, PyToolContext(ctx.clone()))?,
+        call: call_to_py(py, call)?,
+        version: ctx.arguments_version(),
+    };
     let handed = (made.ctx.clone_ref(py), made.call.clone_ref(py));
     // A slot that holds something else keeps it, and the objects are made anew each time.
     let _ = slot.set(Arc::new(made));

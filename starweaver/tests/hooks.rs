@@ -641,14 +641,15 @@ async fn hook_time_is_inside_the_calls_span() {
 }
 
 /// A hook that logs what a language binding would find kept with the call's context, and
-/// keeps its own name there when it finds nothing.
+/// the arguments' version, and keeps its own name there when it finds nothing.
 struct Binder(&'static str, Log);
 
 impl Binder {
     fn look(&self, stage: &str, ctx: &ToolContext) {
         let slot = ctx.binding_slot();
         let kept = slot.get_or_init(|| Arc::new(self.0)).downcast_ref::<&str>().copied();
-        self.1.push(format!("{} {stage} finds {}", self.0, kept.unwrap_or("another kind")));
+        let version = ctx.arguments_version();
+        self.1.push(format!("{} {stage} finds {} at {version}", self.0, kept.unwrap_or("another kind")));
     }
 }
 
@@ -670,31 +671,29 @@ impl Hooks for Binder {
 }
 
 #[tokio::test]
-async fn what_a_binding_keeps_with_a_call_lasts_while_its_arguments_stand() {
-    for rewrites in [false, true] {
+async fn what_a_binding_keeps_lasts_the_call_and_the_arguments_version_counts_each_rewrite() {
+    // No rewrite, one at once, one that waits, and two.
+    for (rewriters, waits) in [(0, false), (1, false), (1, true), (2, false)] {
         let log = Log::default();
         let model = calls_then_text(vec![call("c1", "deploy", json!({"env": "staging"}))], "done");
-        let middle = Probe::new("middle", &log);
-        let agent = Agent::builder(model)
-            .tool(echo("deploy", &log))
-            .hook(Binder("outer", log.clone()))
-            .hook(if rewrites { middle.before(to_prod) } else { middle })
-            .hook(Binder("inner", log.clone()))
-            .build()
-            .unwrap();
+        let mut agent = Agent::builder(model).tool(echo("deploy", &log)).hook(Binder("outer", log.clone()));
+        for _ in 0..rewriters {
+            let rewriter = Probe::new("rewriter", &log).before(to_prod);
+            agent = agent.hook(if waits { rewriter.waiting() } else { rewriter });
+        }
+        let agent = agent.hook(Binder("inner", log.clone())).build().unwrap();
+        let version = rewriters;
         assert_eq!(agent.run("go").await.unwrap().status, RunStatus::Completed);
         let found: Vec<String> = log.entries().into_iter().filter(|entry| entry.contains(" finds ")).collect();
-        // A rewrite empties what was kept: the hooks after it see the call anew.
-        let since = if rewrites { "inner" } else { "outer" };
         assert_eq!(
             found,
             [
-                "outer before finds outer".to_owned(),
-                format!("inner before finds {since}"),
-                format!("inner after finds {since}"),
-                format!("outer after finds {since}"),
+                "outer before finds outer at 0".to_owned(),
+                format!("inner before finds outer at {version}"),
+                format!("inner after finds outer at {version}"),
+                format!("outer after finds outer at {version}"),
             ],
-            "rewrites: {rewrites}"
+            "{rewriters} rewriter(s)"
         );
     }
 }

@@ -276,8 +276,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         let hooked = hooked.as_deref();
         let arguments = hooked.map_or(&*arguments, |hooked| hooked.arguments(&arguments));
         let outcome = 'ran: {
-            // Moved out here, so the call's future does not keep room for it past this.
-            if let Some(stopped) = { stopped } {
+            if let Some(stopped) = stopped {
                 announce(env, &request, hooked, Vec::new());
                 break 'ran (*stopped).map_err(|error| (error, Map::new()));
             }
@@ -289,12 +288,14 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
                 Ok(arguments) => arguments,
                 Err(reason) => {
                     announce(env, &request, hooked, Vec::new());
-                    return CallOutcome::approval(reason, Map::new(), rewritten(hooked));
+                    return CallOutcome::approval(reason, Map::new(), hooked.and_then(HookedCall::rewritten_arguments));
                 }
             };
             let (queued_for, entry) = queue(env, tool, &request);
             announce(env, &request, hooked, queued_for);
             let _places = entry.enter().await;
+            // Hooks run between a chain's calls, so no chain runs a call with hooks ahead.
+            debug_assert!(hooked.is_none() || ahead.is_none(), "a call with hooks was run ahead");
             attempts(env, tool, &request, ahead, &arguments).await
         };
         // The way out. Each answer is taken apart before any wait, so a call's future keeps
@@ -306,6 +307,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
                     Leaving::Waits(outcome) => break 'left outcome,
                 };
                 let seen = HookCall { id: &call.id, name: &call.name, arguments };
+                // The chain is found again, not kept: the call's future would carry it.
                 let rest = match hooks::leave(hook_chain(env, tool), hooked.count, &hooked.ctx, &seen, outcome) {
                     Ok(now) => break 'left now.map_err(|error| (error, extra)),
                     Err(rest) => rest,
@@ -316,7 +318,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         };
         match outcome {
             Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
-            Err((error, extra)) => ended(call, error, extra, rewritten(hooked)),
+            Err((error, extra)) => ended(call, error, extra, hooked.and_then(HookedCall::rewritten_arguments)),
         }
     }
     .instrument(span)
@@ -360,17 +362,11 @@ fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&Hooked
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
         override_arguments: override_of(request).cloned(),
-        arguments: rewritten(hooked),
+        arguments: hooked.and_then(HookedCall::rewritten_arguments),
         rewritten_by: hooked.and_then(HookedCall::rewritten_by).cloned(),
         answered_by: hooked.and_then(|hooked| hooked.answered_by.clone()),
         queued_for,
     });
-}
-
-/// The arguments hooks rewrote the call's to, if they did: made when needed, so a call's
-/// future does not carry a copy of them.
-fn rewritten(hooked: Option<&HookedCall>) -> Option<Value> {
-    hooked.and_then(|hooked| hooked.rewritten.as_deref()).map(|(arguments, _)| arguments.clone())
 }
 
 /// How a call's attempts ended: its result, or the error it ended with and what the model

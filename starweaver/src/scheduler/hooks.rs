@@ -14,9 +14,7 @@ use serde_json::Value;
 use crate::hook::{Before, HookCall, Hooked, Hooks};
 use crate::message::ToolCallPart;
 use crate::registry::ToolRegistry;
-use crate::tool::{
-    BindingSlot, Dependencies, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message,
-};
+use crate::tool::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message};
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
 #[derive(Clone, Copy)]
@@ -71,14 +69,13 @@ impl HookedCall {
     }
 
     /// Takes what `hook` decided on the way in: whether the call goes on to the next hook.
-    #[inline]
     fn decided(&mut self, hook: &dyn Hooks, part: &ToolCallPart, decided: Result<Before, ToolError>) -> bool {
         match decided {
             Ok(Before::Continue) => return true,
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
                 self.rewritten = Some(Box::new((arguments, hook.name().into())));
-                // What a binding kept is of the call as it was.
-                self.ctx.binding = BindingSlot::default();
+                // What a binding kept of the arguments is of them as they were.
+                self.ctx.binding.rewrites += 1;
                 return true;
             }
             Ok(Before::Arguments(other)) => {
@@ -99,6 +96,12 @@ impl HookedCall {
         false
     }
 
+    /// A copy of the arguments hooks rewrote the call's to, if they did: made when needed,
+    /// so the call's future does not carry one.
+    pub(crate) fn rewritten_arguments(&self) -> Option<Value> {
+        self.rewritten.as_deref().map(|(arguments, _)| arguments.clone())
+    }
+
     /// The last hook that rewrote the arguments.
     pub(crate) fn rewritten_by(&self) -> Option<&Arc<str>> {
         self.rewritten.as_deref().map(|(_, by)| by)
@@ -106,24 +109,24 @@ impl HookedCall {
 }
 
 /// Runs `before_call` of each hook in order on the call `part` with `arguments`, each
-/// handed the arguments the hook before it left, until one answers or fails; `call` keeps
+/// handed the arguments the hook before it left, until one answers or fails; `hooked` keeps
 /// how it went. A hook's answer is never kept across a wait, so a call's future carries
 /// little more than the answer it waits for.
-pub(crate) async fn enter(hooks: HookChain<'_>, part: &ToolCallPart, arguments: &Value, call: &mut HookedCall) {
+pub(crate) async fn enter(hooks: HookChain<'_>, part: &ToolCallPart, arguments: &Value, hooked: &mut HookedCall) {
     for hook in hooks.iter() {
         let decided = 'decided: {
-            let seen = HookCall { id: &part.id, name: &part.name, arguments: call.arguments(arguments) };
+            let seen = HookCall { id: &part.id, name: &part.name, arguments: hooked.arguments(arguments) };
             // Taken apart before the wait, so a call's future keeps no room for an answer.
-            let pending = match guarded(&**hook, BEFORE_CALL, || hook.before_call(&call.ctx, &seen)) {
+            let pending = match guarded(&**hook, BEFORE_CALL, || hook.before_call(&hooked.ctx, &seen)) {
                 Ok(decided) => break 'decided decided,
                 Err(pending) => pending,
             };
             later(&**hook, BEFORE_CALL, pending).await
         };
-        if !call.decided(&**hook, part, decided) {
+        if !hooked.decided(&**hook, part, decided) {
             return;
         }
-        call.count += 1;
+        hooked.count += 1;
     }
 }
 

@@ -84,10 +84,15 @@ pub struct ToolContext {
     pub(crate) binding: BindingSlot,
 }
 
-/// One value a language binding keeps with a context. A clone of the context starts
-/// without it: the value describes the context it was made for, and a clone is another.
+/// One value a language binding keeps with a context, and how many times hooks have
+/// rewritten the call's arguments since the context was made. A clone of the context
+/// starts without either: the value describes the context it was made for, and a clone is
+/// another.
 #[derive(Default)]
-pub(crate) struct BindingSlot(OnceLock<Arc<dyn Any + Send + Sync>>);
+pub(crate) struct BindingSlot {
+    kept: OnceLock<Arc<dyn Any + Send + Sync>>,
+    pub(crate) rewrites: u32,
+}
 
 impl Clone for BindingSlot {
     fn clone(&self) -> Self {
@@ -299,12 +304,20 @@ impl ToolContext {
     /// For a language binding: one value kept with this context, made by whichever of the
     /// binding's hook methods needs it first. Every hook method of one call is given the
     /// same context, so the binding hands them all the same objects (its own views of the
-    /// context and the call) instead of making new ones for each. A hook that rewrites the
-    /// call's arguments empties it, so what it keeps is of the call as the hooks after
-    /// that one see it. Not for tools: each attempt of a call has a context of its own.
+    /// context and the call) instead of making new ones for each; what it kept of the
+    /// arguments stands while [`ToolContext::arguments_version`] is the same. Not for
+    /// tools: each attempt of a call has a context of its own.
     #[doc(hidden)]
     pub fn binding_slot(&self) -> &OnceLock<Arc<dyn Any + Send + Sync>> {
-        &self.binding.0
+        &self.binding.kept
+    }
+
+    /// For a language binding: a number that changes each time a hook rewrites the call's
+    /// arguments, so a view of them kept in [`ToolContext::binding_slot`] can tell whether
+    /// it still shows them.
+    #[doc(hidden)]
+    pub fn arguments_version(&self) -> u32 {
+        self.binding.rewrites
     }
 
     /// The run this call belongs to.
