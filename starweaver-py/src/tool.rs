@@ -245,8 +245,14 @@ impl PyToolResult {
     /// that made it, or a hook that let it through) is moved out when nothing else holds
     /// it, else copied.
     pub(crate) fn into_result(result: Bound<'_, Self>) -> ToolResult {
-        // SAFETY: `result` holds a reference to the object, so it is alive to be read.
-        let references = unsafe { pyo3::ffi::Py_REFCNT(result.as_ptr()) };
+        // A free-threaded interpreter's count is not read atomically, so there the object
+        // is never taken for held only here.
+        let references = if cfg!(Py_GIL_DISABLED) {
+            isize::MAX
+        } else {
+            // SAFETY: `result` holds a reference to the object, so it is alive to be read.
+            unsafe { pyo3::ffi::Py_REFCNT(result.as_ptr()) }
+        };
         // Held only here, the object is dropped unseen below: what it holds may move out.
         let held = if references == 1
             && let Ok(mut only) = result.try_borrow_mut()
