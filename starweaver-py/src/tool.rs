@@ -245,18 +245,11 @@ impl PyToolResult {
     /// that made it, or a hook that let it through) is moved out when nothing else holds
     /// it, else copied.
     pub(crate) fn into_result(result: Bound<'_, Self>) -> ToolResult {
-        // A free-threaded interpreter's count is not read atomically, so there the object
-        // is never taken for held only here.
-        let references = if cfg!(Py_GIL_DISABLED) {
-            isize::MAX
-        } else {
-            // SAFETY: `result` holds a reference to the object, so it is alive to be read.
-            unsafe { pyo3::ffi::Py_REFCNT(result.as_ptr()) }
-        };
+        // A free-threaded interpreter's count is not read atomically: there it is copied.
+        // SAFETY: `result` holds a reference to the object, so it is alive to be read.
+        let held_only_here = !cfg!(Py_GIL_DISABLED) && unsafe { pyo3::ffi::Py_REFCNT(result.as_ptr()) } == 1;
         // Held only here, the object is dropped unseen below: what it holds may move out.
-        let held = if references == 1
-            && let Ok(mut only) = result.try_borrow_mut()
-        {
+        let held = if held_only_here && let Ok(mut only) = result.try_borrow_mut() {
             std::mem::take(&mut only.0)
         } else {
             result.borrow().0.clone()

@@ -266,13 +266,12 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
             }
         };
         let hooks = hook_chain(env, tool);
-        let mut hooked = None;
+        let (mut hooked, mut stopped) = (None, None);
         if !hooks.is_empty() {
             let ctx = context(env, tool, &request, 1, env.cancellation.clone());
             let hooked = hooked.insert(Box::new(HookedCall::new(ctx)));
-            hooks::enter(hooks, call, &arguments, hooked).await;
+            stopped = hooks::enter(hooks, call, &arguments, hooked).await;
         }
-        let stopped = hooked.as_mut().and_then(|hooked| hooked.stopped.take());
         let hooked = hooked.as_deref();
         let arguments = hooked.map_or(&*arguments, |hooked| hooked.arguments(&arguments));
         let outcome = 'ran: {

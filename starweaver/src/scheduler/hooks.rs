@@ -4,6 +4,7 @@
 //! left it). Each hook is guarded: a panic, or an `execution` failure of `before_call` or
 //! `after_call`, is a failure of the call naming the hook, never of the run.
 
+use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -46,21 +47,19 @@ type Outcome = Result<ToolResult, ToolError>;
 pub(crate) struct HookedCall {
     /// The context every hook method of the call is handed.
     pub ctx: ToolContext,
-    /// The arguments as the last hook that rewrote them left them, and its name (boxed,
-    /// as `stopped` is: each is rarer than a call).
+    /// The arguments as the last hook that rewrote them left them, and its name (boxed:
+    /// rarer than a call).
     pub rewritten: Option<Box<(Value, Arc<str>)>>,
     /// The hook that answered in the tool's place.
     pub answered_by: Option<Arc<str>>,
     /// How many hooks the call went through (whose way out runs).
     pub count: usize,
-    /// What ended the call on the way in: a hook's answer or failure.
-    pub stopped: Option<Box<Outcome>>,
 }
 
 impl HookedCall {
     /// A call about to go through its hooks, with `ctx`.
     pub(crate) fn new(ctx: ToolContext) -> Self {
-        Self { ctx, rewritten: None, answered_by: None, count: 0, stopped: None }
+        Self { ctx, rewritten: None, answered_by: None, count: 0 }
     }
 
     /// The arguments the hooks left: `model`'s (the call's own) unless one rewrote them.
@@ -68,15 +67,21 @@ impl HookedCall {
         self.rewritten.as_deref().map_or(model, |(arguments, _)| arguments)
     }
 
-    /// Takes what `hook` decided on the way in: whether the call goes on to the next hook.
-    fn decided(&mut self, hook: &dyn Hooks, part: &ToolCallPart, decided: Result<Before, ToolError>) -> bool {
-        match decided {
-            Ok(Before::Continue) => return true,
+    /// Takes what `hook` decided on the way in: the call goes on to the next hook, or ends
+    /// with what the hook answered or failed with.
+    fn decided(
+        &mut self,
+        hook: &dyn Hooks,
+        part: &ToolCallPart,
+        decided: Result<Before, ToolError>,
+    ) -> ControlFlow<Box<Outcome>> {
+        let stopped = match decided {
+            Ok(Before::Continue) => return ControlFlow::Continue(()),
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
                 self.rewritten = Some(Box::new((arguments, hook.name().into())));
                 // What a binding kept of the arguments is of them as they were.
                 self.ctx.binding.rewrites += 1;
-                return true;
+                return ControlFlow::Continue(());
             }
             Ok(Before::Arguments(other)) => {
                 let message = format!(
@@ -85,15 +90,16 @@ impl HookedCall {
                     part.name,
                     crate::json::kind_of(&other)
                 );
-                self.stopped = Some(Box::new(Err(ToolError::execution(message).not_retryable())));
+                Err(ToolError::execution(message).not_retryable())
             }
             Ok(Before::Answer(result)) => {
                 self.answered_by = Some(hook.name().into());
-                self.stopped = Some(Box::new(Ok(result)));
+                Ok(result)
             }
-            Err(error) => self.stopped = Some(Box::new(Err(error))),
-        }
-        false
+            Err(error) => Err(error),
+        };
+        // Boxed: rare, and a call's future carries it across its attempts.
+        ControlFlow::Break(Box::new(stopped))
     }
 
     /// A copy of the arguments hooks rewrote the call's to, if they did: made when needed,
@@ -110,9 +116,15 @@ impl HookedCall {
 
 /// Runs `before_call` of each hook in order on the call `part` with `arguments`, each
 /// handed the arguments the hook before it left, until one answers or fails; `hooked` keeps
-/// how it went. A hook's answer is never kept across a wait, so a call's future carries
-/// little more than the answer it waits for.
-pub(crate) async fn enter(hooks: HookChain<'_>, part: &ToolCallPart, arguments: &Value, hooked: &mut HookedCall) {
+/// how it went. What ended the call on the way in, if a hook did: its answer or failure. A
+/// hook's answer is never kept across a wait, so a call's future carries little more than
+/// the answer it waits for.
+pub(crate) async fn enter(
+    hooks: HookChain<'_>,
+    part: &ToolCallPart,
+    arguments: &Value,
+    hooked: &mut HookedCall,
+) -> Option<Box<Outcome>> {
     for hook in hooks.iter() {
         let decided = 'decided: {
             let seen = HookCall { id: &part.id, name: &part.name, arguments: hooked.arguments(arguments) };
@@ -123,11 +135,12 @@ pub(crate) async fn enter(hooks: HookChain<'_>, part: &ToolCallPart, arguments: 
             };
             later(&**hook, BEFORE_CALL, pending).await
         };
-        if !hooked.decided(&**hook, part, decided) {
-            return;
+        if let ControlFlow::Break(stopped) = hooked.decided(&**hook, part, decided) {
+            return Some(stopped);
         }
         hooked.count += 1;
     }
+    None
 }
 
 /// Runs the way out through the first `entered` hooks, last first: `after_call` while
