@@ -425,9 +425,21 @@ impl PyMcpService {
     /// elsewhere before awaiting, keeping tools' prints out of the protocol stream.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     fn serve_stdio(&self) -> PyResult<RustFuture> {
-        let protocol = protocol_output()?;
-        let service = self.take()?;
-        Ok(Self::serving(async move { service.serve_io(tokio::io::stdin(), protocol).await }.boxed()))
+        #[cfg(unix)]
+        let serve = {
+            use std::os::fd::AsFd;
+            let (input, output) =
+                (std::io::stdin().as_fd().try_clone_to_owned()?, std::io::stdout().as_fd().try_clone_to_owned()?);
+            let service = self.take()?;
+            async move { service.serve_fds(input, output).await }
+        };
+        // Where fd 1 cannot be copied, the protocol is written to stdout itself.
+        #[cfg(not(unix))]
+        let serve = {
+            let service = self.take()?;
+            async move { service.serve_io(tokio::io::stdin(), tokio::io::stdout()).await }
+        };
+        Ok(Self::serving(serve.boxed()))
     }
 
     /// Serves MCP's streamable HTTP at `http://ADDRESS/mcp` until cancelled. The address
@@ -469,18 +481,4 @@ impl PyMcpService {
         };
         RustFuture::new(serve.boxed(), None)
     }
-}
-
-/// Where the stdio protocol is written: a duplicate of fd 1 as it is now.
-#[cfg(unix)]
-fn protocol_output() -> PyResult<tokio::fs::File> {
-    use std::os::fd::AsFd;
-    let copy = std::io::stdout().as_fd().try_clone_to_owned()?;
-    Ok(tokio::fs::File::from_std(std::fs::File::from(copy)))
-}
-
-/// Where the stdio protocol is written: stdout itself, where fd 1 cannot be copied safely.
-#[cfg(not(unix))]
-fn protocol_output() -> PyResult<tokio::io::Stdout> {
-    Ok(tokio::io::stdout())
 }

@@ -391,20 +391,28 @@ async fn a_server_that_goes_away_mid_call_is_a_named_error_and_comes_back_on_nex
     assert_eq!((returns[0].is_error, returns[0].content.clone()), (false, json!("grown_1")));
 }
 
-/// Our service over an in-memory byte stream, as stdio carries it: lines in, lines out.
+/// Our service over a byte stream, as stdio carries it: lines in, lines out.
 struct RawClient {
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<tokio::io::BufReader<Box<dyn tokio::io::AsyncRead + Unpin + Send>>>,
+    writer: Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
 }
 
 impl RawClient {
+    /// The service over an in-memory stream.
     fn serve(service: McpService) -> Self {
-        use tokio::io::AsyncBufReadExt;
         let (client, server) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server);
         tokio::spawn(service.serve_io(server_read, server_write));
         let (read, writer) = tokio::io::split(client);
-        Self { lines: tokio::io::BufReader::new(read).lines(), writer }
+        Self::new(read, writer)
+    }
+
+    fn new(
+        read: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+        write: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    ) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        Self { lines: tokio::io::BufReader::new(Box::new(read) as Box<_>).lines(), writer: Box::new(write) }
     }
 
     async fn send(&mut self, line: &str) {
@@ -462,6 +470,53 @@ async fn messages_before_initialize_are_answered_or_set_aside_and_the_session_go
     client.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"left":2,"right":3}}}"#).await;
     let added = client.answer().await;
     assert_eq!((added["id"].clone(), added["result"]["content"][0]["text"].clone()), (json!(2), json!("5")));
+}
+
+/// Whether `fd` is in non-blocking mode, from the flags Linux shows for it.
+#[cfg(target_os = "linux")]
+fn non_blocking(fd: &impl std::os::fd::AsRawFd) -> bool {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).unwrap();
+    let flags = info.lines().find_map(|line| line.strip_prefix("flags:")).unwrap().trim();
+    u32::from_str_radix(flags, 8).unwrap() & 0o4000 != 0
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn stdio_served_on_pipes_goes_through_the_reactor_and_gives_them_back_blocking_and_a_file_is_served_too() {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let (server_in, client_out) = std::io::pipe().unwrap();
+    let (client_in, server_out) = std::io::pipe().unwrap();
+    // Copies are served, as `serve-mcp` serves copies of its fds 0 and 1: the mode belongs
+    // to the open pipe, which the originals share.
+    let copy = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().unwrap();
+    let served = tokio::spawn(calculator_service().serve_fds(copy(server_in.as_fd()), copy(server_out.as_fd())));
+    let read = pipe::Receiver::from_owned_fd(client_in.into()).unwrap();
+    let mut client = RawClient::new(read, pipe::Sender::from_owned_fd(client_out.into()).unwrap());
+    client.initialize().await;
+    let added = client.request(2, "tools/call", json!({"name": "add", "arguments": {"left": 2, "right": 3}})).await;
+    assert_eq!(added["content"][0]["text"], "5");
+    assert!(non_blocking(&server_in) && non_blocking(&server_out), "served through the reactor");
+    drop(client); // the client hangs up: serving ends
+    served.await.unwrap().unwrap();
+    assert!(!non_blocking(&server_in) && !non_blocking(&server_out), "given back blocking");
+
+    // A file read to its end: the handshake is answered, through the blocking pool.
+    let dir = tempfile::tempdir().unwrap();
+    let (requests, answers) = (dir.path().join("in"), dir.path().join("out"));
+    let params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}});
+    std::fs::write(
+        &requests,
+        format!("{}\n", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})),
+    )
+    .unwrap();
+    let open = |path: &std::path::Path, write: bool| {
+        std::fs::OpenOptions::new().read(!write).write(write).create(write).truncate(write).open(path).unwrap().into()
+    };
+    calculator_service().serve_fds(open(&requests, false), open(&answers, true)).await.unwrap();
+    let answer: Value = serde_json::from_str(std::fs::read_to_string(&answers).unwrap().trim()).unwrap();
+    assert_eq!((answer["id"].clone(), answer["result"]["serverInfo"]["name"].clone()), (json!(0), json!("calculator")));
 }
 
 #[tokio::test]

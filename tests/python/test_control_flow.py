@@ -217,6 +217,40 @@ def test_a_timeout_cancels_the_coroutine() -> None:
     assert seen == ["cancelled"]
 
 
+def test_wakes_from_the_runtime_reach_each_loop_a_thread_runs_and_loops_that_cannot_watch_a_pipe() -> None:
+    """A timeout's timer fires on the runtime's thread, which wakes the waiting loop through
+    that loop's doorbell, or through `call_soon_threadsafe` where the loop cannot watch a
+    pipe. A lost wake would leave the run waiting: `wait_for` turns that into a failure."""
+
+    @tool(timeout_ms=20)
+    async def slow() -> str:
+        await asyncio.sleep(10)
+        return "never"
+
+    class CannotWatchPipes(asyncio.SelectorEventLoop):
+        def add_reader(self, *args: Any) -> None:
+            raise NotImplementedError
+
+    async def timed_out() -> str:
+        ret = await asyncio.wait_for(one_call(slow, "slow"), 5)
+        return str(loose(ret["content"])["kind"])
+
+    first, second, plain = asyncio.new_event_loop(), asyncio.new_event_loop(), CannotWatchPipes()
+    # Two loops taking turns on one thread, each with a run left waiting when the other starts.
+    left = first.create_task(timed_out())
+    first.run_until_complete(asyncio.sleep(0.005))
+    assert second.run_until_complete(timed_out()) == "timeout"
+    assert first.run_until_complete(left) == "timeout"
+    assert [loop.run_until_complete(timed_out()) for loop in (second, first, plain)] == ["timeout"] * 3
+    for loop in (first, second, plain):
+        loop.close()
+    elsewhere: list[str] = []
+    thread = threading.Thread(target=lambda: elsewhere.append(asyncio.run(timed_out())))
+    thread.start()
+    thread.join()
+    assert [asyncio.run(timed_out()), *elsewhere] == ["timeout", "timeout"]
+
+
 def test_tools_raising_cancelled_or_timeout_map_to_those_kinds() -> None:
     for exc, kind in ((Cancelled("stopped"), "cancelled"), (Timeout("too slow"), "timeout")):
 

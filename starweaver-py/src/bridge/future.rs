@@ -3,8 +3,8 @@
 //! [`RustFuture`] is the awaitable every native `async` method returns: the awaiting asyncio
 //! Task polls the Rust future on the loop thread, so Python tool coroutines are stepped in
 //! place (see [`super::awaitable`]). A wake from the loop thread (a done-callback) resolves
-//! the Task's waiter directly; only wakes from other threads (timers on the background
-//! tokio runtime) go through `call_soon_threadsafe`.
+//! the Task's waiter directly; wakes from other threads (timers and MCP messages on the
+//! background tokio runtime) ring the loop's doorbell ([`super::doorbell`]).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,6 +18,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use tokio_util::sync::CancellationToken;
+
+use super::doorbell::Doorbell;
 
 /// The tokio runtime that serves timers (`timeout_ms`) and cancellation waiters. Futures
 /// are polled on the event loop, not here.
@@ -72,11 +74,17 @@ pub(crate) fn before_exit(py: Python<'_>) {
     });
 }
 
-/// Where a waiting Task parks: the loop and the asyncio future it awaits.
+/// Where a waiting Task parks: the asyncio future it awaits, the loop's thread, and how
+/// another thread wakes the loop: its doorbell, or `call_soon_threadsafe` where it has none.
 struct Waiter {
-    event_loop: Py<PyAny>,
     future: Py<PyAny>,
     thread: ThreadId,
+    wake: CrossThread,
+}
+
+enum CrossThread {
+    Doorbell(Arc<Doorbell>),
+    Loop(Py<PyAny>),
 }
 
 #[derive(Default)]
@@ -101,19 +109,27 @@ impl Wake for LoopWaker {
             state.waiter.take()
         };
         let Some(waiter) = waiter else { return };
+        let event_loop = match waiter.wake {
+            CrossThread::Doorbell(doorbell) if waiter.thread != std::thread::current().id() => {
+                return doorbell.ring(waiter.future);
+            }
+            CrossThread::Doorbell(_) => None,
+            CrossThread::Loop(event_loop) => Some(event_loop),
+        };
         // From the loop thread this holds the GIL already; from the timer runtime it may
         // come while Python exits, when there is nothing left to wake.
         attach_unless_exiting(|py| {
-            let result = if waiter.thread == std::thread::current().id() {
-                release_waiter(waiter.future.bind(py))
-            } else {
-                static RELEASE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-                RELEASE
-                    .get_or_try_init(py, || wrap_pyfunction!(release_waiter, py).map(|f| f.into_any().unbind()))
-                    .and_then(|release| {
-                        waiter.event_loop.call_method1(py, "call_soon_threadsafe", (release, waiter.future.bind(py)))
-                    })
-                    .map(drop)
+            let result = match event_loop {
+                Some(event_loop) if waiter.thread != std::thread::current().id() => {
+                    static RELEASE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+                    RELEASE
+                        .get_or_try_init(py, || wrap_pyfunction!(release_waiter, py).map(|f| f.into_any().unbind()))
+                        .and_then(|release| {
+                            event_loop.call_method1(py, "call_soon_threadsafe", (release, waiter.future.bind(py)))
+                        })
+                        .map(drop)
+                }
+                _ => release_waiter(waiter.future.bind(py)),
             };
             // A closed loop means nobody awaits the run any more: nothing to wake.
             drop(result);
@@ -123,7 +139,7 @@ impl Wake for LoopWaker {
 
 /// Resolves a Task's waiter unless it was cancelled meanwhile.
 #[pyfunction]
-fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(super) fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
     if !future.call_method0("done")?.extract::<bool>()? {
         future.call_method1("set_result", (future.py().None(),))?;
     }
@@ -198,11 +214,11 @@ impl RustFuture {
         let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
         let future = event_loop.call_method0("create_future")?;
         future.setattr("_asyncio_future_blocking", true)?;
-        state.waiter = Some(Waiter {
-            event_loop: event_loop.unbind(),
-            future: future.clone().unbind(),
-            thread: std::thread::current().id(),
-        });
+        let wake = match Doorbell::of(py, &event_loop) {
+            Some(doorbell) => CrossThread::Doorbell(doorbell),
+            None => CrossThread::Loop(event_loop.unbind()),
+        };
+        state.waiter = Some(Waiter { future: future.clone().unbind(), thread: std::thread::current().id(), wake });
         Ok(future.unbind())
     }
 }

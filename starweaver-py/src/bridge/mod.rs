@@ -5,13 +5,14 @@
 //! that future reaches a Python tool, the tool's coroutine is stepped in place as a
 //! [`PyAwait`] (`awaitable.rs`), on the same thread and under the same Task. Timers and
 //! cancellation waiters run on one background tokio runtime ([`runtime`]); their wakes come
-//! back through `call_soon_threadsafe`. `ToolContext.cancelled()` is an asyncio future
+//! back through the loop's doorbell, a pipe it watches (`doorbell.rs`). `ToolContext.cancelled()` is an asyncio future
 //! that the runtime resolves (`cancel.rs`). Sync tools run in the loop's executor, except
 //! a chain of calls to one sync tool, which runs ahead on a thread of its own (`ahead.rs`).
 
 mod ahead;
 mod awaitable;
 mod cancel;
+mod doorbell;
 mod future;
 
 pub(crate) use ahead::Lane;

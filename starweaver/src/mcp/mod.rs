@@ -42,6 +42,8 @@ mod notify;
 mod prompt;
 mod resource;
 mod server;
+#[cfg(unix)]
+mod stdio;
 mod structured;
 mod subscription;
 mod uri_template;

@@ -565,7 +565,35 @@ impl McpService {
     /// # Errors
     /// The MCP handshake failed.
     pub async fn serve_stdio(self) -> std::result::Result<(), String> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            let copy = |fd: std::os::fd::BorrowedFd<'_>| {
+                fd.try_clone_to_owned().map_err(|e| format!("cannot copy stdio: {e}"))
+            };
+            self.serve_fds(copy(std::io::stdin().as_fd())?, copy(std::io::stdout().as_fd())?).await
+        }
+        #[cfg(not(unix))]
         self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one client reading `input` and writing `output` (stdio's, or copies of
+    /// them), until it closes. Pipes, which is what a client that starts a server gives
+    /// it, are read and written as the runtime's reactor finds them ready, on the thread
+    /// that serves; anything else goes through tokio's blocking pool. A pipe is in
+    /// non-blocking mode while served, and back in blocking mode after.
+    ///
+    /// # Errors
+    /// An end cannot be read or written, or the MCP handshake failed.
+    #[cfg(unix)]
+    pub async fn serve_fds(
+        self,
+        input: std::os::fd::OwnedFd,
+        output: std::os::fd::OwnedFd,
+    ) -> std::result::Result<(), String> {
+        let input = super::stdio::Input::new(input).map_err(|e| format!("cannot read the input: {e}"))?;
+        let output = super::stdio::Output::new(output).map_err(|e| format!("cannot write the output: {e}"))?;
+        self.serve_io(input, output).await
     }
 
     /// Serves one client over a byte stream carrying a JSON-RPC message a line (what stdio
