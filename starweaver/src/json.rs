@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -26,10 +25,17 @@ pub const MAX_DEPTH: usize = 1_000;
 /// # Errors
 /// The nesting limit, or `serde_json`'s message for text that is not JSON.
 pub fn parse(text: &str) -> Result<Value, String> {
+    from_text(text)
+}
+
+/// JSON text read straight into `T`, within the limits [`parse`] keeps: no value is
+/// built on the way. Its errors do not say where a field fails to fit; callers that name
+/// it read the text again as a [`Value`] when this fails.
+pub(crate) fn from_text<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     check_text_depth(text)?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     deserializer.disable_recursion_limit();
-    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut deserializer)).map_err(|e| e.to_string())?;
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut deserializer)).map_err(|e| e.to_string())?;
     deserializer.end().map_err(|e| e.to_string())?;
     Ok(value)
 }

@@ -39,17 +39,25 @@ pub fn parse<E: std::fmt::Display>(
     chunks: impl Stream<Item = Result<Bytes, E>>,
     limit: usize,
 ) -> impl Stream<Item = Result<SseEvent, SseError>> {
-    let start = Some((Box::pin(chunks), LineEndings::default(), 0usize));
+    // The parser copies what it still holds after each line it reads, so it is handed one
+    // event at a time (a chunk cut after each blank line, without copying): fed a whole
+    // chunk of many events, it would copy the chunk's rest at every line.
+    let start = Some((Box::pin(chunks), LineEndings::default(), 0usize, Bytes::new()));
     let normalised = futures::stream::unfold(start, move |state| async move {
-        let (mut chunks, mut lines, seen) = state?;
+        let (mut chunks, mut lines, seen, mut held) = state?;
+        if !held.is_empty() {
+            let event = held.split_to(event_end(&held));
+            return Some((Ok(event), Some((chunks, lines, seen, held))));
+        }
         match chunks.next().await {
             Some(Ok(chunk)) => {
                 let seen = seen.saturating_add(chunk.len());
                 if seen > limit {
                     return Some((Err(SseError::TooLarge), None));
                 }
-                let chunk = lines.normalise(chunk);
-                Some((Ok(chunk), Some((chunks, lines, seen))))
+                let mut held = lines.normalise(chunk);
+                let event = held.split_to(event_end(&held));
+                Some((Ok(event), Some((chunks, lines, seen, held))))
             }
             Some(Err(error)) => Some((Err(SseError::Transport(error.to_string())), None)),
             None => lines.pending_cr.then(|| (Ok(Bytes::from_static(b"\n")), None)),
@@ -69,6 +77,12 @@ pub fn parse<E: std::fmt::Display>(
         });
         std::future::ready(next)
     })
+}
+
+/// Where the first event in `bytes` (line endings made LF) ends: after its blank line, or
+/// at the end of `bytes` if none ends there.
+fn event_end(bytes: &[u8]) -> usize {
+    bytes.windows(2).position(|pair| pair == b"\n\n").map_or(bytes.len(), |at| at + 2)
 }
 
 /// Turns CRLF and lone CR line endings into LF, remembering a CR at the end of one chunk
@@ -125,6 +139,22 @@ mod tests {
         for ending in ["\n", "\r\n", "\r"] {
             let body = BODY.replace('\n', ending);
             assert_eq!(events_of(vec![body.into_bytes()], usize::MAX), expected(), "{ending:?}");
+        }
+    }
+
+    #[test]
+    fn a_chunk_of_many_events_gives_each_wherever_the_chunks_are_cut() {
+        let body = (0..300).map(|i| format!("event: e{i}\r\ndata: {i}\ndata: more\r\r")).collect::<Vec<_>>().concat();
+        let want: Vec<_> = (0..300).map(|i| Ok((format!("e{i}"), format!("{i}\nmore")))).collect();
+        let bytes = body.into_bytes();
+        for cuts in [vec![], vec![1, 2, 3], vec![16, 17, 18, 19], vec![bytes.len() / 3, bytes.len() / 2]] {
+            let mut chunks = Vec::new();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                chunks.push(bytes[from..cut].to_vec());
+                from = cut;
+            }
+            assert_eq!(events_of(chunks, usize::MAX), want);
         }
     }
 

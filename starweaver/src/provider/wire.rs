@@ -30,6 +30,11 @@ pub(crate) fn unfit(protocol: &str, what: &str, path: &str, problem: impl fmt::D
 /// Text that is not JSON (or nests deeper than [`crate::json::MAX_DEPTH`]), or JSON that
 /// does not fit `T`.
 pub(crate) fn decode<T: DeserializeOwned>(protocol: &str, what: &str, text: &str) -> Result<T, ModelError> {
+    // Most text fits: read it straight, and only read what does not fit again, as a value,
+    // to say where.
+    if let Ok(decoded) = crate::json::from_text(text) {
+        return Ok(decoded);
+    }
     let value = crate::json::parse(text).map_err(|e| invalid(format!("{what} is not JSON: {e}")))?;
     typed(value).map_err(|error| unfit(protocol, what, &error.path().to_string(), error.inner()))
 }
@@ -41,6 +46,10 @@ pub(crate) fn decode<T: DeserializeOwned>(protocol: &str, what: &str, text: &str
 /// As [`decode`].
 pub(crate) fn event<T: DeserializeOwned>(protocol: &str, event: &SseEvent) -> Result<T, ModelError> {
     const WHAT: &str = "a stream event";
+    // Data that names its type and fits is read straight, as in `decode`.
+    if let Ok(decoded) = crate::json::from_text(&event.data) {
+        return Ok(decoded);
+    }
     let mut value = crate::json::parse(&event.data).map_err(|e| invalid(format!("{WHAT} is not JSON: {e}")))?;
     let kind = match &mut value {
         Value::Object(data) => {
