@@ -420,16 +420,15 @@ impl PyMcpService {
         self.handle.resource_updated(uri);
     }
 
-    /// Serves over stdin and stdout until the client disconnects. The protocol is written
-    /// to a copy of stdout (fd 1) taken by this call, so the caller may point fd 1
-    /// elsewhere before awaiting, keeping tools' prints out of the protocol stream.
+    /// Serves over stdin and stdout until the client disconnects. The protocol is read from
+    /// and written to copies of stdin and stdout (fds 0 and 1) taken by this call, so the
+    /// caller may point fds 0 and 1 elsewhere before awaiting, keeping tools' prints and
+    /// reads out of the protocol stream.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     fn serve_stdio(&self) -> PyResult<RustFuture> {
         #[cfg(unix)]
         let serve = {
-            use std::os::fd::AsFd;
-            let (input, output) =
-                (std::io::stdin().as_fd().try_clone_to_owned()?, std::io::stdout().as_fd().try_clone_to_owned()?);
+            let (input, output) = starweaver::mcp::stdio_copies()?;
             let service = self.take()?;
             async move { service.serve_fds(input, output).await }
         };

@@ -482,7 +482,8 @@ fn non_blocking(fd: &impl std::os::fd::AsRawFd) -> bool {
 
 #[cfg(target_os = "linux")]
 #[tokio::test]
-async fn stdio_served_on_pipes_goes_through_the_reactor_and_gives_them_back_blocking_and_a_file_is_served_too() {
+async fn stdio_served_on_pipes_or_sockets_goes_through_the_reactor_and_gives_them_back_blocking_and_a_file_is_served_too()
+ {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
     let (server_in, client_out) = std::io::pipe().unwrap();
@@ -500,6 +501,23 @@ async fn stdio_served_on_pipes_goes_through_the_reactor_and_gives_them_back_bloc
     drop(client); // the client hangs up: serving ends
     served.await.unwrap().unwrap();
     assert!(!non_blocking(&server_in) && !non_blocking(&server_out), "given back blocking");
+
+    // Socket pairs, which libuv (Node) gives a child for its stdio, likewise.
+    let (server_end, client_end) = std::os::unix::net::UnixStream::pair().unwrap();
+    let served = tokio::spawn(calculator_service().serve_fds(copy(server_end.as_fd()), copy(server_end.as_fd())));
+    client_end.set_nonblocking(true).unwrap();
+    let (read, write) = tokio::net::UnixStream::from_std(client_end).unwrap().into_split();
+    let mut client = RawClient::new(read, write);
+    client.initialize().await;
+    assert_eq!(
+        client.request(3, "tools/call", json!({"name": "add", "arguments": {"left": 1, "right": 1}})).await["content"]
+            [0]["text"],
+        "2"
+    );
+    assert!(non_blocking(&server_end), "served through the reactor");
+    drop(client);
+    served.await.unwrap().unwrap();
+    assert!(!non_blocking(&server_end), "given back blocking");
 
     // A file read to its end: the handshake is answered, through the blocking pool.
     let dir = tempfile::tempdir().unwrap();

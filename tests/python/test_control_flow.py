@@ -227,22 +227,29 @@ def test_wakes_from_the_runtime_reach_each_loop_a_thread_runs_and_loops_that_can
         await asyncio.sleep(10)
         return "never"
 
-    class CannotWatchPipes(asyncio.SelectorEventLoop):
-        def add_reader(self, *args: Any) -> None:
-            raise NotImplementedError
-
     async def timed_out() -> str:
         ret = await asyncio.wait_for(one_call(slow, "slow"), 5)
         return str(loose(ret["content"])["kind"])
 
-    first, second, plain = asyncio.new_event_loop(), asyncio.new_event_loop(), CannotWatchPipes()
+    def cannot_watch_pipes(*args: Any) -> None:
+        raise NotImplementedError
+
+    first, second, plain = asyncio.new_event_loop(), asyncio.new_event_loop(), asyncio.new_event_loop()
+    vars(plain)["add_reader"] = cannot_watch_pipes
     # Two loops taking turns on one thread, each with a run left waiting when the other starts.
     left = first.create_task(timed_out())
     first.run_until_complete(asyncio.sleep(0.005))
     assert second.run_until_complete(timed_out()) == "timeout"
     assert first.run_until_complete(left) == "timeout"
     assert [loop.run_until_complete(timed_out()) for loop in (second, first, plain)] == ["timeout"] * 3
-    for loop in (first, second, plain):
+
+    # The doorbell is a pipe each loop watches besides its own; the plain loop has none.
+    def watched(loop: asyncio.AbstractEventLoop) -> int:
+        return len(vars(loop)["_selector"].get_map())
+
+    fresh = asyncio.new_event_loop()
+    assert [watched(loop) - watched(fresh) for loop in (first, second, plain)] == [1, 1, 0]
+    for loop in (first, second, plain, fresh):
         loop.close()
     elsewhere: list[str] = []
     thread = threading.Thread(target=lambda: elsewhere.append(asyncio.run(timed_out())))

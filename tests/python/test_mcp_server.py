@@ -419,7 +419,7 @@ class RawServer:
         return stderr, self.process.returncode
 
 
-def test_a_tools_prints_go_to_stderr_and_stdout_carries_json_rpc_alone() -> None:
+def test_a_tools_prints_go_to_stderr_its_stdin_is_empty_and_stdio_carries_json_rpc_alone() -> None:
     server = RawServer()
     server.initialize()
     server.call(1, "chatty", {})

@@ -182,7 +182,7 @@ def serve_mcp(target: str, name: str | None, http: str | None = None, deps: str 
 async def _serve(service: NativeMcpService, http: str | None) -> None:
     if http is None:
         serving = service.serve_stdio()
-        _stdout_to_stderr()
+        _stdio_off_the_protocol()
         await serving
         return
     try:
@@ -192,13 +192,17 @@ async def _serve(service: NativeMcpService, http: str | None) -> None:
     await serving
 
 
-def _stdout_to_stderr() -> None:
-    """Points fd 1 and ``sys.stdout`` at stderr while serving stdio: the protocol keeps its
-    own copy of fd 1 (``serve_stdio`` took it), and a tool's ``print`` or a library writing
-    to fd 1 would otherwise corrupt it."""
+def _stdio_off_the_protocol() -> None:
+    """Points fd 1 and ``sys.stdout`` at stderr, and fd 0 at the null device, while serving
+    stdio: the protocol keeps its own copies of both (``serve_stdio`` took them), and a
+    tool's ``print``, a library writing to fd 1 or reading fd 0, or a child process doing
+    either would otherwise corrupt it (or change the mode it is read in)."""
     sys.stdout.flush()
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _announce(url: str) -> None:

@@ -4,7 +4,8 @@
 use pyo3::prelude::*;
 use starweaver::ToolContext;
 
-use super::{attach_unless_exiting, runtime};
+use super::doorbell::LoopWake;
+use super::runtime;
 
 /// A future on the running loop, done once `ctx` is cancelled.
 pub(crate) fn cancelled(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>> {
@@ -14,17 +15,10 @@ pub(crate) fn cancelled(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>>
         future.call_method1("set_result", (py.None(),))?;
         return Ok(future.unbind());
     }
-    let (event_loop, waiter) = (event_loop.unbind(), future.clone().unbind());
+    let (wake, waiter) = (LoopWake::of(&event_loop), future.clone().unbind());
     runtime().spawn(async move {
         ctx.cancelled().await;
-        attach_unless_exiting(|py| {
-            let set = waiter.getattr(py, "set_result");
-            if let Ok(set) = set
-                && !waiter.call_method0(py, "done").and_then(|d| d.extract::<bool>(py)).unwrap_or(true)
-            {
-                drop(event_loop.call_method1(py, "call_soon_threadsafe", (set, py.None())));
-            }
-        });
+        wake.release(waiter);
     });
     Ok(future.unbind())
 }

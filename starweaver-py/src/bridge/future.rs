@@ -19,10 +19,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use tokio_util::sync::CancellationToken;
 
-use super::doorbell::Doorbell;
+use super::doorbell::LoopWake;
 
-/// The tokio runtime that serves timers (`timeout_ms`) and cancellation waiters. Futures
-/// are polled on the event loop, not here.
+/// The tokio runtime that serves timers (`timeout_ms`), cancellation waiters and the I/O of
+/// MCP transports (rmcp's tasks, a served stdio). Runs' futures are polled on the event
+/// loop, not here.
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
@@ -75,16 +76,11 @@ pub(crate) fn before_exit(py: Python<'_>) {
 }
 
 /// Where a waiting Task parks: the asyncio future it awaits, the loop's thread, and how
-/// another thread wakes the loop: its doorbell, or `call_soon_threadsafe` where it has none.
+/// another thread wakes the loop.
 struct Waiter {
     future: Py<PyAny>,
     thread: ThreadId,
-    wake: CrossThread,
-}
-
-enum CrossThread {
-    Doorbell(Arc<Doorbell>),
-    Loop(Py<PyAny>),
+    wake: LoopWake,
 }
 
 #[derive(Default)]
@@ -109,31 +105,12 @@ impl Wake for LoopWaker {
             state.waiter.take()
         };
         let Some(waiter) = waiter else { return };
-        let event_loop = match waiter.wake {
-            CrossThread::Doorbell(doorbell) if waiter.thread != std::thread::current().id() => {
-                return doorbell.ring(waiter.future);
-            }
-            CrossThread::Doorbell(_) => None,
-            CrossThread::Loop(event_loop) => Some(event_loop),
-        };
-        // From the loop thread this holds the GIL already; from the timer runtime it may
-        // come while Python exits, when there is nothing left to wake.
-        attach_unless_exiting(|py| {
-            let result = match event_loop {
-                Some(event_loop) if waiter.thread != std::thread::current().id() => {
-                    static RELEASE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-                    RELEASE
-                        .get_or_try_init(py, || wrap_pyfunction!(release_waiter, py).map(|f| f.into_any().unbind()))
-                        .and_then(|release| {
-                            event_loop.call_method1(py, "call_soon_threadsafe", (release, waiter.future.bind(py)))
-                        })
-                        .map(drop)
-                }
-                _ => release_waiter(waiter.future.bind(py)),
-            };
-            // A closed loop means nobody awaits the run any more: nothing to wake.
-            drop(result);
-        });
+        if waiter.thread == std::thread::current().id() {
+            // From the loop thread, which holds the GIL already.
+            Python::attach(|py| drop(release_waiter(waiter.future.bind(py))));
+        } else {
+            waiter.wake.release(waiter.future);
+        }
     }
 }
 
@@ -179,11 +156,14 @@ impl RustFuture {
         {
             cancellation.cancel();
         }
-        {
+        let waited = {
             let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             state.woken = false;
-            state.waiter = None;
-        }
+            state.waiter.take()
+        };
+        // Dropped out of the lock: dropping Python objects may run Python, which may let
+        // another thread take the GIL and then wait for this lock to wake us.
+        drop(waited);
         let poll = {
             let waker = Waker::from(self.waker.clone());
             future.as_mut().poll(&mut Context::from_waker(&waker))
@@ -207,17 +187,19 @@ impl RustFuture {
     /// during the poll, like `asyncio.sleep(0)`), else a fresh asyncio future.
     fn park(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if state.woken {
+        if self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).woken {
             return Ok(py.None());
         }
+        // Python runs out of the lock (see `step`); a wake meanwhile sets `woken`, seen below.
         let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
         let future = event_loop.call_method0("create_future")?;
         future.setattr("_asyncio_future_blocking", true)?;
-        let wake = match Doorbell::of(py, &event_loop) {
-            Some(doorbell) => CrossThread::Doorbell(doorbell),
-            None => CrossThread::Loop(event_loop.unbind()),
-        };
+        let wake = LoopWake::of(&event_loop);
+        let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.woken {
+            drop(state);
+            return Ok(py.None());
+        }
         state.waiter = Some(Waiter { future: future.clone().unbind(), thread: std::thread::current().id(), wake });
         Ok(future.unbind())
     }

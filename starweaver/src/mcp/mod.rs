@@ -55,4 +55,6 @@ pub use completion::CompletionRequest;
 pub use prompt::{McpPrompt, PromptArgument, PromptMessage, PromptRequest, Role};
 pub use resource::{McpResource, McpResourceTemplate, ResourceRequest};
 pub use server::{McpService, McpServiceBuilder};
+#[cfg(unix)]
+pub use stdio::stdio_copies;
 pub use subscription::McpHandle;

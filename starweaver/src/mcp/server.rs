@@ -560,31 +560,45 @@ struct Approval {
 rmcp::elicit_safe!(Approval);
 
 impl McpService {
-    /// Serves over stdin and stdout until the client disconnects.
+    /// Serves over stdin and stdout until the client disconnects; on Unix, through copies
+    /// of them, as [`serve_fds`](Self::serve_fds) serves.
     ///
     /// # Errors
-    /// The MCP handshake failed.
+    /// Stdin or stdout cannot be copied or served, or the MCP handshake failed.
+    ///
+    /// # Panics
+    /// On Unix, outside a tokio runtime with I/O enabled, as [`serve_fds`](Self::serve_fds).
     pub async fn serve_stdio(self) -> std::result::Result<(), String> {
         #[cfg(unix)]
         {
-            use std::os::fd::AsFd;
-            let copy = |fd: std::os::fd::BorrowedFd<'_>| {
-                fd.try_clone_to_owned().map_err(|e| format!("cannot copy stdio: {e}"))
-            };
-            self.serve_fds(copy(std::io::stdin().as_fd())?, copy(std::io::stdout().as_fd())?).await
+            let (input, output) = super::stdio_copies().map_err(|e| format!("cannot copy stdio: {e}"))?;
+            self.serve_fds(input, output).await
         }
         #[cfg(not(unix))]
         self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
     /// Serves one client reading `input` and writing `output` (stdio's, or copies of
-    /// them), until it closes. Pipes, which is what a client that starts a server gives
-    /// it, are read and written as the runtime's reactor finds them ready, on the thread
-    /// that serves; anything else goes through tokio's blocking pool. A pipe is in
-    /// non-blocking mode while served, and back in blocking mode after.
+    /// them), until it closes. Pipes and Unix sockets, which is what a client that starts a
+    /// server gives it, are read and written as the runtime's reactor finds them ready, on
+    /// the thread that serves; anything else goes through tokio's blocking pool. They are
+    /// in non-blocking mode while served, and back in blocking mode after.
+    ///
+    /// Serving copies of stdio, as `serve-mcp` does, leaves the process free to point its
+    /// own fd 1 elsewhere, so nothing else it prints reaches the client:
+    ///
+    /// ```no_run
+    /// # async fn serve(service: starweaver::mcp::McpService) -> Result<(), Box<dyn std::error::Error>> {
+    /// let (input, output) = starweaver::mcp::stdio_copies()?;
+    /// service.serve_fds(input, output).await?;
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// An end cannot be read or written, or the MCP handshake failed.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime with I/O enabled (`enable_io`), which the reactor needs.
     #[cfg(unix)]
     pub async fn serve_fds(
         self,

@@ -72,10 +72,11 @@ async def sleeps(seconds: float, marker: str) -> str:
 
 @tool
 def chatty() -> str:
-    """Prints, as tools and the libraries they use do, then answers."""
+    """Prints and reads stdin, as tools and the libraries they use do, then answers."""
     print("a tool's print")
     os.write(1, b"a library's write to fd 1\n")
-    return "quiet"
+    read = os.read(0, 100)
+    return "quiet" if read == b"" else f"read {read!r} of the protocol"
 
 
 def _wipe(path: str) -> str:
