@@ -16,7 +16,7 @@
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use super::future::{attach_unless_exiting, release_waiter};
+use super::exiting::attach_unless_exiting;
 
 /// How another thread wakes one loop to resolve one of its futures.
 pub(super) enum LoopWake {
@@ -53,6 +53,16 @@ impl LoopWake {
             })),
         }
     }
+}
+
+/// Resolves an asyncio future (a Task's waiter, `ctx.cancelled()`) unless it is done or
+/// was cancelled meanwhile.
+#[pyfunction]
+pub(super) fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
+    if !future.call_method0("done")?.extract::<bool>()? {
+        future.call_method1("set_result", (future.py().None(),))?;
+    }
+    Ok(())
 }
 
 #[cfg(unix)]

@@ -7,7 +7,6 @@
 //! background tokio runtime) ring the loop's doorbell ([`super::doorbell`]).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
@@ -19,7 +18,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
 use tokio_util::sync::CancellationToken;
 
-use super::doorbell::LoopWake;
+use super::doorbell::{LoopWake, release_waiter};
 
 /// The tokio runtime that serves timers (`timeout_ms`), cancellation waiters and the I/O of
 /// MCP transports (rmcp's tasks, a served stdio). Runs' futures are polled on the event
@@ -35,44 +34,6 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
             .build()
             .expect("the starweaver timer runtime starts")
     })
-}
-
-/// Whether the interpreter is shutting down (set by an `atexit` hook), and how many
-/// threads are inside [`attach_unless_exiting`]. CPython ends a thread that asks for the
-/// GIL during finalization with `pthread_exit`, which aborts the process when it unwinds
-/// through Rust frames: a timer or an MCP task finishing at exit must not ask.
-static EXITING: AtomicBool = AtomicBool::new(false);
-static ATTACHED: AtomicUsize = AtomicUsize::new(0);
-
-/// `Python::attach` for threads Python does not own (the timer runtime's): `None`, without
-/// touching Python, once the interpreter is shutting down.
-pub(crate) fn attach_unless_exiting<R>(run: impl FnOnce(Python<'_>) -> R) -> Option<R> {
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            ATTACHED.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-    ATTACHED.fetch_add(1, Ordering::SeqCst);
-    let _leave = Leave;
-    if EXITING.load(Ordering::SeqCst) {
-        return None;
-    }
-    Some(Python::attach(run))
-}
-
-/// The `atexit` hook: no background thread enters Python from now on, and those already
-/// entering get the GIL and leave before finalization starts (within a second, in case
-/// one waits on something that will never come).
-#[pyfunction]
-pub(crate) fn before_exit(py: Python<'_>) {
-    EXITING.store(true, Ordering::SeqCst);
-    py.detach(|| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        while ATTACHED.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    });
 }
 
 /// Where a waiting Task parks: the asyncio future it awaits, the loop's thread, and how
@@ -112,15 +73,6 @@ impl Wake for LoopWaker {
             waiter.wake.release(waiter.future);
         }
     }
-}
-
-/// Resolves a Task's waiter unless it was cancelled meanwhile.
-#[pyfunction]
-pub(super) fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
-    if !future.call_method0("done")?.extract::<bool>()? {
-        future.call_method1("set_result", (future.py().None(),))?;
-    }
-    Ok(())
 }
 
 /// An awaitable Rust future. `await` it from asyncio; cancelling the awaiting Task

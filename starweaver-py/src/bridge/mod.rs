@@ -14,9 +14,11 @@ mod ahead;
 mod awaitable;
 mod cancel;
 mod doorbell;
+mod exiting;
 mod future;
 
 pub(crate) use ahead::Lane;
 pub(crate) use awaitable::{PyAwait, is_awaitable};
 pub(crate) use cancel::cancelled;
-pub(crate) use future::{RustFuture, attach_unless_exiting, before_exit, runtime};
+pub(crate) use exiting::{attach_unless_exiting, before_exit};
+pub(crate) use future::{RustFuture, runtime};
