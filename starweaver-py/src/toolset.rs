@@ -420,10 +420,10 @@ impl PyMcpService {
         self.handle.resource_updated(uri);
     }
 
-    /// Serves over stdin and stdout until the client disconnects. The protocol is read from
-    /// and written to copies of stdin and stdout (fds 0 and 1) taken by this call, so the
-    /// caller may point fds 0 and 1 elsewhere before awaiting, keeping tools' prints and
-    /// reads out of the protocol stream.
+    /// Serves over stdin and stdout until the client disconnects. On Unix the protocol is
+    /// read from and written to copies of stdin and stdout (fds 0 and 1) taken by this
+    /// call, so the caller may point fds 0 and 1 elsewhere before awaiting, keeping tools'
+    /// prints and reads out of the protocol stream.
     #[gen_stub(override_return_type(type_repr = "typing.Awaitable[None]", imports = ("typing",)))]
     fn serve_stdio(&self) -> PyResult<RustFuture> {
         #[cfg(unix)]

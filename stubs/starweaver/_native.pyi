@@ -538,10 +538,10 @@ class NativeMcpService:
         """
     def serve_stdio(self) -> typing.Awaitable[None]:
         r"""
-        Serves over stdin and stdout until the client disconnects. The protocol is read from
-        and written to copies of stdin and stdout (fds 0 and 1) taken by this call, so the
-        caller may point fds 0 and 1 elsewhere before awaiting, keeping tools' prints and
-        reads out of the protocol stream.
+        Serves over stdin and stdout until the client disconnects. On Unix the protocol is
+        read from and written to copies of stdin and stdout (fds 0 and 1) taken by this
+        call, so the caller may point fds 0 and 1 elsewhere before awaiting, keeping tools'
+        prints and reads out of the protocol stream.
         """
     def serve_http(self, address: builtins.str, ready: typing.Optional[typing.Any] = None) -> typing.Awaitable[None]:
         r"""

@@ -196,7 +196,10 @@ def _stdio_off_the_protocol() -> None:
     """Points fd 1 and ``sys.stdout`` at stderr, and fd 0 at the null device, while serving
     stdio: the protocol keeps its own copies of both (``serve_stdio`` took them), and a
     tool's ``print``, a library writing to fd 1 or reading fd 0, or a child process doing
-    either would otherwise corrupt it (or change the mode it is read in)."""
+    either would otherwise corrupt it (or change the mode it is read in). Elsewhere than
+    POSIX the protocol is served on the process's own stdio, which stays as it is."""
+    if os.name != "posix":
+        return
     sys.stdout.flush()
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -15,7 +15,9 @@ pub(crate) fn cancelled(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>>
         future.call_method1("set_result", (py.None(),))?;
         return Ok(future.unbind());
     }
-    let (wake, waiter) = (LoopWake::of(&event_loop), future.clone().unbind());
+    // The waiter may outlive its loop (a run that ends without being cancelled never
+    // fires it), so it holds the loop, not the loop's doorbell and its pipe.
+    let (wake, waiter) = (LoopWake::Loop(event_loop.unbind()), future.clone().unbind());
     runtime().spawn(async move {
         ctx.cancelled().await;
         wake.release(waiter);

@@ -96,8 +96,8 @@ mod unix {
         static KNOWN: RefCell<Vec<Known>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// One loop's doorbell. Both ends of its pipe are non-blocking: a read finding nothing
-    /// or a write finding the pipe full (a byte already waiting) has nothing to do.
+    /// One loop's doorbell. Both ends of its pipe are non-blocking, so that neither can
+    /// stall a thread: at most a byte or two ever wait in it.
     pub(in crate::bridge) struct Doorbell {
         /// The futures to resolve; the byte is written when it stops being empty.
         rung: Mutex<Vec<Py<PyAny>>>,
@@ -107,7 +107,8 @@ mod unix {
 
     impl Doorbell {
         /// The doorbell of `event_loop`, the loop running on this thread, made (and
-        /// watched) on first use; `None` where the loop cannot watch a pipe.
+        /// watched) on first use; `None` where the loop cannot watch a pipe or be
+        /// referenced weakly.
         pub(super) fn of(event_loop: &Bound<'_, PyAny>) -> Option<Arc<Self>> {
             let py = event_loop.py();
             let address = event_loop.as_ptr() as usize;

@@ -4,7 +4,7 @@
 //! Task polls the Rust future on the loop thread, so Python tool coroutines are stepped in
 //! place (see [`super::awaitable`]). A wake from the loop thread (a done-callback) resolves
 //! the Task's waiter directly; wakes from other threads (timers and MCP messages on the
-//! background tokio runtime) ring the loop's doorbell ([`super::doorbell`]).
+//! background tokio runtime) ring the loop's doorbell on Unix ([`super::doorbell`]).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -10,7 +10,7 @@
 //! fd 0 or fd 1 (and any child that inherited them) shares with the copy served. When
 //! serving is cancelled, the ends are dropped with the runtime's task that holds them.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -36,28 +36,21 @@ pub fn stdio_copies() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok((std::io::stdin().as_fd().try_clone_to_owned()?, std::io::stdout().as_fd().try_clone_to_owned()?))
 }
 
-/// A pipe's end, registered with the reactor, and given back unregistered.
-trait PipeEnd: Sized {
+/// A pipe's end, registered with the reactor.
+trait PipeEnd: AsFd + Sized {
     /// `fd`, already non-blocking.
     fn open(fd: OwnedFd) -> std::io::Result<Self>;
-    fn into_fd(self) -> std::io::Result<OwnedFd>;
 }
 
 impl PipeEnd for pipe::Receiver {
     fn open(fd: OwnedFd) -> std::io::Result<Self> {
         Self::from_owned_fd_unchecked(fd)
     }
-    fn into_fd(self) -> std::io::Result<OwnedFd> {
-        self.into_nonblocking_fd()
-    }
 }
 
 impl PipeEnd for pipe::Sender {
     fn open(fd: OwnedFd) -> std::io::Result<Self> {
         Self::from_owned_fd_unchecked(fd)
-    }
-    fn into_fd(self) -> std::io::Result<OwnedFd> {
-        self.into_nonblocking_fd()
     }
 }
 
@@ -101,20 +94,17 @@ impl<P: PipeEnd> End<P> {
     /// Gives a pipe or socket back in blocking mode if it was, and closes it (when its
     /// end is dropped).
     fn give_back(&mut self) {
-        let (fd, set) = match std::mem::replace(self, Self::Closed) {
-            Self::Pipe(pipe, set) => (pipe.into_fd(), set),
-            Self::Socket(socket, set) => (socket.into_std().map(OwnedFd::from), set),
-            Self::Pool(_) | Self::Closed => return,
-        };
-        if let (Ok(fd), true) = (fd, set) {
-            blocking(&fd);
+        match std::mem::replace(self, Self::Closed) {
+            Self::Pipe(pipe, true) => blocking(&pipe),
+            Self::Socket(socket, true) => blocking(&socket),
+            Self::Pipe(..) | Self::Socket(..) | Self::Pool(_) | Self::Closed => {}
         }
     }
 }
 
 /// Clears `O_NONBLOCK` on `fd`'s open file; a mode that cannot be read or set leaves
 /// nothing else to do.
-fn blocking(fd: &impl std::os::fd::AsFd) {
+fn blocking(fd: &impl AsFd) {
     if let Ok(flags) = fcntl_getfl(fd) {
         let _ = fcntl_setfl(fd, flags - OFlags::NONBLOCK);
     }
