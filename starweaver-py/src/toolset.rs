@@ -432,12 +432,9 @@ impl PyMcpService {
             let service = self.take()?;
             async move { service.serve_fds(input, output).await }
         };
-        // Where fd 1 cannot be copied, the protocol is written to stdout itself.
+        // Where fds cannot be copied, the protocol is served on stdio itself.
         #[cfg(not(unix))]
-        let serve = {
-            let service = self.take()?;
-            async move { service.serve_io(tokio::io::stdin(), tokio::io::stdout()).await }
-        };
+        let serve = self.take()?.serve_stdio();
         Ok(Self::serving(serve.boxed()))
     }
 

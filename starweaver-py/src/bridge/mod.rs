@@ -6,9 +6,10 @@
 //! as a [`PyAwait`] (`awaitable.rs`), on the same thread and under the same Task. Timers,
 //! cancellation waiters and MCP transports run on one background tokio runtime
 //! ([`runtime`]); what they wake comes back through the loop's doorbell, a pipe it watches
-//! (on Unix; `call_soon_threadsafe` otherwise: `doorbell.rs`). `ToolContext.cancelled()` is an asyncio future that the runtime
-//! resolves (`cancel.rs`). Sync tools run in the loop's executor, except a chain of calls
-//! to one sync tool, which runs ahead on a thread of its own (`ahead.rs`).
+//! (on Unix; `call_soon_threadsafe` otherwise: `doorbell.rs`). `ToolContext.cancelled()`
+//! is an asyncio future that the runtime resolves (`cancel.rs`). Sync tools run in the
+//! loop's executor, except a chain of calls to one sync tool, which runs ahead on a thread
+//! of its own (`ahead.rs`).
 
 mod ahead;
 mod awaitable;

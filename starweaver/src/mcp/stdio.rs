@@ -6,9 +6,10 @@
 //! still goes through the pool.
 //!
 //! A pipe or socket is put in non-blocking mode while served, and given back in blocking
-//! mode (if it was) when its end is dropped: the mode belongs to the open file, which the process's own
-//! fd 0 or fd 1 (and any child that inherited them) shares with the copy served. When
-//! serving is cancelled, the ends are dropped with the runtime's task that holds them.
+//! mode (if it was) when its end is dropped: the mode belongs to the open file, which the
+//! process's own fd 0 or fd 1 (and any child that inherited them) shares with the copy
+//! served. When serving is cancelled, the ends are dropped with the runtime's task that
+//! holds them.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
@@ -32,7 +33,6 @@ use tokio::net::unix::pipe;
 /// # Errors
 /// A descriptor cannot be copied (the process has too many open).
 pub fn stdio_copies() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    use std::os::fd::AsFd;
     Ok((std::io::stdin().as_fd().try_clone_to_owned()?, std::io::stdout().as_fd().try_clone_to_owned()?))
 }
 

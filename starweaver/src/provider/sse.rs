@@ -44,24 +44,22 @@ pub fn parse<E: std::fmt::Display>(
     // chunk of many events, it would copy the chunk's rest at every line.
     let start = Some((Box::pin(chunks), LineEndings::default(), 0usize, Bytes::new()));
     let normalised = futures::stream::unfold(start, move |state| async move {
-        let (mut chunks, mut lines, seen, mut held) = state?;
-        if !held.is_empty() {
-            let event = held.split_to(event_end(&held));
-            return Some((Ok(event), Some((chunks, lines, seen, held))));
-        }
-        match chunks.next().await {
-            Some(Ok(chunk)) => {
-                let seen = seen.saturating_add(chunk.len());
-                if seen > limit {
-                    return Some((Err(SseError::TooLarge), None));
+        let (mut chunks, mut lines, mut seen, mut held) = state?;
+        if held.is_empty() {
+            match chunks.next().await {
+                Some(Ok(chunk)) => {
+                    seen = seen.saturating_add(chunk.len());
+                    if seen > limit {
+                        return Some((Err(SseError::TooLarge), None));
+                    }
+                    held = lines.normalise(chunk);
                 }
-                let mut held = lines.normalise(chunk);
-                let event = held.split_to(event_end(&held));
-                Some((Ok(event), Some((chunks, lines, seen, held))))
+                Some(Err(error)) => return Some((Err(SseError::Transport(error.to_string())), None)),
+                None => return lines.pending_cr.then(|| (Ok(Bytes::from_static(b"\n")), None)),
             }
-            Some(Err(error)) => Some((Err(SseError::Transport(error.to_string())), None)),
-            None => lines.pending_cr.then(|| (Ok(Bytes::from_static(b"\n")), None)),
         }
+        let event = held.split_to(event_end(&held));
+        Some((Ok(event), Some((chunks, lines, seen, held))))
     });
     let events = normalised.eventsource().map(|item| match item {
         Ok(event) => Ok(SseEvent { event: event.event, data: event.data }),
