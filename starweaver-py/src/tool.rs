@@ -281,7 +281,7 @@ impl PyToolResult {
             model_content: json(model_content)?.map(Box::new),
             app_value: json(app_value)?.map(Box::new),
             user_content: json(user_content)?.map(Box::new),
-            metadata: metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default(),
+            metadata: metadata.map(|m| convert::to_json_object(m, "metadata")).transpose()?.unwrap_or_default().into(),
             private_metadata: json(private_metadata)?.map(Box::new),
         }))
     }
@@ -318,7 +318,7 @@ impl PyToolResult {
     #[getter]
     #[gen_stub(override_return_type(type_repr = "types.JsonObject", imports = ("starweaver.types",)))]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        convert::to_py(py, &Value::Object(self.0.metadata.clone()))
+        convert::to_py(py, &Value::Object(self.0.metadata.clone().into_map()))
     }
 
     /// Host-only debugging data.

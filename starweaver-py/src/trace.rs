@@ -146,7 +146,7 @@ impl PyTraceSpan {
     #[getter]
     #[gen_stub(override_return_type(type_repr = "dict[str, str | int]", imports = ()))]
     fn attributes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::convert::to_py(py, &serde_json::Value::Object(self.0.attributes.clone()))
+        crate::convert::to_py(py, &serde_json::Value::Object(self.0.attributes.clone().into_map()))
     }
 
     /// What happened within it, in order: a tool call's last `tool_progress` and its

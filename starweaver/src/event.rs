@@ -32,7 +32,7 @@ impl EventKind {
     pub fn log(call: &ToolContext, log: &LogMessage) -> Self {
         let LogMessage { level, message, data } = log.clone();
         let (tool_call_id, name) = (call.tool_call_id.clone(), call.tool_name.clone());
-        Self::ToolLog { tool_call_id, name, level, message, data }
+        Self::ToolLog { tool_call_id, name, level, message, data: data.map(Box::new) }
     }
 }
 
@@ -150,10 +150,10 @@ pub enum EventKind {
         name: Arc<str>,
         /// The arguments an approval replaced the model's with.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        override_arguments: Option<Value>,
+        override_arguments: Option<Box<Value>>,
         /// The arguments the call runs with, when a hook rewrote them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        arguments: Option<Value>,
+        arguments: Option<Box<Value>>,
         /// The (last) hook that rewrote the arguments.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rewritten_by: Option<Arc<str>>,
@@ -163,8 +163,8 @@ pub enum EventKind {
         /// The concurrency limits that were full when the call came, so it waited for a
         /// place under them before it started (a shared limit's name, or `tool:<name>`,
         /// `toolset:<name>`, `run`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        queued_for: Vec<Arc<str>>,
+        #[serde(default, skip_serializing_if = "<[_]>::is_empty")]
+        queued_for: Box<[Arc<str>]>,
     },
     /// An attempt failed with an `Execution` error and will be tried again.
     ToolRetry {
@@ -206,7 +206,7 @@ pub enum EventKind {
         message: String,
         /// Details, as JSON.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        data: Option<Value>,
+        data: Option<Box<Value>>,
     },
     /// A call ended; host-only fields included.
     ToolReturn(ToolReturnRecord),

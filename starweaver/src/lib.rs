@@ -79,6 +79,7 @@ pub mod event;
 pub mod hitl;
 pub mod hook;
 pub mod json;
+mod json_map;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod message;
@@ -109,6 +110,7 @@ pub use hitl::{
     HitlDecisions, PendingApproval, PendingCall, PendingDeferred, PendingElicitation,
 };
 pub use hook::Hooks;
+pub use json_map::JsonMap;
 pub use message::{
     History, HostFields, Message, Messages, ProviderItem, RequestPart, ResponsePart, ToolCallPart, ToolReturnPart,
     ToolReturnRecord,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::JsonMap;
 use crate::error::{Error, JsonInput, Result};
 use crate::render::Provider;
 
@@ -62,7 +63,7 @@ pub struct ToolReturnPart {
     pub is_error: bool,
     /// Public tool-return metadata.
     #[serde(default)]
-    pub metadata: Map<String, Value>,
+    pub metadata: JsonMap,
 }
 
 /// A tool return with its host-only fields, as events report it.
@@ -465,7 +466,7 @@ mod tests {
             name: "t".into(),
             content: json!({"summary": "ok"}),
             is_error: false,
-            metadata: Map::new(),
+            metadata: JsonMap::default(),
         };
         let host = HostFields { private_metadata: Some(json!({"trace": 1})), ..HostFields::default() };
         history.push_request([(RequestPart::ToolReturn(Arc::new(part)), host.into_shared())]);

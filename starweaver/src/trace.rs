@@ -11,6 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::JsonMap;
 use crate::model::Usage;
 
 /// The timing of one run (or one resume of it).
@@ -132,7 +133,7 @@ pub struct TraceSpan {
     /// OpenTelemetry attributes: for model requests, the `gen_ai.*` ones (system, request
     /// and response model, token usage) that the model reported.
     #[serde(skip_serializing_if = "Map::is_empty")]
-    pub attributes: Map<String, Value>,
+    pub attributes: JsonMap,
     /// What happened within the span: a tool call's `tool_progress` (the last only) and
     /// `tool_log` events, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -257,7 +258,7 @@ impl Tracer {
             tool,
             tool_call_id,
             outcome: None,
-            attributes: Map::new(),
+            attributes: JsonMap::default(),
             events: Vec::new(),
         });
         (SpanId(id), span)

@@ -197,7 +197,7 @@ async fn progress_and_logs_are_events_live_and_the_kept_log_holds_each_calls_las
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::ToolLog { tool_call_id, level, message, data, .. } if &**tool_call_id == "c1" => {
-                Some((*level, message.as_str(), data.clone()))
+                Some((*level, message.as_str(), data.as_deref().cloned()))
             }
             _ => None,
         })

@@ -57,7 +57,7 @@ pub(crate) fn answer(
         arguments: None,
         rewritten_by: None,
         answered_by: None,
-        queued_for: Vec::new(),
+        queued_for: Box::default(),
     });
     let ret = if searched {
         match search(call, registry, loaded, events) {

@@ -182,7 +182,7 @@ pub(crate) fn refused(provider: &str, ret: &ToolReturnPart, part: &Part, why: &s
 mod tests {
     use std::sync::Arc;
 
-    use serde_json::{Map, json};
+    use serde_json::json;
 
     use super::*;
 
@@ -199,7 +199,7 @@ mod tests {
                 {"kind": "resource", "uri": "blob", "blob": "AAE="},
             ]),
             is_error: false,
-            metadata: Map::new(),
+            metadata: crate::JsonMap::default(),
         };
         let parts = return_parts(&ret).unwrap();
         assert_eq!(

@@ -181,7 +181,7 @@ impl ToolReturn {
                 name: call.name.clone(),
                 content: Value::Object(content),
                 is_error: kind.is_error(),
-                metadata,
+                metadata: metadata.into(),
             }),
             host: HostFields { private_metadata, ..HostFields::default() }.into_shared(),
             error: Some(kind),
@@ -360,11 +360,11 @@ fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&Hooked
     env.run.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
         name: call.name.clone(),
-        override_arguments: override_of(request).cloned(),
-        arguments: hooked.and_then(HookedCall::rewritten_arguments),
+        override_arguments: override_of(request).cloned().map(Box::new),
+        arguments: hooked.and_then(HookedCall::rewritten_arguments).map(Box::new),
         rewritten_by: hooked.and_then(HookedCall::rewritten_by).cloned(),
         answered_by: hooked.and_then(|hooked| hooked.answered_by.clone()),
-        queued_for,
+        queued_for: queued_for.into_boxed_slice(),
     });
 }
 

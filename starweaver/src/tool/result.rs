@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::error::ToolError;
+use crate::JsonMap;
 use crate::content::Part;
 
 /// A successful tool call, layered by audience.
@@ -33,7 +34,7 @@ pub struct ToolResult {
     /// For the user interface; host-only.
     pub user_content: Option<Box<Value>>,
     /// Public tool-return metadata (model-facing).
-    pub metadata: Map<String, Value>,
+    pub metadata: JsonMap,
     /// Debugging data; host-only, never in a model request.
     pub private_metadata: Option<Box<Value>>,
 }
@@ -84,7 +85,7 @@ impl ToolResult {
     /// Attaches public metadata.
     #[must_use]
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
-        self.metadata = metadata;
+        self.metadata = metadata.into();
         self
     }
 
