@@ -155,17 +155,18 @@ fn plain_calls(answer: &Bound<'_, PyAny>) -> Option<Vec<ToolCallPart>> {
     // The calls of an answer are mostly to a few tools, often one after another: a name
     // like the call's before shares its text instead of allocating its own.
     let mut last_name: Option<Arc<str>> = None;
-    calls
-        .iter()
-        .map(|call| {
-            let call = call.cast_into::<PyDict>().ok().filter(|call| call.len() == 3)?;
-            // Three containers down (the answer, its list, the call), as in the whole answer.
-            let arguments = convert::to_json_nested(&call.get_item("arguments").ok()??, 3).ok()?;
-            let name = text(&call, "name", last_name.as_ref())?;
-            last_name = Some(name.clone());
-            Some(ToolCallPart { id: text(&call, "id", None)?, name, arguments })
-        })
-        .collect()
+    // Sized up front: collected into an `Option`, the calls would not know their count and
+    // the response (kept for the whole run) would hold up to twice the room it needs.
+    let mut parts = Vec::with_capacity(calls.len());
+    for call in calls.iter() {
+        let call = call.cast_into::<PyDict>().ok().filter(|call| call.len() == 3)?;
+        // Three containers down (the answer, its list, the call), as in the whole answer.
+        let arguments = convert::to_json_nested(&call.get_item("arguments").ok()??, 3).ok()?;
+        let name = text(&call, "name", last_name.as_ref())?;
+        last_name = Some(name.clone());
+        parts.push(ToolCallPart { id: text(&call, "id", None)?, name, arguments });
+    }
+    Some(parts)
 }
 
 /// The answer with each call's arguments that have no exact JSON value (an integer wider

@@ -150,18 +150,41 @@ struct ToRun {
     answered: Option<Arc<[Answered]>>,
 }
 
-/// A call of a batch that runs, in model order.
+/// A call of a batch that runs, in model order, and its tool (an index into the batch's
+/// `tools`).
 struct Planned {
     run: ToRun,
+    tool: usize,
+}
+
+// In bounds: every `Planned` indexes the tools of the batch it was made with.
+#[allow(clippy::indexing_slicing)]
+impl Planned {
+    fn tool<'a>(&self, tools: &'a [BatchTool]) -> &'a BatchTool {
+        &tools[self.tool]
+    }
+
+    /// The call to start, on its tool's `retry`-th retry.
+    fn ready(&self, tools: &[BatchTool], retry: u32) -> ReadyCall {
+        let ToRun { index, approval, answered } = &self.run;
+        let policy = self.tool(tools).policy;
+        ReadyCall { index: *index, approval: approval.clone(), answered: answered.clone(), retry, policy }
+    }
+}
+
+/// A tool the calls of a batch name, with what its calls run under. A batch keeps each
+/// once, not once a call: a response of ten thousand calls mostly names a few tools, and
+/// its calls are kept until the last of them ends.
+struct BatchTool {
     name: Arc<str>,
     policy: CallPolicy,
     sequential: bool,
 }
 
-impl Planned {
-    fn ready(&self, retry: u32) -> ReadyCall {
-        let ToRun { index, approval, answered } = &self.run;
-        ReadyCall { index: *index, approval: approval.clone(), answered: answered.clone(), retry, policy: self.policy }
+impl BatchTool {
+    fn of(name: &Arc<str>, registry: &ToolRegistry) -> Self {
+        let tool = registry.get(name);
+        Self { name: name.clone(), policy: CallPolicy::of(tool), sequential: tool.is_some_and(|t| t.sequential) }
     }
 }
 
@@ -173,6 +196,8 @@ struct Batch {
     slots: Vec<Option<Slot>>,
     /// The calls to run, in model order.
     runs: Vec<Planned>,
+    /// The tools `runs` call, each once.
+    tools: Vec<BatchTool>,
     /// How each of `runs` ended, as they end.
     outcomes: Vec<Option<CallOutcome>>,
     /// Releases `runs` under the §6 rules (its indices are into `runs`).
@@ -199,19 +224,36 @@ impl Batch {
     #[allow(clippy::indexing_slicing)]
     fn new(response: Arc<Message>, slots: Vec<Option<Slot>>, runs: Vec<ToRun>, registry: &ToolRegistry) -> Self {
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
+        let mut tools: Vec<BatchTool> = Vec::new();
+        let mut found: NameMap<Arc<str>, usize> = NameMap::default();
         let runs: Vec<Planned> = runs
             .into_iter()
             .map(|run| {
-                let name = calls[run.index].name.clone();
-                let tool = registry.get(&name);
-                let (policy, sequential) = (CallPolicy::of(tool), tool.is_some_and(|t| t.sequential));
-                Planned { run, name, policy, sequential }
+                let name = &calls[run.index].name;
+                // Calls to one tool mostly come one after another: no lookup for those.
+                let tool = match tools.len().checked_sub(1) {
+                    Some(last) if tools[last].name == *name => last,
+                    _ => *found.entry(name.clone()).or_insert_with(|| {
+                        tools.push(BatchTool::of(name, registry));
+                        tools.len() - 1
+                    }),
+                };
+                Planned { run, tool }
             })
             .collect();
         drop(calls);
-        let plan = CallPlan::new(runs.iter().map(|run| PlannedCall { name: &run.name, sequential: run.sequential }));
+        let plan = CallPlan::new(runs.iter().map(|run| {
+            let tool = &tools[run.tool];
+            PlannedCall { name: &tool.name, sequential: tool.sequential }
+        }));
         let outcomes = runs.iter().map(|_| None).collect();
-        Self { response, slots, runs, outcomes, plan, released: Vec::new(), stage: None }
+        Self { response, slots, runs, tools, outcomes, plan, released: Vec::new(), stage: None }
+    }
+
+    /// The tool of `runs[run]`.
+    #[allow(clippy::indexing_slicing)] // callers pass positions in `runs`
+    fn tool_of(&self, run: usize) -> &BatchTool {
+        self.runs[run].tool(&self.tools)
     }
 
     /// The position in `runs` of the response's call `index`, if it runs: `index` itself
@@ -226,8 +268,11 @@ impl Batch {
     /// Puts the calls the plan releases now in `released`.
     #[allow(clippy::indexing_slicing)] // the plan was made over `runs` and gives out indices into it
     fn release(&mut self, retries: &NameMap<Arc<str>, u32>) {
-        let runs = &self.runs;
-        let ready = self.plan.start_ready().map(|i| runs[i].ready(retries.get(&runs[i].name).copied().unwrap_or(0)));
+        let (runs, tools) = (&self.runs, &self.tools);
+        let ready = self.plan.start_ready().map(|i| {
+            let retry = retries.get(&runs[i].tool(tools).name).copied().unwrap_or(0);
+            runs[i].ready(tools, retry)
+        });
         self.released.extend(ready);
     }
 }
@@ -523,25 +568,24 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             // write again, never run.
             let cut_off = (finish_reason == Some(FinishReason::Length)).then_some(last);
             let loaded = &mut self.state.borrow_mut().loaded;
-            let slots: Vec<Option<Slot>> = message
-                .tool_calls()
-                .enumerate()
-                .map(|(i, call)| {
-                    if Some(i) != cut_off {
-                        // A tool search is answered here; a call to a deferred tool loads it.
-                        return catalog::answer(call, registry, loaded, events).map(Slot::Done);
-                    }
-                    let message = "the answer reached the model's token limit while this call was being \
-                                   written, so its arguments may be cut off: call it again with complete \
-                                   arguments (or raise `max_tokens`)";
-                    let ret = ToolReturn::failure(call, ToolError::invalid_arguments(message), Map::new());
-                    events.emit(ret.event());
-                    Some(Slot::Done(ret))
-                })
-                .collect();
+            // Sized up front: the calls are a filter over the parts, which cannot tell
+            // `collect` their count, and the slots are kept while the calls run.
+            let mut slots: Vec<Option<Slot>> = Vec::with_capacity(last + 1);
+            slots.extend(message.tool_calls().enumerate().map(|(i, call)| {
+                if Some(i) != cut_off {
+                    // A tool search is answered here; a call to a deferred tool loads it.
+                    return catalog::answer(call, registry, loaded, events).map(Slot::Done);
+                }
+                let message = "the answer reached the model's token limit while this call was being \
+                               written, so its arguments may be cut off: call it again with complete \
+                               arguments (or raise `max_tokens`)";
+                let ret = ToolReturn::failure(call, ToolError::invalid_arguments(message), Map::new());
+                events.emit(ret.event());
+                Some(Slot::Done(ret))
+            }));
             let to_run = |index| ToRun { index, ..ToRun::default() };
             // The calls still to run, the output calls apart.
-            let (mut outputs, mut held) = (VecDeque::new(), Vec::new());
+            let (mut outputs, mut held) = (VecDeque::new(), Vec::with_capacity(slots.len()));
             for (index, (call, slot)) in message.tool_calls().zip(&slots).enumerate() {
                 match slot {
                     Some(_) => {}
@@ -713,14 +757,16 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
             self.bounds.usage.tool_calls.map_or(usize::MAX, |max| room(max.saturating_sub(self.calls_started)));
         // The chain is calls to the head's tool, whose uses already count the head.
         let uses_left = head.policy.max_uses.zip(batch.zip(run)).map_or(usize::MAX, |(max, (batch, run))| {
-            let used = self.uses.get(&batch.runs[run].name).copied().unwrap_or(0);
+            let used = self.uses.get(&batch.tool_of(run).name).copied().unwrap_or(0);
             room(u64::from(max.saturating_sub(used)))
         });
         let room = calls_left.min(uses_left);
         batch
             .zip(run)
             .into_iter()
-            .flat_map(move |(batch, run)| batch.plan.chain_after(run).map(move |i| batch.runs[i].ready(retry)))
+            .flat_map(move |(batch, run)| {
+                batch.plan.chain_after(run).map(move |i| batch.runs[i].ready(&batch.tools, retry))
+            })
             .take(room)
     }
 
@@ -757,7 +803,7 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
                 let message = match (&self.exceeded, call.policy.max_uses) {
                     (Some(_), _) => "the run reached a usage limit before this call started".to_owned(),
                     (None, Some(max)) => {
-                        let name = &batch.runs[run].name;
+                        let name = &batch.tool_of(run).name;
                         let used = self.uses.entry(name.clone()).or_default();
                         if *used < max {
                             *used += 1;
@@ -798,12 +844,12 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
         }
         match &outcome {
             CallOutcome::Returned(ret) if ret.error.is_some_and(ToolErrorKind::counts_model_retry) => {
-                *self.retries.entry(batch.runs[run].name.clone()).or_default() += 1;
+                *self.retries.entry(batch.tool_of(run).name.clone()).or_default() += 1;
             }
             CallOutcome::Returned(_) => {}
             // It waits for a human and starts again once decided: that start is its use.
             CallOutcome::NeedsApproval(_) | CallOutcome::Deferred(_) | CallOutcome::NeedsInput(_) => {
-                if let Some(used) = self.uses.get_mut(&batch.runs[run].name) {
+                if let Some(used) = self.uses.get_mut(&batch.tool_of(run).name) {
                     *used = used.saturating_sub(1);
                 }
             }

@@ -6,6 +6,9 @@
 //! call before it, and, when it is `sequential` itself, for every call before it. Waiting
 //! on the nearest of each is enough: those waited for the rest.
 
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+
 use serde::{Deserialize, Serialize};
 
 use crate::registry::NameMap;
@@ -40,12 +43,15 @@ pub struct PlannedCall<'a> {
 pub struct CallPlan {
     /// For each call, how many calls it still waits for.
     waits_for: Vec<usize>,
-    /// For each call, the calls waiting for it besides its `next_in_chain` (which most
-    /// calls have alone, so a response's calls to one tool plan without an allocation each).
-    unblocks: Vec<Vec<usize>>,
+    /// The calls waiting for a call besides its `next_in_chain`, for the calls that have
+    /// any (a barrier, the calls before one). Most calls have their chain successor alone,
+    /// so a response of many calls to a few tools keeps nothing here for them: the plan
+    /// lives as long as its calls run.
+    unblocks: BTreeMap<usize, Vec<usize>>,
     /// For each call, the call that runs right after it and waits for nothing else: the
-    /// next call to the same tool, when no barrier stands between them.
-    next_in_chain: Vec<Option<usize>>,
+    /// next call to the same tool, when no barrier stands between them. Never call 0,
+    /// which comes after none: so it takes no more room than an index.
+    next_in_chain: Vec<Option<NonZeroUsize>>,
     /// Calls some other call is `next_in_chain` of.
     chained: Vec<bool>,
     /// Calls that wait for nothing and have not been given out yet.
@@ -73,10 +79,17 @@ struct StoredPlan {
 
 impl From<StoredPlan> for CallPlan {
     fn from(stored: StoredPlan) -> Self {
-        let StoredPlan { waits_for, mut unblocks, next_in_chain, chained, ready, state } = stored;
-        for (unblocked, next) in unblocks.iter_mut().zip(&next_in_chain) {
-            if let Some(next) = next {
-                unblocked.retain(|i| i != next);
+        let StoredPlan { waits_for, unblocks: stored_unblocks, next_in_chain, chained, ready, state } = stored;
+        // A successor at 0 cannot be (nothing comes before call 0): read as none.
+        let next_in_chain: Vec<Option<NonZeroUsize>> =
+            next_in_chain.into_iter().map(|next| next.and_then(NonZeroUsize::new)).collect();
+        let mut unblocks = BTreeMap::new();
+        for (index, mut unblocked) in stored_unblocks.into_iter().enumerate() {
+            if let Some(next) = next_in_chain.get(index).copied().flatten() {
+                unblocked.retain(|&i| i != next.get());
+            }
+            if !unblocked.is_empty() {
+                unblocks.insert(index, unblocked);
             }
         }
         let finished = state.iter().filter(|s| **s == CallState::Finished).count();
@@ -87,13 +100,18 @@ impl From<StoredPlan> for CallPlan {
 impl From<CallPlan> for StoredPlan {
     fn from(plan: CallPlan) -> Self {
         let CallPlan { waits_for, mut unblocks, next_in_chain, chained, ready, state, finished: _ } = plan;
-        for (unblocked, next) in unblocks.iter_mut().zip(&next_in_chain) {
-            if let Some(next) = next {
-                // First, where the plans stored before had it: it comes before any barrier.
-                unblocked.insert(0, *next);
-            }
-        }
-        Self { waits_for, unblocks, next_in_chain, chained, ready, state }
+        let stored_unblocks = (0..waits_for.len())
+            .map(|index| {
+                let mut unblocked = unblocks.remove(&index).unwrap_or_default();
+                if let Some(next) = next_in_chain.get(index).copied().flatten() {
+                    // First, where the plans stored before had it: it comes before any barrier.
+                    unblocked.insert(0, next.get());
+                }
+                unblocked
+            })
+            .collect();
+        let next_in_chain = next_in_chain.into_iter().map(|next| next.map(NonZeroUsize::get)).collect();
+        Self { waits_for, unblocks: stored_unblocks, next_in_chain, chained, ready, state }
     }
 }
 
@@ -110,7 +128,7 @@ impl CallPlan {
     #[allow(clippy::indexing_slicing)]
     pub fn new<'a>(calls: impl IntoIterator<Item = PlannedCall<'a>>) -> Self {
         let calls: Vec<PlannedCall<'a>> = calls.into_iter().collect();
-        let mut unblocks = vec![Vec::new(); calls.len()];
+        let mut unblocks: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         let mut waits_for = vec![0; calls.len()];
         let mut next_in_chain = vec![None; calls.len()];
         let mut chained = vec![false; calls.len()];
@@ -130,7 +148,8 @@ impl CallPlan {
             // successor in a chain (with no barrier yet, nothing else stands between them).
             let same_tool = match same_tool {
                 Some(previous) if barrier.is_none() => {
-                    next_in_chain[previous] = Some(i);
+                    // `i` comes after `previous`, so it is not 0: always `Some`.
+                    next_in_chain[previous] = NonZeroUsize::new(i);
                     chained[i] = true;
                     waits_for[i] += 1;
                     None
@@ -138,7 +157,7 @@ impl CallPlan {
                 other => other,
             };
             for j in since_barrier.chain(same_tool) {
-                unblocks[j].push(i);
+                unblocks.entry(j).or_default().push(i);
                 waits_for[i] += 1;
             }
             last_of_name.insert(call.name, i);
@@ -172,8 +191,8 @@ impl CallPlan {
         let Some(state) = self.state.get_mut(index).filter(|state| **state == CallState::Running) else { return };
         *state = CallState::Finished;
         self.finished += 1;
-        let chained = self.next_in_chain.get(index).copied().flatten();
-        for &next in self.unblocks.get(index).into_iter().flatten().chain(&chained) {
+        let chained = self.next_in_chain.get(index).copied().flatten().map(NonZeroUsize::get);
+        for &next in self.unblocks.get(&index).into_iter().flatten().chain(&chained) {
             let Some(waits_for) = self.waits_for.get_mut(next) else { continue };
             *waits_for -= 1;
             if *waits_for == 0 {
@@ -187,8 +206,8 @@ impl CallPlan {
     /// Empty when `index` has already started: its chain, if any, was read then.
     pub fn chain_after(&self, index: usize) -> impl Iterator<Item = usize> + '_ {
         let head = self.state.get(index) == Some(&CallState::Running) && self.chained.get(index) == Some(&false);
-        let first = self.next_in_chain.get(index).copied().flatten().filter(|_| head);
-        std::iter::successors(first, |&i| self.next_in_chain.get(i).copied().flatten())
+        let next = |i: usize| self.next_in_chain.get(i).copied().flatten().map(NonZeroUsize::get);
+        std::iter::successors(next(index).filter(|_| head), move |&i| next(i))
     }
 
     /// Whether every call ended.
