@@ -872,23 +872,19 @@ impl<S: BorrowMut<SessionState>> Machine<S> {
     /// fail, stop, or go on to the next model request (`None`).
     #[allow(clippy::indexing_slicing)] // a run's index is one of the response's calls; `slots` has one per call
     fn settle(&mut self, batch: Batch, cancelled: bool, events: &EventLog, registry: &ToolRegistry) -> Option<End> {
-        let Batch { response, mut slots, runs, outcomes, .. } = batch;
+        let Batch { response, mut slots, runs, mut outcomes, .. } = batch;
         let calls: Vec<&ToolCallPart> = response.tool_calls().collect();
-        // Calls the run's cancellation stopped first, then the rest in model order.
-        let outcomes: Vec<CallOutcome> = outcomes
-            .into_iter()
-            .zip(&runs)
-            .map(|(outcome, run)| {
-                outcome.unwrap_or_else(|| {
-                    let error = ToolError::cancelled("the run was cancelled before this call finished");
-                    let ret = ToolReturn::failure(calls[run.run.index], error, Map::new());
-                    events.emit(ret.event());
-                    ret.into()
-                })
-            })
-            .collect();
+        // Calls the run's cancellation stopped first, then the rest in model order. Filled
+        // in place: a batch's outcomes are as many as its calls.
+        for (outcome, run) in outcomes.iter_mut().zip(&runs).filter(|(outcome, _)| outcome.is_none()) {
+            let error = ToolError::cancelled("the run was cancelled before this call finished");
+            let ret = ToolReturn::failure(calls[run.run.index], error, Map::new());
+            events.emit(ret.event());
+            *outcome = Some(ret.into());
+        }
         let mut issued = Vec::new();
-        for (outcome, run) in outcomes.into_iter().zip(runs) {
+        // Every outcome is set now: none is skipped, so each meets its own call.
+        for (outcome, run) in outcomes.into_iter().flatten().zip(runs) {
             let index = run.run.index;
             slots[index] = Some(self.slot(outcome, calls[index], run.run, &mut issued, events));
         }
