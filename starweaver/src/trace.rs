@@ -266,6 +266,10 @@ impl Tracer {
 
     /// Adds attributes to a span.
     pub(crate) fn annotate(&self, id: SpanId, attributes: &GenAi) {
+        // Writing into a span's map boxes it: a model that reports nothing leaves it empty.
+        if attributes.0.is_empty() {
+            return;
+        }
         if let Some(span) = self.spans().get_mut(id.0) {
             span.attributes.extend(attributes.0.iter().map(|(k, v)| (k.clone(), v.clone())));
         }

@@ -230,7 +230,8 @@ impl Batch {
             .into_iter()
             .map(|run| {
                 let name = &calls[run.index].name;
-                // Calls to one tool mostly come one after another: no lookup for those.
+                // Calls to one tool mostly come one after another, so a call mostly names
+                // the tool added last: no lookup for those.
                 let tool = match tools.len().checked_sub(1) {
                     Some(last) if tools[last].name == *name => last,
                     _ => *found.entry(name.clone()).or_insert_with(|| {

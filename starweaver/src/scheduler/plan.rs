@@ -6,7 +6,6 @@
 //! call before it, and, when it is `sequential` itself, for every call before it. Waiting
 //! on the nearest of each is enough: those waited for the rest.
 
-use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 
 use serde::{Deserialize, Serialize};
@@ -43,11 +42,11 @@ pub struct PlannedCall<'a> {
 pub struct CallPlan {
     /// For each call, how many calls it still waits for.
     waits_for: Vec<usize>,
-    /// The calls waiting for a call besides its `next_in_chain`, for the calls that have
-    /// any (a barrier, the calls before one). Most calls have their chain successor alone,
-    /// so a response of many calls to a few tools keeps nothing here for them: the plan
-    /// lives as long as its calls run.
-    unblocks: BTreeMap<usize, Vec<usize>>,
+    /// For each call, the calls waiting for it besides its `next_in_chain`; empty while no
+    /// call has any. Most calls have their chain successor alone, so a response of many
+    /// calls to a few tools and no barrier keeps no list a call (the plan lives as long as
+    /// its calls run).
+    unblocks: Vec<Vec<usize>>,
     /// For each call, the call that runs right after it and waits for nothing else: the
     /// next call to the same tool, when no barrier stands between them. Never call 0,
     /// which comes after none: so it takes no more room than an index.
@@ -79,18 +78,17 @@ struct StoredPlan {
 
 impl From<StoredPlan> for CallPlan {
     fn from(stored: StoredPlan) -> Self {
-        let StoredPlan { waits_for, unblocks: stored_unblocks, next_in_chain, chained, ready, state } = stored;
+        let StoredPlan { waits_for, mut unblocks, next_in_chain, chained, ready, state } = stored;
         // A successor at 0 cannot be (nothing comes before call 0): read as none.
         let next_in_chain: Vec<Option<NonZeroUsize>> =
             next_in_chain.into_iter().map(|next| next.and_then(NonZeroUsize::new)).collect();
-        let mut unblocks = BTreeMap::new();
-        for (index, mut unblocked) in stored_unblocks.into_iter().enumerate() {
-            if let Some(next) = next_in_chain.get(index).copied().flatten() {
+        for (unblocked, next) in unblocks.iter_mut().zip(&next_in_chain) {
+            if let Some(next) = next {
                 unblocked.retain(|&i| i != next.get());
             }
-            if !unblocked.is_empty() {
-                unblocks.insert(index, unblocked);
-            }
+        }
+        if unblocks.len() == waits_for.len() && unblocks.iter().all(Vec::is_empty) {
+            unblocks = Vec::new();
         }
         let finished = state.iter().filter(|s| **s == CallState::Finished).count();
         Self { waits_for, unblocks, next_in_chain, chained, ready, state, finished }
@@ -100,18 +98,17 @@ impl From<StoredPlan> for CallPlan {
 impl From<CallPlan> for StoredPlan {
     fn from(plan: CallPlan) -> Self {
         let CallPlan { waits_for, mut unblocks, next_in_chain, chained, ready, state, finished: _ } = plan;
-        let stored_unblocks = (0..waits_for.len())
-            .map(|index| {
-                let mut unblocked = unblocks.remove(&index).unwrap_or_default();
-                if let Some(next) = next_in_chain.get(index).copied().flatten() {
-                    // First, where the plans stored before had it: it comes before any barrier.
-                    unblocked.insert(0, next.get());
-                }
-                unblocked
-            })
-            .collect();
+        if unblocks.is_empty() {
+            unblocks = vec![Vec::new(); waits_for.len()];
+        }
+        for (unblocked, next) in unblocks.iter_mut().zip(&next_in_chain) {
+            if let Some(next) = next {
+                // First, where the plans stored before had it: it comes before any barrier.
+                unblocked.insert(0, next.get());
+            }
+        }
         let next_in_chain = next_in_chain.into_iter().map(|next| next.map(NonZeroUsize::get)).collect();
-        Self { waits_for, unblocks: stored_unblocks, next_in_chain, chained, ready, state }
+        Self { waits_for, unblocks, next_in_chain, chained, ready, state }
     }
 }
 
@@ -128,7 +125,7 @@ impl CallPlan {
     #[allow(clippy::indexing_slicing)]
     pub fn new<'a>(calls: impl IntoIterator<Item = PlannedCall<'a>>) -> Self {
         let calls: Vec<PlannedCall<'a>> = calls.into_iter().collect();
-        let mut unblocks: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut unblocks: Vec<Vec<usize>> = Vec::new();
         let mut waits_for = vec![0; calls.len()];
         let mut next_in_chain = vec![None; calls.len()];
         let mut chained = vec![false; calls.len()];
@@ -157,7 +154,10 @@ impl CallPlan {
                 other => other,
             };
             for j in since_barrier.chain(same_tool) {
-                unblocks.entry(j).or_default().push(i);
+                if unblocks.is_empty() {
+                    unblocks.resize_with(calls.len(), Vec::new);
+                }
+                unblocks[j].push(i);
                 waits_for[i] += 1;
             }
             last_of_name.insert(call.name, i);
@@ -192,7 +192,7 @@ impl CallPlan {
         *state = CallState::Finished;
         self.finished += 1;
         let chained = self.next_in_chain.get(index).copied().flatten().map(NonZeroUsize::get);
-        for &next in self.unblocks.get(&index).into_iter().flatten().chain(&chained) {
+        for &next in self.unblocks.get(index).into_iter().flatten().chain(&chained) {
             let Some(waits_for) = self.waits_for.get_mut(next) else { continue };
             *waits_for -= 1;
             if *waits_for == 0 {
@@ -298,12 +298,19 @@ mod tests {
             "ready": [0],
             "state": ["Waiting", "Waiting", "Waiting"],
         });
-        let mut read: CallPlan = serde_json::from_value(stored).unwrap();
+        let mut read: CallPlan = serde_json::from_value(stored.clone()).unwrap();
+        // Chains alone keep no per-call list in memory, and are stored as before.
+        assert!(read.unblocks.is_empty());
+        assert_eq!(serde_json::to_value(&read).unwrap(), stored);
         for i in 0..3 {
             assert_eq!(read.start_ready().collect::<Vec<_>>(), [i]);
             read.finish(i);
         }
         assert!(read.is_done());
+        // A plan with a barrier reads back to what it stores.
+        let again: CallPlan = serde_json::from_value(serde_json::to_value(&planned).unwrap()).unwrap();
+        assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&planned).unwrap());
+        assert!(plan(&[("a", false), ("b", false), ("a", false)]).unblocks.is_empty());
     }
 
     #[test]
