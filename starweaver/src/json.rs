@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How deeply a value may nest (arrays and objects) when it enters the runtime from
 /// Python, a model, a store or canonical JSON text. Deeper values are refused with an
@@ -176,6 +176,32 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
+/// Whether two values are equal (as `==` says), found without hashing when their objects
+/// hold their keys in the same order, as two copies of one value do: entries are compared
+/// in order first, and only values that differ that way are compared as `==` compares them.
+pub(crate) fn equal(a: &Value, b: &Value) -> bool {
+    same_in_order(a, b) || a == b
+}
+
+/// [`equal`] for two objects.
+pub(crate) fn maps_equal(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    entries_in_order(a, b) || a == b
+}
+
+/// Equal with every object's entries in the same order (so equal, but not every pair of
+/// equal values).
+fn same_in_order(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_in_order(a, b)),
+        (Value::Object(a), Value::Object(b)) => entries_in_order(a, b),
+        _ => a == b,
+    }
+}
+
+fn entries_in_order(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|((ka, va), (kb, vb))| ka == kb && same_in_order(va, vb))
+}
+
 /// `json` decoded as `T`; when that fails, decoded again with path tracking, so the error
 /// says where. Path tracking costs on every field, so only a failed decode pays for it.
 pub(crate) fn decode<T: DeserializeOwned>(json: &Value) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
@@ -200,6 +226,27 @@ mod tests {
         assert_eq!(serde_json::to_string(&value.clone()).unwrap(), at_limit);
         let over = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
         assert!(parse(&over).unwrap_err().contains("1000 levels deep"));
+    }
+
+    #[test]
+    fn values_are_equal_whatever_the_order_of_their_keys_and_unequal_when_anything_differs() {
+        let value =
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [1, {"c": null}]}});
+        let reordered =
+            serde_json::json!({"properties": {"b": [1, {"c": null}], "a": {"type": "integer"}}, "type": "object"});
+        assert!(equal(&value, &value.clone()) && equal(&value, &reordered) && equal(&reordered, &value));
+        let Value::Object(map) = &value else { unreachable!() };
+        let Value::Object(other) = &reordered else { unreachable!() };
+        assert!(maps_equal(map, other));
+        for different in [
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [1, {"c": 0}]}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [{"c": null}, 1]}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [1, {"c": null}]}, "x": 1}),
+        ] {
+            assert!(!equal(&value, &different) && !equal(&different, &value), "{different}");
+            assert!(!equal(&reordered, &different), "{different}");
+        }
     }
 
     #[test]

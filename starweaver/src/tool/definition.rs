@@ -30,7 +30,7 @@ pub const DEFAULT_MAX_RETRIES: u32 = 3;
 /// def.validate().unwrap();
 /// assert_eq!(def.effective_max_retries(), 1);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDefinition {
     /// Unique per agent; `[A-Za-z0-9_-]{1,64}`.
@@ -76,6 +76,45 @@ pub struct ToolDefinition {
     /// sent to models; served over MCP as `outputSchema`, with the value checked against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_schema: Option<Value>,
+}
+
+// Compared every step a model callback is offered the tools (to hand it the last step's
+// list when nothing changed): schemas are compared in order first, without hashing their
+// keys. Destructured whole, so a new field cannot be left out of the comparison.
+impl PartialEq for ToolDefinition {
+    fn eq(&self, other: &Self) -> bool {
+        let Self {
+            name,
+            description,
+            parameters,
+            strict,
+            sequential,
+            defer_loading,
+            timeout_ms,
+            max_return_chars,
+            max_retries,
+            max_uses,
+            max_concurrency,
+            metadata,
+            return_schema,
+        } = self;
+        *name == other.name
+            && *description == other.description
+            && *strict == other.strict
+            && *sequential == other.sequential
+            && *defer_loading == other.defer_loading
+            && *timeout_ms == other.timeout_ms
+            && *max_return_chars == other.max_return_chars
+            && *max_retries == other.max_retries
+            && *max_uses == other.max_uses
+            && *max_concurrency == other.max_concurrency
+            && crate::json::equal(parameters, &other.parameters)
+            && crate::json::maps_equal(metadata, &other.metadata)
+            && match (return_schema, &other.return_schema) {
+                (Some(a), Some(b)) => crate::json::equal(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+    }
 }
 
 impl ToolDefinition {
@@ -205,6 +244,39 @@ mod tests {
         }
         for good in ["a", "add_2-numbers", &"x".repeat(64)] {
             ToolDefinition::new(good, object()).validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn definitions_are_equal_whatever_their_schemas_key_order_and_differ_in_any_field() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}});
+        let reordered = json!({"properties": {"b": {"type": "string"}, "a": {"type": "integer"}}, "type": "object"});
+        let Value::Object(metadata) = json!({"x": 1, "y": 2}) else { unreachable!("an object literal") };
+        let reordered_metadata: Map<String, Value> = metadata.clone().into_iter().rev().collect();
+        let base = ToolDefinition { metadata, ..ToolDefinition::new("t", schema.clone()) };
+        let same = ToolDefinition { metadata: reordered_metadata, ..ToolDefinition::new("t", reordered) };
+        assert_eq!(base, same);
+        assert_eq!(base.clone().with_return_schema(schema.clone()), base.clone().with_return_schema(schema.clone()));
+        let edits: [fn(&mut ToolDefinition); 13] = [
+            |d| d.name.push('x'),
+            |d| d.description = Some("d".into()),
+            |d| d.parameters["properties"]["a"]["type"] = json!("number"),
+            |d| d.strict = Some(true),
+            |d| d.sequential = true,
+            |d| d.defer_loading = true,
+            |d| d.timeout_ms = Some(1),
+            |d| d.max_return_chars = Some(1),
+            |d| d.max_retries = Some(1),
+            |d| d.max_uses = Some(1),
+            |d| d.max_concurrency = Some(ConcurrencyLimit::from(1_u32)),
+            |d| drop(d.metadata.insert("z".into(), json!(3))),
+            |d| d.return_schema = Some(json!({"type": "integer"})),
+        ];
+        for (i, edit) in edits.iter().enumerate() {
+            let mut edited = base.clone();
+            edit(&mut edited);
+            assert_ne!(base, edited, "edit {i}");
+            assert_ne!(edited, same, "edit {i}");
         }
     }
 
