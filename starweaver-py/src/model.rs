@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
@@ -93,15 +94,15 @@ impl Model for CallbackModel {
     fn request<'a>(&'a self, request: ModelRequest<'a>) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         let answer = Python::attach(|py| -> PyResult<Answer> {
             let info = PyDict::new(py);
-            info.set_item("tools", ToolDefinitions(self.offered(request.tools)))?;
+            info.set_item(intern!(py, "tools"), ToolDefinitions(self.offered(request.tools)))?;
             info.set_item(
-                "toolset_instructions",
+                intern!(py, "toolset_instructions"),
                 request.toolset_instructions.iter().map(|t| &**t).collect::<Vec<_>>(),
             )?;
-            info.set_item("step", request.step)?;
-            info.set_item("run_id", request.run_id)?;
+            info.set_item(intern!(py, "step"), request.step)?;
+            info.set_item(intern!(py, "run_id"), request.run_id)?;
             if let Some(output) = request.output {
-                info.set_item("output", convert::serialize_to_py(py, output)?)?;
+                info.set_item(intern!(py, "output"), convert::serialize_to_py(py, output)?)?;
             }
             let answer = self.callback.bind(py).call1((Messages(request.messages.clone()), info))?;
             if is_awaitable(&answer)? {
@@ -145,9 +146,12 @@ fn response(answer: &Bound<'_, PyAny>) -> Result<ModelResponse, ModelError> {
 /// copied into the response and dropped. `None` for anything else, which the general
 /// path reads (and names what is wrong with).
 fn plain_calls(answer: &Bound<'_, PyAny>) -> Option<Vec<ToolCallPart>> {
+    let py = answer.py();
     let answer = answer.cast::<PyDict>().ok().filter(|answer| answer.len() == 1)?;
-    let calls = answer.get_item("tool_calls").ok()??.cast_into::<PyList>().ok()?;
-    let text = |call: &Bound<'_, PyDict>, key: &str, same_as: Option<&Arc<str>>| -> Option<Arc<str>> {
+    let calls = answer.get_item(intern!(py, "tool_calls")).ok()??.cast_into::<PyList>().ok()?;
+    // Keys are interned: a key made from a `&str` is a new Python string, hashed anew, per lookup.
+    let [id_key, name_key, arguments_key] = [intern!(py, "id"), intern!(py, "name"), intern!(py, "arguments")];
+    let text = |call: &Bound<'_, PyDict>, key: &Bound<'_, PyString>, same_as: Option<&Arc<str>>| -> Option<Arc<str>> {
         let text = call.get_item(key).ok()??.cast_into::<PyString>().ok()?;
         let text = text.to_str().ok()?;
         Some(same_as.filter(|same| ***same == *text).map_or_else(|| Arc::from(text), Arc::clone))
@@ -161,10 +165,10 @@ fn plain_calls(answer: &Bound<'_, PyAny>) -> Option<Vec<ToolCallPart>> {
     for call in calls.iter() {
         let call = call.cast_into::<PyDict>().ok().filter(|call| call.len() == 3)?;
         // Three containers down (the answer, its list, the call), as in the whole answer.
-        let arguments = convert::to_json_nested(&call.get_item("arguments").ok()??, 3).ok()?;
-        let name = text(&call, "name", last_name.as_ref())?;
+        let arguments = convert::to_json_nested(&call.get_item(arguments_key).ok()??, 3).ok()?;
+        let name = text(&call, name_key, last_name.as_ref())?;
         last_name = Some(name.clone());
-        parts.push(ToolCallPart { id: text(&call, "id", None)?, name, arguments });
+        parts.push(ToolCallPart { id: text(&call, id_key, None)?, name, arguments });
     }
     Some(parts)
 }

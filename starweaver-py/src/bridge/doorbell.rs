@@ -13,6 +13,7 @@
 //! watch a pipe (`add_reader` raises) and every loop off Unix (where a selector cannot
 //! watch a pipe) are woken through `call_soon_threadsafe`.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -59,8 +60,9 @@ impl LoopWake {
 /// was cancelled meanwhile.
 #[pyfunction]
 pub(super) fn release_waiter(future: &Bound<'_, PyAny>) -> PyResult<()> {
-    if !future.call_method0("done")?.extract::<bool>()? {
-        future.call_method1("set_result", (future.py().None(),))?;
+    let py = future.py();
+    if !future.call_method0(intern!(py, "done"))?.extract::<bool>()? {
+        future.call_method1(intern!(py, "set_result"), (py.None(),))?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use std::thread::ThreadId;
 
 use futures::future::BoxFuture;
 use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
@@ -144,8 +145,8 @@ impl RustFuture {
         }
         // Python runs out of the lock (see `step`); a wake meanwhile sets `woken`, seen below.
         let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
-        let future = event_loop.call_method0("create_future")?;
-        future.setattr("_asyncio_future_blocking", true)?;
+        let future = event_loop.call_method0(intern!(py, "create_future"))?;
+        future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
         let wake = LoopWake::of(&event_loop);
         let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.woken {
