@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
@@ -167,7 +168,7 @@ impl Walker {
         let not_json = |e: PyErr| ConvertError::new(format!("{type_name} is not JSON-serialisable: {}", e.value(py)));
         let part = PART.import(py, "starweaver.content", "_Part").map_err(not_json)?;
         let plain = if value.is_instance(part).map_err(not_json)? {
-            value.call_method0("to_dict").map_err(not_json)?
+            value.call_method0(intern!(py, "to_dict")).map_err(not_json)?
         } else {
             TO_JSONABLE
                 .import(py, "pydantic_core", "to_jsonable_python")

@@ -3,6 +3,7 @@
 //! imports them once and maps both ways: a tool's exception into the core `ToolError`
 //! kind, and a core `Error` into the class named for what went wrong.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -148,10 +149,12 @@ pub(crate) fn tool_error(py: Python<'_>, err: &PyErr) -> ToolError {
     ];
     for (class, kind) in kinds {
         if class(py).is_ok_and(|c| value.is_instance(c).unwrap_or(false)) {
-            let message =
-                value.getattr("message").and_then(|m| m.extract::<String>()).unwrap_or_else(|_| value.to_string());
+            let message = value
+                .getattr(intern!(py, "message"))
+                .and_then(|m| m.extract::<String>())
+                .unwrap_or_else(|_| value.to_string());
             let metadata = value
-                .getattr("metadata")
+                .getattr(intern!(py, "metadata"))
                 .ok()
                 .and_then(|m| convert::to_json(&m).ok())
                 .and_then(|m| match m {
@@ -188,7 +191,7 @@ pub(crate) fn raise_tool_error(py: Python<'_>, error: &ToolError) -> PyErr {
     };
     let made = class.and_then(|class| {
         let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("metadata", convert::to_py(py, &Value::Object(error.metadata().clone()))?)?;
+        kwargs.set_item(intern!(py, "metadata"), convert::to_py(py, &Value::Object(error.metadata().clone()))?)?;
         class.call((error.message(),), Some(&kwargs))
     });
     match made {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use futures::FutureExt;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_stub_gen::derive::{gen_stub_pyclass, gen_stub_pymethods};
@@ -59,8 +60,8 @@ impl PyToolset {
             let name = toolset_name.clone();
             let started = Python::attach(|py| -> PyResult<Result<Vec<Arc<dyn Tool>>, PyAwait>> {
                 let info = PyDict::new(py);
-                info.set_item("run_id", &*ctx.run_id)?;
-                info.set_item("step", ctx.step)?;
+                info.set_item(intern!(py, "run_id"), &*ctx.run_id)?;
+                info.set_item(intern!(py, "step"), ctx.step)?;
                 let listed = list_tools.bind(py).call1((info,))?;
                 if is_awaitable(&listed)? { Ok(Err(PyAwait::new(listed)?)) } else { native_tools(&listed).map(Ok) }
             });

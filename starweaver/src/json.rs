@@ -178,7 +178,7 @@ pub fn kind_of(value: &Value) -> &'static str {
 
 /// Whether two values are equal (as `==` says), found without hashing when their objects
 /// hold their keys in the same order, as two copies of one value do: entries are compared
-/// in order first, and only values that differ that way are compared as `==` compares them.
+/// in order first, and when anything differs that way, the whole values again with `==`.
 pub(crate) fn equal(a: &Value, b: &Value) -> bool {
     same_in_order(a, b) || a == b
 }
@@ -243,6 +243,9 @@ mod tests {
             serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [{"c": null}, 1]}}),
             serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
             serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [1, {"c": null}]}, "x": 1}),
+            // Same values under another key; the same items and one more.
+            serde_json::json!({"type": "object", "properties": {"z": {"type": "integer"}, "b": [1, {"c": null}]}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": [1, {"c": null}, 2]}}),
         ] {
             assert!(!equal(&value, &different) && !equal(&different, &value), "{different}");
             assert!(!equal(&reordered, &different), "{different}");

@@ -4,15 +4,15 @@
 use pyo3::prelude::*;
 use starweaver::ToolContext;
 
-use super::doorbell::LoopWake;
+use super::doorbell::{LoopWake, release_waiter};
+use super::future::loop_future;
 use super::runtime;
 
 /// A future on the running loop, done once `ctx` is cancelled.
 pub(crate) fn cancelled(py: Python<'_>, ctx: ToolContext) -> PyResult<Py<PyAny>> {
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-    let future = event_loop.call_method0("create_future")?;
+    let (event_loop, future) = loop_future(py)?;
     if ctx.is_cancelled() {
-        future.call_method1("set_result", (py.None(),))?;
+        release_waiter(&future)?;
         return Ok(future.unbind());
     }
     // The waiter may outlive its loop (a run that ends without being cancelled never

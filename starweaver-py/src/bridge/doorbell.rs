@@ -50,7 +50,7 @@ impl LoopWake {
                 let release = RELEASE
                     .get_or_try_init(py, || wrap_pyfunction!(release_waiter, py).map(|f| f.into_any().unbind()))?;
                 // A closed loop means nobody awaits the future any more: nothing to wake.
-                event_loop.call_method1(py, "call_soon_threadsafe", (release, future)).map(drop)
+                event_loop.call_method1(py, intern!(py, "call_soon_threadsafe"), (release, future)).map(drop)
             })),
         }
     }

@@ -37,6 +37,14 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// The running event loop and a new asyncio future on it.
+pub(super) fn loop_future(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Bound<'_, PyAny>)> {
+    static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
+    let future = event_loop.call_method0(intern!(py, "create_future"))?;
+    Ok((event_loop, future))
+}
+
 /// Where a waiting Task parks: the asyncio future it awaits, the loop's thread, and how
 /// another thread wakes the loop.
 struct Waiter {
@@ -139,13 +147,11 @@ impl RustFuture {
     /// Yields what the Task should wait on: `None` to be stepped again at once (woken
     /// during the poll, like `asyncio.sleep(0)`), else a fresh asyncio future.
     fn park(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         if self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).woken {
             return Ok(py.None());
         }
         // Python runs out of the lock (see `step`); a wake meanwhile sets `woken`, seen below.
-        let event_loop = GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
-        let future = event_loop.call_method0(intern!(py, "create_future"))?;
+        let (event_loop, future) = loop_future(py)?;
         future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
         let wake = LoopWake::of(&event_loop);
         let mut state = self.waker.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
