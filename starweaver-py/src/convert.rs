@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Number, Value};
+use smallvec::SmallVec;
 use starweaver::json::MAX_DEPTH;
 
 /// Why a Python value has no JSON form, and where in it (a `$`-rooted path).
@@ -84,18 +85,19 @@ pub(crate) fn to_json(value: &Bound<'_, PyAny>) -> Result<Value, ConvertError> {
 /// [`to_json`] of a value found `depth` containers down in a larger one, held to the
 /// same bound on nesting as the whole.
 pub(crate) fn to_json_nested(value: &Bound<'_, PyAny>, depth: usize) -> Result<Value, ConvertError> {
-    Walker { keys: Keys::Convert, path: Vec::new() }.walk(value, depth)
+    Walker { keys: Keys::Convert, path: SmallVec::new() }.walk(value, depth)
 }
 
 /// [`to_json`] with the key rule chosen by the caller.
 pub(crate) fn to_json_with(value: &Bound<'_, PyAny>, keys: Keys) -> Result<Value, ConvertError> {
-    Walker { keys, path: Vec::new() }.walk(value, 0)
+    Walker { keys, path: SmallVec::new() }.walk(value, 0)
 }
 
 struct Walker {
     keys: Keys,
-    /// Addresses of the containers being walked, outermost first: meeting one again is a cycle.
-    path: Vec<usize>,
+    /// Addresses of the containers being walked, outermost first: meeting one again is a
+    /// cycle. Held inline to a few levels, so converting a call's arguments allocates none.
+    path: SmallVec<[usize; 8]>,
 }
 
 impl Walker {

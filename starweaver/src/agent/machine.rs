@@ -231,13 +231,22 @@ impl Batch {
             .map(|run| {
                 let name = &calls[run.index].name;
                 // Calls to one tool mostly come one after another, so a call mostly names
-                // the tool added last: no lookup for those.
+                // the tool added last: no lookup for those, and no map until a second tool.
                 let tool = match tools.len().checked_sub(1) {
                     Some(last) if tools[last].name == *name => last,
-                    _ => *found.entry(name.clone()).or_insert_with(|| {
+                    None => {
                         tools.push(BatchTool::of(name, registry));
-                        tools.len() - 1
-                    }),
+                        0
+                    }
+                    Some(_) => {
+                        if found.is_empty() {
+                            found.extend(tools.iter().enumerate().map(|(i, tool)| (tool.name.clone(), i)));
+                        }
+                        *found.entry(name.clone()).or_insert_with(|| {
+                            tools.push(BatchTool::of(name, registry));
+                            tools.len() - 1
+                        })
+                    }
                 };
                 Planned { run, tool }
             })
