@@ -70,9 +70,22 @@ async def elicitation_defaults(server: MCPServerHTTP) -> None:
     assert "Elicitation completed" in str(returned["content"]), returned
 
 
+# How long the `sse-retry` driver lets the client's standalone GET stream open before it
+# calls the tool (see `sse_retry`).
+STANDALONE_STREAM_S = 1.0
+
+
 async def sse_retry(server: MCPServerHTTP) -> None:
     """A tool call whose SSE stream the server closes before answering: the client
-    reconnects with GET and `Last-Event-ID` after the `retry` the server set."""
+    reconnects with GET and `Last-Event-ID` after the `retry` the server set.
+
+    The client opens its standalone GET stream (for the server's own messages) right after
+    the handshake, beside whatever it sends next. The scenario's server answers a pending
+    call on whichever GET reaches it first, so a standalone GET delayed past the call (a
+    loaded machine) takes the answer before the stream closes, and the scenario sees no
+    reconnection at all. A client connected for a moment has its stream open: the driver
+    waits that moment, so what the scenario checks is the reconnection it is about."""
+    await asyncio.sleep(STANDALONE_STREAM_S)
     print(await server.call_tool("test_reconnection", {}))
 
 
