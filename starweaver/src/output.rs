@@ -574,9 +574,11 @@ impl RunOutput {
     /// What an output check sees as its call: the output tool's name (none for a text
     /// answer), the run's id and dependencies.
     pub(crate) fn context(&self, run_id: &Arc<str>, dependencies: &Dependencies) -> ToolContext {
-        let mut ctx = ToolContext::detached(self.check.as_ref().map_or("", OutputCheck::tool_name));
-        (ctx.run_id, ctx.dependencies) = (run_id.clone(), dependencies.clone());
-        ctx
+        ToolContext::of_run(
+            self.check.as_ref().map_or("", OutputCheck::tool_name),
+            run_id.clone(),
+            dependencies.clone(),
+        )
     }
 
     /// Checks a text answer as the run's output (the machine asks only when the output

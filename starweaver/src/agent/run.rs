@@ -6,7 +6,6 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc::UnboundedSender;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::inner::AgentInner;
@@ -26,7 +25,7 @@ use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
 use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke, prepare_step};
 use crate::search::SEARCH_TOOL;
-use crate::tool::Dependencies;
+use crate::tool::{Channel, RunScope};
 use crate::toolset::ToolsetContext;
 use crate::trace::{GenAi, SpanId, SpanOf, Tracer};
 
@@ -98,13 +97,15 @@ pub(crate) async fn drive(
     let trace = Tracer::new(run_id.clone());
     let (run_span, span) = trace.open(SpanOf::Run, None);
     let events = Arc::new(EventLog::new(run_id.clone(), next_seq, live));
+    let channel = Arc::new(RunChannel { events, trace: Arc::new(trace), also: None, answers: agent.answerer.clone() });
+    let cancellation = options.cancellation.unwrap_or_default();
+    let scope = RunScope::new(run_id.clone(), cancellation, dependencies, Some(Channel(channel.clone())));
     let run = Run {
-        channel: Arc::new(RunChannel { events, trace: Arc::new(trace), also: None, answers: agent.answerer.clone() }),
+        channel,
         run_span,
         agent,
         run_id,
-        cancellation: Arc::new(options.cancellation.unwrap_or_default()),
-        dependencies,
+        scope,
         registry: tools.registry,
         refused: tools.refused,
         extra,
@@ -133,8 +134,9 @@ struct Run<'a> {
     run_span: SpanId,
     agent: &'a AgentInner,
     run_id: Arc<str>,
-    cancellation: Arc<CancellationToken>,
-    dependencies: Dependencies,
+    /// What every call's context shares: the run's id, cancellation, dependencies and
+    /// channel.
+    scope: Arc<RunScope>,
     /// The tools of the current step.
     registry: Arc<ToolRegistry>,
     /// The `tool_refused` events of the listing made before the run, until the machine
@@ -193,7 +195,7 @@ impl Run<'_> {
                 },
                 Next::AwaitCalls => unreachable!("run_calls returns once every call has ended"),
                 Next::CheckOutput { text } => {
-                    let ctx = self.output.context(&self.run_id, &self.dependencies);
+                    let ctx = self.output.context(&self.run_id, &self.scope.dependencies);
                     let checked = self.output.check(ctx, &text).await;
                     machine.output_checked(checked);
                 }
@@ -212,14 +214,14 @@ impl Run<'_> {
     async fn list_tools(&mut self, run_id: &Arc<str>, step: u32) -> std::result::Result<Vec<EventKind>, String> {
         let mut refused = Vec::new();
         if step != self.listed_step {
-            let ctx = ToolsetContext::new(run_id.clone(), step, self.dependencies.clone());
+            let ctx = ToolsetContext::new(run_id.clone(), step, self.scope.dependencies.clone());
             let tools =
                 self.agent.tools_for(&self.extra, &self.output, &ctx).await.map_err(|error| error.to_string())?;
             self.registry = tools.registry;
             self.listed_step = step;
             refused = tools.refused;
         }
-        if let Some(prepared) = prepare_step(&self.registry, &self.hooks, run_id, &self.dependencies).await? {
+        if let Some(prepared) = prepare_step(&self.registry, &self.hooks, run_id, &self.scope.dependencies).await? {
             self.registry = Arc::new(prepared);
         }
         Ok(refused)
@@ -245,7 +247,7 @@ impl Run<'_> {
         self.channel.trace.annotate(model_span, &GenAi::request(model.system(), model.model_name()));
         let response = tokio::select! {
             biased;
-            () = self.cancellation.cancelled() => {
+            () = self.scope.cancellation.cancelled() => {
                 self.channel.trace.close(model_span, "cancelled");
                 return machine.cancel(events, &self.registry);
             }
@@ -286,9 +288,7 @@ impl Run<'_> {
             run: &self.channel,
             parent,
             registry: &self.registry,
-            run_id: &self.run_id,
-            cancellation: &self.cancellation,
-            dependencies: &self.dependencies,
+            scope: &self.scope,
             limit: self.limit.as_ref(),
             hooks: &self.hooks,
         };
@@ -310,7 +310,7 @@ impl Run<'_> {
         self.channel.events.reserve(2 * calls.len() + 4);
         self.channel.trace.reserve(calls.len() + 4);
         // One wait on the cancellation for the whole batch, not one made per call.
-        let stopped = self.cancellation.cancelled();
+        let stopped = self.scope.cancellation.cancelled();
         tokio::pin!(stopped);
         let mut start = first;
         let cancelled = loop {

@@ -19,7 +19,7 @@ use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord}
 use crate::registry::{RegisteredTool, Source, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
 use crate::tool::{
-    Answered, BindingSlot, CallChannel, Channel, Dependencies, Elicitation, Replies, ToolContext, ToolError,
+    Answered, BindingSlot, CallChannel, Channel, Dependencies, Elicitation, Replies, RunScope, ToolContext, ToolError,
     ToolErrorKind, ToolResult,
 };
 use crate::trace::{SpanId, SpanOf, Tracer};
@@ -34,10 +34,9 @@ pub(crate) struct CallEnv<'a> {
     /// The span calls are timed under.
     pub parent: SpanId,
     pub registry: &'a ToolRegistry,
-    pub run_id: &'a Arc<str>,
-    /// Shared, not cloned: a token's clone takes a lock, and every call's context holds it.
-    pub cancellation: &'a Arc<CancellationToken>,
-    pub dependencies: &'a Dependencies,
+    /// What every call's context shares: the run's id, cancellation, dependencies and
+    /// channel.
+    pub scope: &'a Arc<RunScope>,
     /// The run's cap on its calls, if it has one.
     pub limit: Option<&'a Limit>,
     /// The run's hooks, then the agent's (a tool's toolset's follow, from its registration).
@@ -218,8 +217,9 @@ pub(crate) async fn invoke_alone(
         also: listener,
         answers,
     });
-    let cancellation = &Arc::new(cancellation.clone());
-    let env = CallEnv { run: &run, parent, registry, run_id, cancellation, dependencies, limit: None, hooks };
+    let channel = Some(Channel(run.clone()));
+    let scope = &RunScope::new(run_id.clone(), cancellation.clone(), dependencies.clone(), channel);
+    let env = CallEnv { run: &run, parent, registry, scope, limit: None, hooks };
     let outcome = invoke(&env, request).await;
     (outcome, run.events.finish().0.into_iter().map(|event| event.kind).collect())
 }
@@ -268,7 +268,7 @@ pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> C
         let hooks = hook_chain(env, tool);
         let (mut hooked, mut stopped) = (None, None);
         if !hooks.is_empty() {
-            let ctx = context(env, tool, &request, 1, env.cancellation.clone());
+            let ctx = context(env, tool, &request, 1, None);
             let hooked = hooked.insert(Box::new(HookedCall::new(ctx)));
             stopped = hooks::enter(hooks, call, &arguments, hooked).await;
         }
@@ -518,7 +518,7 @@ pub(crate) fn chain_ahead<'c>(
         .map_while(|(index, request)| {
             let arguments = object_arguments(arguments_of(&request)).ok()?;
             let arguments = gate(tool, &request, arguments).ok()?.into_owned();
-            let ctx = context(env, tool, &request, 1, env.cancellation.clone());
+            let ctx = context(env, tool, &request, 1, None);
             Some((index, ChainedCall { ctx, arguments }))
         })
         .unzip();
@@ -536,10 +536,10 @@ fn context(
     tool: &RegisteredTool,
     request: &CallRequest<'_>,
     attempt: u32,
-    cancellation: Arc<CancellationToken>,
+    cancellation: Option<Arc<CancellationToken>>,
 ) -> ToolContext {
     ToolContext {
-        run_id: env.run_id.clone(),
+        scope: env.scope.clone(),
         tool_call_id: request.part.id.clone(),
         tool_name: tool.name.clone(),
         retry: request.retry,
@@ -547,8 +547,6 @@ fn context(
         max_retries: tool.max_retries,
         cancellation,
         approval: request.approval.clone(),
-        dependencies: env.dependencies.clone(),
-        channel: Some(Channel(env.run.clone())),
         // Each attempt asks its questions from the first again.
         replies: request.answered.as_ref().map(|answered| Arc::new(Replies::new(answered.clone()))),
         binding: BindingSlot::default(),
@@ -567,19 +565,16 @@ async fn attempts(
     let call = request.part;
     let mut attempt = 1;
     loop {
-        let cancellation = match tool.timeout {
-            // A child token lets a timed-out blocking tool see `is_cancelled()` without
-            // cancelling the run; untimed calls share the run's token and allocate nothing.
-            Some(_) => Arc::new(env.cancellation.child_token()),
-            None => env.cancellation.clone(),
-        };
-        let ctx = context(env, tool, request, attempt, cancellation.clone());
+        // A child token lets a timed-out blocking tool see `is_cancelled()` without
+        // cancelling the run; untimed calls share the run's token and allocate nothing.
+        let own = tool.timeout.map(|_| Arc::new(env.scope.cancellation.child_token()));
+        let ctx = context(env, tool, request, attempt, own.clone());
         let outcome = match ahead.take() {
             // Boxed, so the rare path does not grow every call's future.
             Some(claimed) => {
-                Box::pin(claimed_or(claimed, || attempt_once(tool, ctx, arguments, &cancellation, &call.name))).await
+                Box::pin(claimed_or(claimed, || attempt_once(tool, ctx, arguments, own.as_deref(), &call.name))).await
             }
-            None => attempt_once(tool, ctx, arguments, &cancellation, &call.name).await,
+            None => attempt_once(tool, ctx, arguments, own.as_deref(), &call.name).await,
         };
         let error = match outcome {
             Ok(result) => return Ok(result),
@@ -623,12 +618,13 @@ async fn claimed_or<F: Future<Output = Result<ToolResult, ToolError>>>(
     }
 }
 
-/// One attempt: a panic becomes an `Execution` error, a timeout a `Timeout` error.
+/// One attempt: a panic becomes an `Execution` error, a timeout a `Timeout` error (which
+/// cancels the attempt's `own` token, a timed tool's).
 async fn attempt_once(
     tool: &RegisteredTool,
     ctx: ToolContext,
     arguments: &Value,
-    cancellation: &CancellationToken,
+    own: Option<&CancellationToken>,
     name: &str,
 ) -> Result<ToolResult, ToolError> {
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.tool.call(ctx, arguments))) {
@@ -641,7 +637,9 @@ async fn attempt_once(
         Some(limit) => match Box::pin(tokio::time::timeout(limit, future)).await {
             Ok(outcome) => outcome,
             Err(_) => {
-                cancellation.cancel();
+                if let Some(own) = own {
+                    own.cancel();
+                }
                 return Err(ToolError::timeout(format!("tool `{name}` timed out after {} ms", limit.as_millis())));
             }
         },

@@ -260,8 +260,8 @@ pub(crate) async fn prepare_step(
     if hooks.is_empty() && toolset_hooks.is_empty() {
         return Ok(None);
     }
-    let mut ctx = ToolContext::detached("");
-    (ctx.run_id, ctx.tool_call_id, ctx.dependencies) = (run_id.clone(), Arc::from(""), dependencies.clone());
+    let mut ctx = ToolContext::of_run("", run_id.clone(), dependencies.clone());
+    ctx.tool_call_id = Arc::from("");
     let (outputs, offered): (Vec<_>, Vec<_>) =
         registry.definitions().iter().cloned().partition(|d| registry.is_output(&d.name));
     let mut definitions = prepare(hooks, &ctx, offered).await?;

@@ -16,7 +16,7 @@ pub use args::decode_args;
 pub(crate) use ask::Replies;
 pub use ask::{Answered, ElicitAnswer, Elicitation, Sampled, Sampling, SamplingMessage, SamplingRole};
 pub use builder::{FnTool, ToolBuilder};
-pub(crate) use context::{BindingSlot, Channel};
+pub(crate) use context::{BindingSlot, Channel, RunScope};
 pub use context::{CallChannel, Dependencies, ElicitationHandler, SamplingHandler, ToolContext};
 pub use contract::Tool;
 pub use definition::{DEFAULT_MAX_RETRIES, ToolDefinition, is_valid_name};
