@@ -248,93 +248,106 @@ pub(crate) fn not_found(name: &str, registry: &ToolRegistry) -> ToolError {
 /// out: a hook never holds a place, so a hook that waits for work under the same limit
 /// cannot wait on itself, and the `tool_call` event, with the arguments the hooks left,
 /// comes before the call queues.
-pub(crate) async fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> CallOutcome {
-    let call = request.part;
-    let ahead = request.ahead.take();
-    let (call_span, span) =
-        env.run.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
-    let outcome = async {
-        let Some(tool) = env.registry.get(&call.name) else {
-            announce(env, &request, None, Vec::new());
-            return ToolReturn::failure(call, not_found(&call.name, env.registry), Map::new()).into();
-        };
-        let arguments = match object_arguments(arguments_of(&request)) {
-            Ok(arguments) => arguments,
-            Err(error) => {
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn`'s future keeps the request twice, as an argument and as the local it is \
+              moved to (rust-lang/rust#62958): 80 bytes more in every call's future"
+)]
+pub(crate) fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> impl Future<Output = CallOutcome> {
+    async move {
+        let call = request.part;
+        let ahead = request.ahead.take();
+        let (call_span, span) =
+            env.run.trace.open(SpanOf::ToolCall { tool: &call.name, tool_call_id: &call.id }, Some(env.parent));
+        let outcome = async {
+            let Some(tool) = env.registry.get(&call.name) else {
                 announce(env, &request, None, Vec::new());
-                return ToolReturn::failure(call, error, Map::new()).into();
-            }
-        };
-        let hooks = hook_chain(env, tool);
-        let (mut hooked, mut stopped) = (None, None);
-        if !hooks.is_empty() {
-            let ctx = context(env, tool, &request, 1, None);
-            let hooked = hooked.insert(Box::new(HookedCall::new(ctx)));
-            stopped = hooks::enter(hooks, call, &arguments, hooked).await;
-        }
-        let hooked = hooked.as_deref();
-        let arguments = hooked.map_or(&*arguments, |hooked| hooked.arguments(&arguments));
-        let outcome = 'ran: {
-            if let Some(stopped) = stopped {
-                announce(env, &request, hooked, Vec::new());
-                break 'ran (*stopped).map_err(|error| (error, Map::new()));
-            }
-            if let Some(error) = unbound(&request, arguments) {
-                announce(env, &request, hooked, Vec::new());
-                break 'ran Err((error, Map::new()));
-            }
-            let arguments = match gate(tool, &request, Cow::Borrowed(arguments)) {
-                Ok(arguments) => arguments,
-                Err(reason) => {
-                    announce(env, &request, hooked, Vec::new());
-                    return CallOutcome::approval(reason, Map::new(), hooked.and_then(HookedCall::rewritten_arguments));
+                return ToolReturn::failure(call, not_found(&call.name, env.registry), Map::new()).into();
+            };
+            let mut parsed = None;
+            let arguments = match object_arguments(arguments_of(&request)) {
+                Ok(arguments) => held(arguments, &mut parsed),
+                Err(error) => {
+                    announce(env, &request, None, Vec::new());
+                    return ToolReturn::failure(call, error, Map::new()).into();
                 }
             };
-            let (queued_for, entry) = queue(env, tool, &request);
-            announce(env, &request, hooked, queued_for);
-            let _places = entry.enter().await;
-            // Hooks run between a chain's calls, so no chain runs a call with hooks ahead.
-            debug_assert!(hooked.is_none() || ahead.is_none(), "a call with hooks was run ahead");
-            attempts(env, tool, &request, ahead, &arguments).await
-        };
-        // The way out. Each answer is taken apart before any wait, so a call's future keeps
-        // no room for one: only the rest of the way out, boxed, when a hook waits.
-        let outcome = match hooked {
-            Some(hooked) => 'left: {
-                let (outcome, extra) = match Leaving::of(outcome) {
-                    Leaving::Through(outcome, extra) => (outcome, extra),
-                    Leaving::Waits(outcome) => break 'left outcome,
-                };
-                let seen = HookCall { id: &call.id, name: &call.name, arguments };
-                // The chain is found again, not kept: the call's future would carry it.
-                let rest = match hooks::leave(hook_chain(env, tool), hooked.count, &hooked.ctx, &seen, outcome) {
-                    Ok(now) => break 'left now.map_err(|error| (error, extra)),
-                    Err(rest) => rest,
-                };
-                rest.await.map_err(|error| (error, extra))
+            let hooks = hook_chain(env, tool);
+            let (mut hooked, mut stopped) = (None, None);
+            if !hooks.is_empty() {
+                let ctx = context(env, tool, &request, 1, None);
+                let hooked = hooked.insert(HookedCall::new(ctx));
+                stopped = hooks::enter(hooks, call, arguments, hooked).await;
             }
-            None => outcome,
-        };
-        match outcome {
-            Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
-            Err((error, extra)) => ended(call, error, extra, hooked.and_then(HookedCall::rewritten_arguments)),
+            let hooked = hooked.as_ref();
+            let arguments = hooked.map_or(arguments, |hooked| hooked.arguments(arguments));
+            let outcome = 'ran: {
+                if let Some(stopped) = stopped {
+                    announce(env, &request, hooked, Vec::new());
+                    break 'ran (*stopped).map_err(|error| (error, Map::new()));
+                }
+                if let Some(error) = unbound(&request, arguments) {
+                    announce(env, &request, hooked, Vec::new());
+                    break 'ran Err((error, Map::new()));
+                }
+                let mut filled = None;
+                let arguments = match gate(tool, &request, Cow::Borrowed(arguments)) {
+                    Ok(arguments) => held(arguments, &mut filled),
+                    Err(reason) => {
+                        announce(env, &request, hooked, Vec::new());
+                        return CallOutcome::approval(
+                            reason,
+                            Map::new(),
+                            hooked.and_then(HookedCall::rewritten_arguments),
+                        );
+                    }
+                };
+                let (queued_for, entry) = queue(env, tool, &request);
+                announce(env, &request, hooked, queued_for);
+                let _places = entry.enter().await;
+                // Hooks run between a chain's calls, so no chain runs a call with hooks ahead.
+                debug_assert!(hooked.is_none() || ahead.is_none(), "a call with hooks was run ahead");
+                attempts(env, tool, &request, ahead, arguments).await
+            };
+            // The way out. Each answer is taken apart before any wait, so a call's future keeps
+            // no room for one: only the rest of the way out, boxed, when a hook waits.
+            let outcome = match hooked {
+                Some(hooked) => 'left: {
+                    let (outcome, extra) = match Leaving::of(outcome) {
+                        Leaving::Through(outcome, extra) => (outcome, extra),
+                        Leaving::Waits(outcome) => break 'left outcome,
+                    };
+                    let seen = HookCall { id: &call.id, name: &call.name, arguments };
+                    // The chain is found again, not kept: the call's future would carry it.
+                    let rest = match hooks::leave(hook_chain(env, tool), hooked.count, &hooked.ctx, &seen, outcome) {
+                        Ok(now) => break 'left now.map_err(|error| (error, extra.unwrap_or_default())),
+                        Err(rest) => rest,
+                    };
+                    rest.await.map_err(|error| (error, extra.unwrap_or_default()))
+                }
+                None => outcome,
+            };
+            match outcome {
+                Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
+                Err((error, extra)) => ended(call, error, extra, hooked.and_then(HookedCall::rewritten_arguments)),
+            }
         }
+        .instrument(span)
+        .await;
+        env.run.trace.close(
+            call_span,
+            match &outcome {
+                CallOutcome::Returned(ret) => ret.error.map_or("ok", ToolErrorKind::as_str),
+                CallOutcome::NeedsApproval(_) => "approval_required",
+                CallOutcome::Deferred(_) => "deferred",
+                CallOutcome::NeedsInput(_) => "elicitation_required",
+            },
+        );
+        if let CallOutcome::Returned(ret) = &outcome {
+            env.run.events.emit(ret.event());
+        }
+        outcome
     }
-    .instrument(span)
-    .await;
-    env.run.trace.close(
-        call_span,
-        match &outcome {
-            CallOutcome::Returned(ret) => ret.error.map_or("ok", ToolErrorKind::as_str),
-            CallOutcome::NeedsApproval(_) => "approval_required",
-            CallOutcome::Deferred(_) => "deferred",
-            CallOutcome::NeedsInput(_) => "elicitation_required",
-        },
-    );
-    if let CallOutcome::Returned(ret) = &outcome {
-        env.run.events.emit(ret.event());
-    }
-    outcome
 }
 
 /// Why an approved call must not run with `arguments`: they are not those its approval
@@ -374,9 +387,9 @@ type Attempted = Result<ToolResult, (ToolError, Map<String, Value>)>;
 
 /// A call's outcome as the way out takes it.
 enum Leaving {
-    /// Through the hooks: what they see, and what the model is told of the attempts while
-    /// the call fails.
-    Through(Result<ToolResult, ToolError>, Map<String, Value>),
+    /// Through the hooks: what they see, and what the model is told of the attempts when
+    /// the call failed (a map made only then: a call's way out is made for every call).
+    Through(Result<ToolResult, ToolError>, Option<Map<String, Value>>),
     /// A call that waits for a human, as it is: it goes out when it ends.
     Waits(Attempted),
 }
@@ -384,9 +397,9 @@ enum Leaving {
 impl Leaving {
     fn of(outcome: Attempted) -> Self {
         match outcome {
-            Ok(result) => Self::Through(Ok(result), Map::new()),
+            Ok(result) => Self::Through(Ok(result), None),
             Err((error, extra)) if suspends(error.kind()) => Self::Waits(Err((error, extra))),
-            Err((error, extra)) => Self::Through(Err(error), extra),
+            Err((error, extra)) => Self::Through(Err(error), Some(extra)),
         }
     }
 }
@@ -654,6 +667,17 @@ fn contains_null(value: &Value) -> bool {
         Value::Array(items) => items.iter().any(contains_null),
         Value::Object(map) => map.values().any(contains_null),
         _ => false,
+    }
+}
+
+/// `arguments` as a reference, keeping a value made for them (parsed from text, defaults
+/// filled in) in `slot`, boxed: made values are rare, and a call's future holds a slot and a
+/// reference (16 bytes) where it would hold a `Cow` of a value (72).
+#[inline]
+fn held<'a>(arguments: Cow<'a, Value>, slot: &'a mut Option<Box<Value>>) -> &'a Value {
+    match arguments {
+        Cow::Borrowed(arguments) => arguments,
+        Cow::Owned(arguments) => slot.insert(Box::new(arguments)),
     }
 }
 

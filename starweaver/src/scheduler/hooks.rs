@@ -42,8 +42,8 @@ impl<'a> HookChain<'a> {
 /// What a call ends with: a result or a failure.
 type Outcome = Result<ToolResult, ToolError>;
 
-/// A call with hooks: its hooks' context and how its way in went. Boxed by the call, so
-/// calls without hooks do not carry it in their future.
+/// A call with hooks: its hooks' context and how its way in went. Kept in the call's
+/// future, which has room for it: a box would cost every call with hooks an allocation.
 pub(crate) struct HookedCall {
     /// The context every hook method of the call is handed.
     pub ctx: ToolContext,
