@@ -7,7 +7,9 @@
 //! is ≤ 1 µs). The model's response is made before each timed run (since 2026-12-03; P4
 //! figures recorded before then include the model copying it). The hooks' cost
 //! per call is the difference between `thousand_calls_macro_tool_with_hooks` and
-//! `thousand_calls_macro_tool`, over 1,000 (the target is ≤ 50 ns).
+//! `thousand_calls_macro_tool`, over 1,000 (the target is ≤ 50 ns);
+//! `thousand_calls_macro_tool_with_pass_through_hooks` gives the runtime's own share of
+//! it, with hooks that do no work.
 // Bench code, like test code, may unwrap and index: a panic fails the bench.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -125,4 +127,17 @@ impl Hooks for Audit {
 fn thousand_calls_macro_tool_with_hooks(bencher: Bencher) {
     let (builder, script) = builder(1_000, add_tool());
     run(bencher, &(builder.hook(Audit).build().expect("valid agent"), script));
+}
+
+/// Hooks whose methods are the trait's defaults: they change nothing and do no work, so
+/// what they cost is the runtime's alone.
+struct PassThrough;
+
+impl Hooks for PassThrough {}
+
+/// P13, Rust, the runtime's share: the `#[tool]` run with hooks that do no work.
+#[divan::bench(sample_count = 100)]
+fn thousand_calls_macro_tool_with_pass_through_hooks(bencher: Bencher) {
+    let (builder, script) = builder(1_000, add_tool());
+    run(bencher, &(builder.hook(PassThrough).build().expect("valid agent"), script));
 }
