@@ -23,7 +23,7 @@ use crate::model::ModelRequest;
 use crate::output::RunOutput;
 use crate::registry::{Source, ToolList, ToolRegistry};
 use crate::result::{RunError, RunResult, RunStatus};
-use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, chain_ahead, invoke, prepare_step};
+use crate::scheduler::{Ahead, CallEnv, CallRequest, RunChannel, Woken, chain_ahead, invoke, prepare_step};
 use crate::search::SEARCH_TOOL;
 use crate::tool::{Channel, RunScope};
 use crate::toolset::ToolsetContext;
@@ -309,9 +309,10 @@ impl Run<'_> {
         // answer, or the end), which must not regrow what the batch filled.
         self.channel.events.reserve(2 * calls.len() + 4);
         self.channel.trace.reserve(calls.len() + 4);
-        // One wait on the cancellation for the whole batch, not one made per call.
-        let stopped = self.scope.cancellation.cancelled();
-        tokio::pin!(stopped);
+        // One wait on the cancellation for the whole batch, not one made per call, polled
+        // again only once it wakes the run (not at every call's end).
+        let stopped = std::pin::pin!(self.scope.cancellation.cancelled());
+        let mut stopped = Woken::new(stopped);
         let mut start = first;
         let cancelled = loop {
             for ready in start.drain(..) {
