@@ -35,8 +35,11 @@ impl Wake for Flag {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woke.store(true, Ordering::Release);
-        if let Some(task) = &*self.task.lock().unwrap_or_else(PoisonError::into_inner) {
-            task.wake_by_ref();
+        // Woken outside the lock: an executor that polls the task inside its wake would
+        // otherwise find the lock held by its own thread.
+        let task = self.task.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(task) = task {
+            task.wake();
         }
     }
 }
@@ -74,6 +77,16 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use tokio_util::sync::CancellationToken;
 
+    /// A task's waker that counts its wakes.
+    #[derive(Default)]
+    struct Task(AtomicUsize);
+
+    impl Wake for Task {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Pending until `ready`, counting its polls; it wakes nobody.
     struct Counted<'a> {
         polls: &'a AtomicUsize,
@@ -93,7 +106,9 @@ mod tests {
     fn the_future_is_polled_once_until_it_wakes_its_task() {
         let (polls, ready) = (AtomicUsize::new(0), AtomicBool::new(false));
         let mut woken = Woken::new(Counted { polls: &polls, ready: &ready });
-        let mut cx = Context::from_waker(Waker::noop());
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(task.clone());
+        let mut cx = Context::from_waker(&waker);
         for _ in 0..5 {
             assert!(Pin::new(&mut woken).poll(&mut cx).is_pending());
         }
@@ -101,7 +116,9 @@ mod tests {
         // Ready but silent: a future that never wakes its task is never polled again.
         ready.store(true, Ordering::Relaxed);
         assert!(Pin::new(&mut woken).poll(&mut cx).is_pending());
+        assert_eq!(task.0.load(Ordering::Relaxed), 0);
         woken.waker.wake_by_ref();
+        assert_eq!(task.0.load(Ordering::Relaxed), 1, "the future's wake wakes the task");
         assert!(Pin::new(&mut woken).poll(&mut cx).is_ready());
         assert_eq!(polls.load(Ordering::Relaxed), 2);
     }
@@ -116,6 +133,12 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             other_thread.cancel();
         });
-        tokio::time::timeout(std::time::Duration::from_secs(10), woken).await.expect("the cancellation woke the task");
+        // Not a timeout around `woken`: a timeout polls it again when its timer fires,
+        // which would hide a task the cancellation never woke.
+        tokio::select! {
+            biased;
+            () = tokio::time::sleep(std::time::Duration::from_secs(10)) => panic!("the cancellation never woke the task"),
+            () = woken => {}
+        }
     }
 }
