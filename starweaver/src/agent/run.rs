@@ -99,12 +99,11 @@ pub(crate) async fn drive(
     let events = Arc::new(EventLog::new(run_id.clone(), next_seq, live));
     let channel = Arc::new(RunChannel { events, trace: Arc::new(trace), also: None, answers: agent.answerer.clone() });
     let cancellation = options.cancellation.unwrap_or_default();
-    let scope = RunScope::new(run_id.clone(), cancellation, dependencies, Some(Channel(channel.clone())));
+    let scope = RunScope::new(run_id, cancellation, dependencies, Some(Channel(channel.clone())));
     let run = Run {
         channel,
         run_span,
         agent,
-        run_id,
         scope,
         registry: tools.registry,
         refused: tools.refused,
@@ -133,7 +132,6 @@ struct Run<'a> {
     channel: Arc<RunChannel>,
     run_span: SpanId,
     agent: &'a AgentInner,
-    run_id: Arc<str>,
     /// What every call's context shares: the run's id, cancellation, dependencies and
     /// channel.
     scope: Arc<RunScope>,
@@ -162,7 +160,7 @@ impl Run<'_> {
         let mut machine = match first {
             First::Prompt(prompt) => Machine::start(
                 state,
-                self.run_id.clone(),
+                self.scope.run_id.clone(),
                 bounds,
                 self.output.instructions.as_deref(),
                 prompt,
@@ -195,7 +193,7 @@ impl Run<'_> {
                 },
                 Next::AwaitCalls => unreachable!("run_calls returns once every call has ended"),
                 Next::CheckOutput { text } => {
-                    let ctx = self.output.context(&self.run_id, &self.scope.dependencies);
+                    let ctx = self.output.context(&self.scope.run_id, &self.scope.dependencies);
                     let checked = self.output.check(ctx, &text).await;
                     machine.output_checked(checked);
                 }

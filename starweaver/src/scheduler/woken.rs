@@ -22,7 +22,6 @@ pub(crate) struct Woken<F> {
 }
 
 /// What `future`'s wakes mark, and the task they wake.
-#[derive(Default)]
 struct Flag {
     woke: AtomicBool,
     task: Mutex<Option<Waker>>,
@@ -46,9 +45,8 @@ impl Wake for Flag {
 
 impl<F: Future + Unpin> Woken<F> {
     pub(crate) fn new(future: F) -> Self {
-        let flag = Arc::new(Flag::default());
         // Marked as woken: the first poll polls `future`, which registers its waker.
-        flag.woke.store(true, Ordering::Relaxed);
+        let flag = Arc::new(Flag { woke: AtomicBool::new(true), task: Mutex::new(None) });
         Self { future, waker: Waker::from(flag.clone()), flag, task: None }
     }
 }
