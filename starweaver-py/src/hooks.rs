@@ -261,14 +261,17 @@ impl Hooks for PyHooks {
         &'a self,
         ctx: &'a ToolContext,
         call: &'a HookCall<'a>,
-        result: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
-        let Some(method) = &self.after_call else { return Hooked::ready(Ok(result)) };
-        called(
+        result: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
+        let Some(method) = &self.after_call else { return Hooked::ready(Ok(())) };
+        // The Python object holds the result while the hook runs; what the hook leaves goes
+        // back in its place (a failed hook's call ends with its error, the place unread).
+        let taken = std::mem::take(&mut *result);
+        let answered = called(
             method,
             move |py| {
                 let (ctx, call) = view(py, ctx, call)?;
-                let handed = Bound::new(py, PyToolResult(result))?;
+                let handed = Bound::new(py, PyToolResult(taken))?;
                 Ok(((ctx, call, &handed).into_pyobject(py)?, handed.unbind()))
             },
             // `None` keeps the result: it comes back out unless the hook kept it (then it
@@ -280,7 +283,8 @@ impl Hooks for PyHooks {
                 drop(handed);
                 result_of(returned, "after_call")
             },
-        )
+        );
+        then(answered, move |answered| answered.map(|left| *result = left))
     }
 
     fn on_error<'a>(

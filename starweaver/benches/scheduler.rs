@@ -100,25 +100,27 @@ fn thousand_calls_macro_tool(bencher: Bencher) {
     run(bencher, &agent(1_000, add_tool()));
 }
 
-/// A sync hook that looks at every call on the way in and out, as an audit hook would.
+/// A sync hook that reads every call on the way in and out, as an audit hook would, and as
+/// P13's Python hooks do (`bench/scenarios_starweaver.py`): the tool's name on the way in,
+/// the call's id on the way out.
 struct Audit;
 
 impl Hooks for Audit {
     fn before_call<'a>(&'a self, _: &'a ToolContext, call: &'a HookCall) -> Hooked<'a, Result<Before, ToolError>> {
-        Hooked::ready(if call.arguments.get("a").is_some() {
+        Hooked::ready(if &**call.name == "add" {
             Ok(Before::Continue)
         } else {
-            Err(ToolError::user_error("no `a`"))
+            Err(ToolError::user_error("not `add`"))
         })
     }
 
     fn after_call<'a>(
         &'a self,
         _: &'a ToolContext,
-        _: &'a HookCall,
-        result: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
-        Hooked::ready(Ok(result))
+        call: &'a HookCall,
+        _: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
+        Hooked::ready(if call.id.is_empty() { Err(ToolError::user_error("no call id")) } else { Ok(()) })
     }
 }
 

@@ -93,7 +93,8 @@ impl<T> Future for Hooked<'_, T> {
 ///   concurrency limits (a hook never holds a place); may rewrite the arguments,
 ///   answer in the tool's place, or fail the call with any [`ToolError`] (with the meaning
 ///   that kind has when a tool raises it: `ModelRetry`, `UserError`, `ApprovalRequired`, ...).
-/// - [`after_call`](Self::after_call): may replace the result, or fail the call.
+/// - [`after_call`](Self::after_call): may change or replace the result in place, or fail
+///   the call.
 /// - [`on_error`](Self::on_error): sees a failure after the call's own retries; may turn
 ///   it into a result.
 /// - [`prepare_tools`](Self::prepare_tools): once per step, the definitions the model is
@@ -156,19 +157,20 @@ pub trait Hooks: Send + Sync + 'static {
         Hooked::ready(Ok(Before::Continue))
     }
 
-    /// Runs after the call gave `result`; returns the result the model gets (`result` by
-    /// default).
+    /// Runs after the call gave `result`, which it may change or replace in place (redact,
+    /// shorten): the model gets `result` as the hook leaves it (unchanged by default).
     ///
     /// # Errors
-    /// Any [`ToolError`]: the call ends as if the tool had raised it.
+    /// Any [`ToolError`]: the call ends as if the tool had raised it, and `result`, however
+    /// the hook left it (a Python hook leaves it empty), is dropped.
     fn after_call<'a>(
         &'a self,
         ctx: &'a ToolContext,
         call: &'a HookCall<'a>,
-        result: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
-        let _ = (ctx, call);
-        Hooked::ready(Ok(result))
+        result: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
+        let _ = (ctx, call, result);
+        Hooked::ready(Ok(()))
     }
 
     /// Runs after the call failed with `error` (past its own retries); a result turns the
@@ -219,8 +221,8 @@ impl<H: Hooks + ?Sized> Hooks for Arc<H> {
         &'a self,
         ctx: &'a ToolContext,
         call: &'a HookCall<'a>,
-        result: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        result: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
         (**self).after_call(ctx, call, result)
     }
 

@@ -75,10 +75,10 @@ impl Hooks for Probe {
         &'a self,
         _: &'a ToolContext,
         _: &'a HookCall,
-        result: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        result: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
         self.log.push(format!("{} after {}", self.name, result.value));
-        self.answer(Ok(result))
+        self.answer(Ok(()))
     }
 
     fn on_error<'a>(
@@ -293,8 +293,8 @@ impl Hooks for Out {
         &'a self,
         _: &'a ToolContext,
         _: &'a HookCall,
-        _: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        _: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
         failure(self.at_once, self.out)
     }
 
@@ -396,6 +396,78 @@ async fn on_error_sees_the_failure_after_the_retries_and_may_turn_it_into_a_resu
     let returned = &tool_returns(result.messages.messages())[0];
     assert!(!returned.is_error);
     assert_eq!(returned.content, json!({"rescued": "down (failed after 2 attempt(s))"}));
+}
+
+#[tokio::test]
+async fn a_failure_tells_the_model_of_the_attempts_unless_a_hook_made_it_after_a_rescue() {
+    let flaky = || {
+        raw_tool(ToolBuilder::new("flaky").max_retries(1), |_: ToolContext, _: Args| async {
+            Err::<Value, _>(ToolError::execution("down"))
+        })
+    };
+    // Passed through: the attempts' own failure, with their count.
+    let model = calls_then_text(vec![call("c1", "flaky", json!({}))], "done");
+    let agent = Agent::builder(model).tool(flaky()).hook(Probe::new("outer", &Log::default())).build().unwrap();
+    let returned = &tool_returns(agent.run("go").await.unwrap().messages.messages())[0];
+    assert_eq!((&returned.content["attempts"], &returned.content["max_retries"]), (&json!(2), &json!(1)));
+    // Rescued by `on_error`, then failed by an outer `after_call`: the hook's failure, which
+    // no attempt made.
+    let model = calls_then_text(vec![call("c1", "flaky", json!({}))], "done");
+    let out = Out { at_once: true, out: || ToolError::execution("bad") };
+    let agent = Agent::builder(model).tool(flaky()).hook(out).hook(Rescue).build().unwrap();
+    let returned = &tool_returns(agent.run("go").await.unwrap().messages.messages())[0];
+    assert_eq!(returned.content["message"], "hook `out` failed in `after_call`: bad");
+    assert!(returned.content.get("attempts").is_none(), "{}", returned.content);
+}
+
+/// A hook whose `after_call` redacts a result's `secret` in place, at once or after a wait.
+struct Redact {
+    waits: bool,
+}
+
+impl Hooks for Redact {
+    fn after_call<'a>(
+        &'a self,
+        _: &'a ToolContext,
+        _: &'a HookCall,
+        result: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
+        let mut redact = move || {
+            if let Some(secret) = result.value.get_mut("secret") {
+                *secret = json!("[redacted]");
+            }
+            result.metadata.insert("redacted".into(), json!(true));
+            Ok(())
+        };
+        if self.waits {
+            Hooked::new(async move {
+                tokio::task::yield_now().await;
+                redact()
+            })
+        } else {
+            Hooked::ready(redact())
+        }
+    }
+}
+
+#[tokio::test]
+async fn after_call_changes_the_result_in_place_for_the_hooks_before_it_and_the_model() {
+    for waits in [false, true] {
+        let log = Log::default();
+        let model = calls_then_text(vec![call("c1", "echo", json!({"secret": "hunter2", "user": "ann"}))], "done");
+        let agent = Agent::builder(model)
+            .tool(echo("echo", &log))
+            .hook(Probe::new("outer", &log))
+            .hook(Redact { waits })
+            .build()
+            .unwrap();
+        let result = agent.run("go").await.unwrap();
+        let returned = &tool_returns(result.messages.messages())[0];
+        assert_eq!(returned.content, json!({"secret": "[redacted]", "user": "ann"}), "waits: {waits}");
+        assert_eq!(returned.metadata.get("redacted"), Some(&json!(true)));
+        let after: Vec<String> = log.entries().into_iter().filter(|entry| entry.starts_with("outer after")).collect();
+        assert_eq!(after, [r#"outer after {"secret":"[redacted]","user":"ann"}"#], "the outer hook sees the change");
+    }
 }
 
 #[tokio::test]
@@ -663,10 +735,10 @@ impl Hooks for Binder {
         &'a self,
         ctx: &'a ToolContext,
         _: &'a HookCall,
-        result: ToolResult,
-    ) -> Hooked<'a, Result<ToolResult, ToolError>> {
+        _: &'a mut ToolResult,
+    ) -> Hooked<'a, Result<(), ToolError>> {
         self.look("after", ctx);
-        Hooked::ready(Ok(result))
+        Hooked::ready(Ok(()))
     }
 }
 

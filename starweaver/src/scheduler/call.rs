@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -19,11 +19,12 @@ use crate::message::{HostFields, ToolCallPart, ToolReturnPart, ToolReturnRecord}
 use crate::registry::{RegisteredTool, Source, ToolRegistry};
 use crate::tool::run_ahead::{self, ChainedCall, Claimed, StopGuard};
 use crate::tool::{
-    Answered, BindingSlot, CallChannel, Channel, Dependencies, Elicitation, Replies, RunScope, ToolContext, ToolError,
-    ToolErrorKind, ToolResult,
+    Answered, Attempt, CallChannel, Channel, Dependencies, Elicitation, Lent, Replies, RunScope, Shared, ToolContext,
+    ToolError, ToolErrorKind, ToolResult,
 };
 use crate::trace::{SpanId, SpanOf, Tracer};
 
+use super::attempted::{Attempted, Tried};
 use super::channel::RunChannel;
 use super::hooks::{self, HookChain, HookedCall};
 
@@ -273,10 +274,9 @@ pub(crate) fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> impl Fu
                 }
             };
             let hooks = hook_chain(env, tool);
-            let (mut hooked, mut stopped) = (None, None);
-            if !hooks.is_empty() {
-                let ctx = context(env, tool, &request, 1, None);
-                let hooked = hooked.insert(HookedCall::new(ctx));
+            let mut hooked = (!hooks.is_empty()).then(|| HookedCall::new(lent_context(env, tool, &request)));
+            let mut stopped = None;
+            if let Some(hooked) = &mut hooked {
                 stopped = hooks::enter(hooks, call, arguments, hooked).await;
             }
             let hooked = hooked.as_ref();
@@ -284,11 +284,11 @@ pub(crate) fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> impl Fu
             let outcome = 'ran: {
                 if let Some(stopped) = stopped {
                     announce(env, &request, hooked, Vec::new());
-                    break 'ran (*stopped).map_err(|error| (error, Map::new()));
+                    break 'ran (*stopped).map_err(|error| (error, None));
                 }
                 if let Some(error) = unbound(&request, arguments) {
                     announce(env, &request, hooked, Vec::new());
-                    break 'ran Err((error, Map::new()));
+                    break 'ran Err((error, None));
                 }
                 let mut filled = None;
                 let arguments = match gate(tool, &request, Cow::Borrowed(arguments)) {
@@ -309,27 +309,17 @@ pub(crate) fn invoke(env: &CallEnv<'_>, mut request: CallRequest<'_>) -> impl Fu
                 debug_assert!(hooked.is_none() || ahead.is_none(), "a call with hooks was run ahead");
                 attempts(env, tool, &request, ahead, arguments).await
             };
-            // The way out. Each answer is taken apart before any wait, so a call's future keeps
-            // no room for one: only the rest of the way out, boxed, when a hook waits.
             let outcome = match hooked {
-                Some(hooked) => 'left: {
-                    let (outcome, extra) = match Leaving::of(outcome) {
-                        Leaving::Through(outcome, extra) => (outcome, extra),
-                        Leaving::Waits(outcome) => break 'left outcome,
-                    };
+                Some(hooked) => {
                     let seen = HookCall { id: &call.id, name: &call.name, arguments };
                     // The chain is found again, not kept: the call's future would carry it.
-                    let rest = match hooks::leave(hook_chain(env, tool), hooked.count, &hooked.ctx, &seen, outcome) {
-                        Ok(now) => break 'left now.map_err(|error| (error, extra.unwrap_or_default())),
-                        Err(rest) => rest,
-                    };
-                    rest.await.map_err(|error| (error, extra.unwrap_or_default()))
+                    hooks::leave(hook_chain(env, tool).first(hooked.count), &hooked.ctx, &seen, outcome).await
                 }
                 None => outcome,
             };
             match outcome {
                 Ok(result) => ToolReturn::success(call, result, tool.max_return_chars).into(),
-                Err((error, extra)) => ended(call, error, extra, hooked.and_then(HookedCall::rewritten_arguments)),
+                Err((error, tried)) => ended(call, error, tried, hooked.and_then(HookedCall::rewritten_arguments)),
             }
         }
         .instrument(span)
@@ -368,7 +358,7 @@ fn unbound(request: &CallRequest<'_>, arguments: &Value) -> Option<ToolError> {
 
 /// The `tool_call` event: what the model asked for, with the arguments hooks rewrote and
 /// the hooks that rewrote or answered, if any, and the concurrency limits it queues for.
-fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&HookedCall>, queued_for: Vec<Arc<str>>) {
+fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&HookedCall<'_>>, queued_for: Vec<Arc<str>>) {
     let call = request.part;
     env.run.events.emit(EventKind::ToolCall {
         tool_call_id: call.id.clone(),
@@ -381,33 +371,10 @@ fn announce(env: &CallEnv<'_>, request: &CallRequest<'_>, hooked: Option<&Hooked
     });
 }
 
-/// How a call's attempts ended: its result, or the error it ended with and what the model
-/// is told of the attempts.
-type Attempted = Result<ToolResult, (ToolError, Map<String, Value>)>;
-
-/// A call's outcome as the way out takes it.
-enum Leaving {
-    /// Through the hooks: what they see, and what the model is told of the attempts when
-    /// the call failed (a map made only then: a call's way out is made for every call).
-    Through(Result<ToolResult, ToolError>, Option<Map<String, Value>>),
-    /// A call that waits for a human, as it is: it goes out when it ends.
-    Waits(Attempted),
-}
-
-impl Leaving {
-    fn of(outcome: Attempted) -> Self {
-        match outcome {
-            Ok(result) => Self::Through(Ok(result), None),
-            Err((error, extra)) if suspends(error.kind()) => Self::Waits(Err((error, extra))),
-            Err((error, extra)) => Self::Through(Err(error), Some(extra)),
-        }
-    }
-}
-
 /// The hooks of a call of `tool`: the run's and the agent's, then its toolset's.
 fn hook_chain<'a>(env: &CallEnv<'a>, tool: &'a RegisteredTool) -> HookChain<'a> {
     // The run's output is the application's own answer, not a tool's work to govern.
-    let outer = if tool.source == Source::Output { &[] } else { env.hooks };
+    let outer = if matches!(tool.source, Source::Output) { &[] } else { env.hooks };
     HookChain { outer, toolset: &tool.hooks }
 }
 
@@ -430,14 +397,10 @@ fn queue(env: &CallEnv<'_>, tool: &RegisteredTool, request: &CallRequest<'_>) ->
     (queued_for, entry)
 }
 
-/// Whether an error of this kind suspends the call (for a human) instead of ending it.
-fn suspends(kind: ToolErrorKind) -> bool {
-    matches!(kind, ToolErrorKind::ApprovalRequired | ToolErrorKind::CallDeferred | ToolErrorKind::ElicitationRequired)
-}
-
-/// How a call that failed with `error` ends: waiting for a human, or an error return;
-/// `arguments` are the ones a waiting call shows, when hooks rewrote the model's.
-fn ended(call: &ToolCallPart, error: ToolError, extra: Map<String, Value>, arguments: Option<Value>) -> CallOutcome {
+/// How a call that failed with `error` ends: waiting for a human, or an error return
+/// (telling the model of the attempts it `tried`); `arguments` are the ones a waiting call
+/// shows, when hooks rewrote the model's.
+fn ended(call: &ToolCallPart, error: ToolError, tried: Option<Tried>, arguments: Option<Value>) -> CallOutcome {
     match error.kind() {
         ToolErrorKind::ApprovalRequired => {
             let (_, reason, metadata, _) = error.into_parts();
@@ -458,7 +421,7 @@ fn ended(call: &ToolCallPart, error: ToolError, extra: Map<String, Value>, argum
             );
             ToolReturn::failure(call, ToolError::user_error(message), Map::new()).into()
         }
-        _ => ToolReturn::failure(call, error, extra).into(),
+        _ => ToolReturn::failure(call, error, tried.map_or_else(Map::new, Tried::into_map)).into(),
     }
 }
 
@@ -543,7 +506,7 @@ pub(crate) fn chain_ahead<'c>(
     Some(Ahead { claims: indices.into_iter().zip(claims).collect(), _stop: stop })
 }
 
-/// The context of one attempt.
+/// The context of one attempt, of its own (a tool owns its context).
 fn context(
     env: &CallEnv<'_>,
     tool: &RegisteredTool,
@@ -551,19 +514,34 @@ fn context(
     attempt: u32,
     cancellation: Option<Arc<CancellationToken>>,
 ) -> ToolContext {
-    ToolContext {
-        scope: env.scope.clone(),
-        tool_call_id: request.part.id.clone(),
-        tool_name: tool.name.clone(),
-        retry: request.retry,
-        attempt,
-        max_retries: tool.max_retries,
-        cancellation,
-        approval: request.approval.clone(),
-        // Each attempt asks its questions from the first again.
-        replies: request.answered.as_ref().map(|answered| Arc::new(Replies::new(answered.clone()))),
-        binding: BindingSlot::default(),
+    shared(env, tool, request).owned(attempt_of(tool, request, attempt, cancellation))
+}
+
+/// The context of the first attempt, lent, for code that only borrows it (the call's hooks).
+fn lent_context<'c>(env: &CallEnv<'c>, tool: &'c RegisteredTool, request: &'c CallRequest<'_>) -> Lent<'c> {
+    shared(env, tool, request).lent(attempt_of(tool, request, 1, None))
+}
+
+/// What a context of the call shares with it.
+fn shared<'c>(env: &CallEnv<'c>, tool: &'c RegisteredTool, request: &'c CallRequest<'_>) -> Shared<'c> {
+    Shared {
+        scope: env.scope,
+        tool_call_id: &request.part.id,
+        tool_name: &tool.name,
+        approval: request.approval.as_ref(),
     }
+}
+
+/// What a context of attempt `attempt` of the call holds of its own.
+fn attempt_of(
+    tool: &RegisteredTool,
+    request: &CallRequest<'_>,
+    attempt: u32,
+    cancellation: Option<Arc<CancellationToken>>,
+) -> Attempt {
+    // Each attempt asks its questions from the first again.
+    let replies = request.answered.as_ref().map(|answered| Arc::new(Replies::new(answered.clone())));
+    Attempt { retry: request.retry, attempt, max_retries: tool.max_retries, cancellation, replies }
 }
 
 /// The attempts of a call, retrying `execution` failures within the tool's budget: its
@@ -604,17 +582,15 @@ async fn attempts(
                 attempt += 1;
             }
             ToolErrorKind::Execution => {
-                let extra = json!({"attempts": attempt, "max_retries": tool.max_retries});
-                let Value::Object(extra) = extra else { unreachable!("json! of an object literal") };
                 let message = format!("{} (failed after {attempt} attempt(s))", error.message());
                 let (kind, _, metadata, private) = error.into_parts();
                 let mut error = ToolError::new(kind, message).with_metadata(metadata);
                 if let Some(private) = private {
                     error = error.with_private_metadata(private);
                 }
-                return Err((error, extra));
+                return Err((error, Some(Tried { attempts: attempt, max_retries: tool.max_retries })));
             }
-            _ => return Err((error, Map::new())),
+            _ => return Err((error, None)),
         }
     }
 }

@@ -15,7 +15,11 @@ use serde_json::Value;
 use crate::hook::{Before, HookCall, Hooked, Hooks};
 use crate::message::ToolCallPart;
 use crate::registry::ToolRegistry;
-use crate::tool::{Dependencies, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message};
+use crate::tool::{
+    Dependencies, Lent, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolResult, panic_message,
+};
+
+use super::attempted::Attempted;
 
 /// The hooks of one call: the run's and the agent's (`outer`), then its toolset's.
 #[derive(Clone, Copy)]
@@ -33,9 +37,16 @@ impl<'a> HookChain<'a> {
         self.outer.iter().chain(self.toolset)
     }
 
-    /// The `index`-th hook, from 0, in the order of the way in.
-    fn at(self, index: usize) -> Option<&'a Arc<dyn Hooks>> {
-        self.outer.get(index).or_else(|| self.toolset.get(index.checked_sub(self.outer.len())?))
+    /// The first `count` hooks of the way in.
+    pub(crate) fn first(self, count: usize) -> Self {
+        let (outer, _) = self.outer.split_at(count.min(self.outer.len()));
+        let (toolset, _) = self.toolset.split_at((count - outer.len()).min(self.toolset.len()));
+        Self { outer, toolset }
+    }
+
+    /// The hooks in the order of the way out: the way in's, reversed.
+    fn way_out(self) -> impl Iterator<Item = &'a Arc<dyn Hooks>> {
+        self.toolset.iter().rev().chain(self.outer.iter().rev())
     }
 }
 
@@ -44,9 +55,9 @@ type Outcome = Result<ToolResult, ToolError>;
 
 /// A call with hooks: its hooks' context and how its way in went. Kept in the call's
 /// future, which has room for it: a box would cost every call with hooks an allocation.
-pub(crate) struct HookedCall {
-    /// The context every hook method of the call is handed.
-    pub ctx: ToolContext,
+pub(crate) struct HookedCall<'c> {
+    /// The context every hook method of the call is handed: lent, since hooks only borrow it.
+    pub ctx: Lent<'c>,
     /// The arguments as the last hook that rewrote them left them, and its name (boxed:
     /// rarer than a call).
     pub rewritten: Option<Box<(Value, Arc<str>)>>,
@@ -56,9 +67,9 @@ pub(crate) struct HookedCall {
     pub count: usize,
 }
 
-impl HookedCall {
+impl<'c> HookedCall<'c> {
     /// A call about to go through its hooks, with `ctx`.
-    pub(crate) fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: Lent<'c>) -> Self {
         Self { ctx, rewritten: None, answered_by: None, count: 0 }
     }
 
@@ -80,7 +91,7 @@ impl HookedCall {
             Ok(Before::Arguments(arguments)) if arguments.is_object() => {
                 self.rewritten = Some(Box::new((arguments, hook.name().into())));
                 // What a binding kept of the arguments is of them as they were.
-                self.ctx.binding.rewrites += 1;
+                self.ctx.binding_mut().rewrites += 1;
                 return ControlFlow::Continue(());
             }
             Ok(Before::Arguments(other)) => {
@@ -123,18 +134,24 @@ pub(crate) async fn enter(
     hooks: HookChain<'_>,
     part: &ToolCallPart,
     arguments: &Value,
-    hooked: &mut HookedCall,
+    hooked: &mut HookedCall<'_>,
 ) -> Option<Box<Outcome>> {
     for hook in hooks.iter() {
         let decided = 'decided: {
             let seen = HookCall { id: &part.id, name: &part.name, arguments: hooked.arguments(arguments) };
             // Taken apart before the wait, so a call's future keeps no room for an answer.
             let pending = match guarded(&**hook, BEFORE_CALL, || hook.before_call(&hooked.ctx, &seen)) {
+                // The common answer, made again rather than moved.
+                Ok(Ok(Before::Continue)) => break 'decided Ok(Before::Continue),
                 Ok(decided) => break 'decided decided,
                 Err(pending) => pending,
             };
             later(&**hook, BEFORE_CALL, pending).await
         };
+        if matches!(decided, Ok(Before::Continue)) {
+            hooked.count += 1;
+            continue;
+        }
         if let ControlFlow::Break(stopped) = hooked.decided(&**hook, part, decided) {
             return Some(stopped);
         }
@@ -143,38 +160,59 @@ pub(crate) async fn enter(
     None
 }
 
-/// Runs the way out through the first `entered` hooks, last first: `after_call` while
-/// there is a result, `on_error` while there is a failure. What the hooks leave, or, when
-/// a hook answers later, the rest of the way out: a call whose hooks answer at once
-/// carries none of its state in its future.
+/// Runs the way out through `hooks`, last first: `after_call` while there is a result,
+/// which each changes in place, and `on_error` while there is a failure, which it may turn
+/// into a result. A failure keeps what the model is told of the call's attempts, unless a
+/// hook's `after_call` made it. A call that waits for a human passes no hook: it goes out
+/// when it ends. A hook that answers at once adds no wait.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn`'s future keeps the outcome twice, as an argument and as the local it is moved \
+              to (rust-lang/rust#62958): 112 bytes more in every call's future"
+)]
 pub(crate) fn leave<'a>(
     hooks: HookChain<'a>,
-    entered: usize,
     ctx: &'a ToolContext,
     call: &'a HookCall<'a>,
-    mut outcome: Outcome,
-) -> Result<Outcome, BoxFuture<'a, Outcome>> {
-    let mut left = entered;
-    while let Some(hook) = left.checked_sub(1).and_then(|last| hooks.at(last)) {
-        left -= 1;
-        let (stage, answer) = match outcome {
-            Ok(result) => (AFTER_CALL, guarded(&**hook, AFTER_CALL, || hook.after_call(ctx, call, result))),
-            Err(error) => (ON_ERROR, guarded(&**hook, ON_ERROR, || hook.on_error(ctx, call, error))),
-        };
-        outcome = match answer {
-            Ok(now) => now,
-            Err(pending) => {
-                return Err(Box::pin(async move {
-                    let outcome = later(&**hook, stage, pending).await;
-                    match leave(hooks, left, ctx, call, outcome) {
-                        Ok(now) => now,
-                        Err(rest) => rest.await,
+    mut outcome: Attempted,
+) -> impl Future<Output = Attempted> + Send + 'a {
+    async move {
+        if outcome.as_ref().is_err_and(|(error, _)| error.kind().suspends_call()) {
+            return outcome;
+        }
+        for hook in hooks.way_out() {
+            // Each answer is taken apart before any wait, so the future keeps no room for one.
+            match &mut outcome {
+                Ok(result) => {
+                    let answer = 'answered: {
+                        let pending = match guarded(&**hook, AFTER_CALL, || hook.after_call(ctx, call, result)) {
+                            Ok(now) => break 'answered now,
+                            Err(pending) => pending,
+                        };
+                        later(&**hook, AFTER_CALL, pending).await
+                    };
+                    if let Err(error) = answer {
+                        outcome = Err((error, None));
                     }
-                }));
+                }
+                Err(_) => {
+                    // `on_error` takes the failure: its place holds an empty result until the answer.
+                    let Err((error, tried)) = std::mem::replace(&mut outcome, Ok(ToolResult::default())) else {
+                        unreachable!("the outcome was matched as a failure")
+                    };
+                    let answer = 'answered: {
+                        let pending = match guarded(&**hook, ON_ERROR, || hook.on_error(ctx, call, error)) {
+                            Ok(now) => break 'answered now,
+                            Err(pending) => pending,
+                        };
+                        later(&**hook, ON_ERROR, pending).await
+                    };
+                    outcome = answer.map_err(|error| (error, tried));
+                }
             }
-        };
+        }
+        outcome
     }
-    Ok(outcome)
 }
 
 /// A hook method, as its failures are told: its name, and whether an `execution` error it
@@ -218,9 +256,14 @@ fn guarded<'h, T: Send + 'h>(
 }
 
 /// What a hook method that answers later gives, judged as [`guarded`] judges an answer
-/// given at once (a panic while it is polled is the hook's failure too).
-async fn later<T>(hook: &dyn Hooks, stage: Stage, pending: Pending<'_, T>) -> Result<T, ToolError> {
-    judged(hook, stage, AssertUnwindSafe(pending).catch_unwind().await)
+/// given at once (a panic while it is polled is the hook's failure too). A future of a
+/// few words, not an `async fn`'s, which would keep its arguments twice.
+fn later<'h, T: 'h>(
+    hook: &'h dyn Hooks,
+    stage: Stage,
+    pending: Pending<'h, T>,
+) -> impl Future<Output = Result<T, ToolError>> + Send + 'h {
+    AssertUnwindSafe(pending).catch_unwind().map(move |outcome| judged(hook, stage, outcome))
 }
 
 /// What a hook method's outcome (or its panic) means for the call.

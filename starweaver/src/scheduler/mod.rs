@@ -5,6 +5,7 @@
 //! optional semaphore caps concurrency. `channel.rs` records what a call reports while it
 //! runs; `woken.rs` keeps the run's wait on its cancellation from costing every call.
 
+mod attempted;
 mod call;
 mod channel;
 mod cut;

@@ -83,10 +83,20 @@ pub struct ToolContext {
     pub(crate) binding: BindingSlot,
 }
 
+/// What a context of one attempt holds of its own.
+pub(crate) struct Attempt {
+    pub retry: u32,
+    pub attempt: u32,
+    pub max_retries: u32,
+    pub cancellation: Option<Arc<CancellationToken>>,
+    pub replies: Option<Arc<Replies>>,
+}
+
 /// What every call of one run shares (one call served alone has a scope of its own): held
 /// by each context under one reference count. A context is made for every attempt of every
-/// call, and another for a call's hooks; each count taken is an atomic operation, about
-/// five nanoseconds here, and this makes it one where it was four.
+/// call; each count taken is an atomic operation, about five nanoseconds here, and this
+/// makes it one where it was four. (A call's hooks borrow one that takes none:
+/// [`Lent`](super::Lent).)
 #[derive(Debug, Clone)]
 pub(crate) struct RunScope {
     pub(crate) run_id: Arc<str>,
@@ -290,6 +300,33 @@ impl ToolContext {
     /// A context outside any run, for calling a tool directly in a unit test.
     pub fn detached(tool_name: &str) -> Self {
         Self::of_run(tool_name, Arc::from("detached"), Dependencies::new())
+    }
+
+    /// The context of one attempt of a call: what it shares with the call (the run's scope,
+    /// the call's id, the tool's name, the approval) and what it holds of its own.
+    ///
+    /// It must not panic: [`Shared::lent`](super::Shared::lent) hands it handles on `Arc`s
+    /// that must never be dropped.
+    pub(crate) fn of_call(
+        scope: Arc<RunScope>,
+        tool_call_id: Arc<str>,
+        tool_name: Arc<str>,
+        approval: Option<Arc<ApprovalDecision>>,
+        attempt: Attempt,
+    ) -> Self {
+        let Attempt { retry, attempt, max_retries, cancellation, replies } = attempt;
+        Self {
+            scope,
+            tool_call_id,
+            tool_name,
+            retry,
+            attempt,
+            max_retries,
+            cancellation,
+            approval,
+            replies,
+            binding: BindingSlot::default(),
+        }
     }
 
     /// A context of the run `run_id`, with its `dependencies`, for code of the run's

@@ -82,6 +82,12 @@ impl ToolErrorKind {
     pub fn counts_model_retry(self) -> bool {
         matches!(self, Self::InvalidArguments | Self::ModelRetry)
     }
+
+    /// Whether a call that fails so waits for a human (an approval, an outside result, an
+    /// answer) instead of ending.
+    pub(crate) fn suspends_call(self) -> bool {
+        matches!(self, Self::ApprovalRequired | Self::CallDeferred | Self::ElicitationRequired)
+    }
 }
 
 impl fmt::Display for ToolErrorKind {
