@@ -9,7 +9,9 @@
 //! per call is the difference between `thousand_calls_macro_tool_with_hooks` and
 //! `thousand_calls_macro_tool`, over 1,000 (the target is ≤ 50 ns);
 //! `thousand_calls_macro_tool_with_pass_through_hooks` gives the runtime's own share of
-//! it, with hooks that do no work.
+//! it, with hooks that do no work. Benches run one after another in one process leave
+//! their heap to the next: to compare two, run each in a process of its own
+//! (`cargo bench -p starweaver --bench scheduler -- --exact scheduler::<bench>`).
 // Bench code, like test code, may unwrap and index: a panic fails the bench.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
