@@ -148,6 +148,9 @@ pub(crate) async fn enter(
             };
             later(&**hook, BEFORE_CALL, pending).await
         };
+        // The common answer goes on here, not through `decided`, which takes the rest: 30
+        // instructions a call fewer with hooks (`benches/scheduler.rs`), `decided` inlined
+        // or not.
         if matches!(decided, Ok(Before::Continue)) {
             hooked.count += 1;
             continue;

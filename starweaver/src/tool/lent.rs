@@ -4,10 +4,11 @@
 //! A context holds the run's scope, the call's id, the tool's name and the call's approval
 //! (when it has one), each under a reference count. Every count taken or given back is an
 //! atomic operation, about five nanoseconds on the machines we measure, and a context takes
-//! three or four and gives them back. A call with hooks hands its hooks a context besides the one its tool is
-//! given, and the tool's cannot be the hooks' (a tool owns its context): lending the hooks
-//! one that shares what the call already holds saves those atomic operations on every
-//! call with hooks, about a third of what hooks that do nothing cost the runtime.
+//! three or four and gives them back. A call with hooks hands its hooks a context besides
+//! the one its tool is given, and the tool's cannot be the hooks' (a tool owns its
+//! context): lending the hooks one that shares what the call already holds saves those
+//! atomic operations on every call with hooks, about a third of what hooks that do nothing
+//! cost the runtime.
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
